@@ -1,0 +1,151 @@
+"""The ASGI app: POST/GET /api/cron/tick and GET /api/health, built from a routes list."""
+
+from __future__ import annotations
+
+import logging
+from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from . import auth, handlers
+from .db import Database
+from .errors import ConfigError, CrontickError, DatabaseUnavailable
+from .settings import Settings
+from .tick import run_tick
+
+log = logging.getLogger("crontick")
+
+RETRY_AFTER_SECONDS = 30
+
+
+def error(status: int, code: str, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": code, "detail": detail}, status_code=status, headers=headers)
+
+
+class Runtime:
+    """Settings and the database, loaded once per process (a Vercel or Lambda instance)."""
+
+    def __init__(self, settings: Settings | None) -> None:
+        self.problem: str | None = None
+        self.settings = Settings()
+        self.db: Database | None = None
+        try:
+            self.settings = settings or Settings.from_env()
+            handlers.load_modules(self.settings.handler_modules)
+            self.db = Database(self.settings.require_database_url())
+        except ConfigError as exc:
+            self.problem = str(exc)
+            log.error('{"event": "misconfigured", "detail": "%s"}', exc)
+
+
+async def tick(request: Request) -> JSONResponse:
+    rt: Runtime = request.app.state.runtime
+    if rt.problem or rt.db is None:
+        return error(503, "misconfigured", f"crontick is not configured: {rt.problem}")
+    settings = rt.settings
+    if not settings.auth_configured:
+        return error(
+            503,
+            "auth_not_configured",
+            "no way to authorise a tick is configured: set CRON_SECRET (32+ characters), "
+            "QSTASH_CURRENT_SIGNING_KEY or CRONTICK_GITHUB_OIDC_REPOSITORY",
+        )
+    body = await request.body()
+    decision = await auth.authorize(request, body, settings, rt.db)
+    if not decision.ok:
+        log.warning('{"event": "tick_refused", "reason": "%s", "client": "%s"}', decision.reason, _client(request))
+        return error(401, "unauthorized", "a valid credential is required to run a tick", {"WWW-Authenticate": "Bearer"})
+    try:
+        conn = await rt.db.connection()
+        result = await run_tick(conn, settings, source=decision.method or "http")
+    except DatabaseUnavailable as exc:
+        await rt.db.discard()
+        log.error('{"event": "database_unavailable", "detail": "%s"}', exc)
+        return error(
+            503, "database_unavailable", "the database cannot be reached; the scheduler should retry later",
+            {"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
+    except CrontickError as exc:
+        log.error('{"event": "tick_error", "detail": "%s"}', exc)
+        return error(500, "tick_failed", str(exc))
+    return JSONResponse(result.to_json())
+
+
+async def health(request: Request) -> JSONResponse:
+    from .db import query
+
+    rt: Runtime = request.app.state.runtime
+    if rt.problem or rt.db is None:
+        return JSONResponse({"ok": False, "last_tick_at": None, "error": "misconfigured", "detail": rt.problem}, 503)
+    try:
+        conn = await rt.db.connection()
+        cur = await conn.execute(query("tick_last"))
+        row = await cur.fetchone()
+    except DatabaseUnavailable:
+        await rt.db.discard()
+        return JSONResponse(
+            {"ok": False, "last_tick_at": None, "error": "database_unavailable", "detail": "the database cannot be reached"},
+            503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
+    except Exception as exc:  # psycopg errors mid-query: report unhealthy, never a traceback
+        await rt.db.discard()
+        log.error('{"event": "health_error", "detail": "%s: %s"}', type(exc).__name__, exc)
+        return JSONResponse({"ok": False, "last_tick_at": None, "error": "database_error", "detail": type(exc).__name__}, 503)
+    last = row[0] if row else None
+    return JSONResponse({"ok": True, "last_tick_at": last.isoformat() if last else None})
+
+
+async def http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, HTTPException)
+    codes = {404: "not_found", 405: "method_not_allowed"}
+    headers = dict(exc.headers or {})
+    return error(exc.status_code, codes.get(exc.status_code, "http_error"), str(exc.detail), headers)
+
+
+async def internal_error(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error in %s", request.url.path, exc_info=exc)
+    return error(500, "internal_error", "the request failed; the server log has the details")
+
+
+def _client(request: Request) -> str:
+    return request.client.host if request.client else "?"
+
+
+def create_app(settings: Settings | None = None) -> Starlette:
+    runtime = Runtime(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        if runtime.db is not None:
+            await runtime.db.close()
+
+    app = Starlette(
+        routes=[
+            Route("/api/cron/tick", tick, methods=["GET", "POST"]),
+            Route("/api/health", health, methods=["GET"]),
+        ],
+        exception_handlers={HTTPException: http_error, Exception: internal_error},
+        lifespan=lifespan,
+    )
+    app.state.runtime = runtime
+    return app
+
+
+class _LazyApp:
+    """`crontick.app.app`: the app is built on first use, so importing this module reads no env."""
+
+    _app: Starlette | None = None
+
+    async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]
+        if self._app is None:
+            self._app = create_app()
+        await self._app(scope, receive, send)
+
+
+app = _LazyApp()

@@ -1,0 +1,141 @@
+"""PostgreSQL access: named queries loaded once from sql/, connections, and migrations."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Mapping
+from importlib import resources
+from importlib.abc import Traversable
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from .errors import ConfigError, CrontickError, DatabaseUnavailable
+
+log = logging.getLogger("crontick")
+
+CONNECT_TIMEOUT_SECONDS = 5
+# A connection idle longer than this is pinged before reuse: a warm serverless instance may
+# hold a socket the database (or pooler) closed while the function was frozen.
+PING_AFTER_IDLE_SECONDS = 10.0
+# Transaction-scoped, so it is safe behind a transaction-mode pooler.
+MIGRATION_LOCK_KEY = 0x63726F6E7469636B  # "crontick"
+
+_NAME_LINE = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
+
+
+def sql_dir() -> Traversable:
+    """The sql/ folder as shipped inside the package (crontick/sql in the wheel)."""
+    return resources.files("crontick").joinpath("sql")
+
+
+def parse_queries(text: str) -> dict[str, str]:
+    """Split a .sql file into {name: sql} at each `-- name: x` line."""
+    parts = _NAME_LINE.split(text)
+    queries: dict[str, str] = {}
+    for name, body in zip(parts[1::2], parts[2::2]):
+        if name in queries:
+            raise ValueError(f"expected unique query names in queries.sql, got {name!r} twice")
+        queries[name] = body.strip().rstrip(";")
+    return queries
+
+
+QUERIES: Mapping[str, str] = parse_queries(sql_dir().joinpath("queries.sql").read_text(encoding="utf-8"))
+
+
+def query(name: str) -> str:
+    return QUERIES[name]
+
+
+async def connect(url: str) -> psycopg.AsyncConnection[Any]:
+    """An autocommit connection without server-side prepared statements (pooler-safe)."""
+    try:
+        return await psycopg.AsyncConnection.connect(
+            url, autocommit=True, prepare_threshold=None, connect_timeout=CONNECT_TIMEOUT_SECONDS
+        )
+    except psycopg.ProgrammingError as exc:
+        raise ConfigError(f"DATABASE_URL: expected a PostgreSQL URL (postgresql://…), got one psycopg rejects: {exc}") from exc
+    except psycopg.OperationalError as exc:
+        raise DatabaseUnavailable(exc) from exc
+
+
+class Database:
+    """One lazily opened connection, reused across warm invocations and re-opened when broken."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._conn: psycopg.AsyncConnection[Any] | None = None
+        self._last_used = 0.0
+
+    async def connection(self) -> psycopg.AsyncConnection[Any]:
+        conn = self._conn
+        if conn is not None and not conn.closed and not conn.broken:
+            if time.monotonic() - self._last_used < PING_AFTER_IDLE_SECONDS or await _alive(conn):
+                self._last_used = time.monotonic()
+                return conn
+            await self.discard()
+        self._conn = await connect(self._url)
+        self._last_used = time.monotonic()
+        return self._conn
+
+    async def discard(self) -> None:
+        """Drop the connection after an error; the next call opens a fresh one."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                await conn.close()
+            except psycopg.Error:
+                pass
+
+    close = discard
+
+
+async def _alive(conn: psycopg.AsyncConnection[Any]) -> bool:
+    try:
+        await conn.execute("select 1")
+        return True
+    except psycopg.Error:
+        return False
+
+
+def migration_files() -> list[tuple[str, str]]:
+    """(version, sql) for each sql/migrations/NNNN_name.sql, in order."""
+    folder = sql_dir().joinpath("migrations")
+    files = sorted((f.name, f) for f in folder.iterdir() if f.name.endswith(".sql"))
+    return [(name.removesuffix(".sql"), f.read_text(encoding="utf-8")) for name, f in files]
+
+
+async def migrate(url: str) -> list[str]:
+    """Apply each migration not yet recorded, in one transaction under an advisory lock.
+
+    Two processes migrating at once serialise on the lock; the second sees the first's
+    records and applies nothing. Returns the versions this call applied.
+    """
+    conn = await connect(url)
+    try:
+        async with conn.transaction():
+            await conn.execute("select pg_advisory_xact_lock(%(key)s)", {"key": MIGRATION_LOCK_KEY})
+            await conn.execute(
+                "create table if not exists crontick_migrations ("
+                " version text primary key, applied_at timestamptz not null default now())"
+            )
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute("select version from crontick_migrations")
+            done = {row["version"] for row in await cur.fetchall()}
+            applied = []
+            for version, sql_text in migration_files():
+                if version in done:
+                    continue
+                await conn.execute(sql_text.encode())
+                await conn.execute("insert into crontick_migrations (version) values (%(v)s)", {"v": version})
+                applied.append(version)
+        return applied
+    except psycopg.OperationalError as exc:
+        raise DatabaseUnavailable(exc) from exc
+    except psycopg.Error as exc:
+        raise CrontickError(f"migration failed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        await conn.close()

