@@ -38,12 +38,25 @@ def parse_queries(text: str) -> dict[str, str]:
     queries: dict[str, str] = {}
     for name, body in zip(parts[1::2], parts[2::2]):
         if name in queries:
-            raise ValueError(f"expected unique query names in queries.sql, got {name!r} twice")
+            raise ValueError(f"expected unique query names, got {name!r} twice")
         queries[name] = body.strip().rstrip(";")
     return queries
 
 
-QUERIES: Mapping[str, str] = parse_queries(sql_dir().joinpath("queries.sql").read_text(encoding="utf-8"))
+def load_queries() -> dict[str, str]:
+    """Every named block of every sql/*.sql file (queries.sql, reminders.sql, …); names are unique."""
+    queries: dict[str, str] = {}
+    for f in sorted(sql_dir().iterdir(), key=lambda f: f.name):
+        if not f.name.endswith(".sql"):
+            continue
+        for name, text in parse_queries(f.read_text(encoding="utf-8")).items():
+            if name in queries:
+                raise ValueError(f"expected unique query names across sql/*.sql, got {name!r} twice")
+            queries[name] = text
+    return queries
+
+
+QUERIES: Mapping[str, str] = load_queries()
 
 
 def query(name: str) -> str:

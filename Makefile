@@ -1,0 +1,25 @@
+# crontick: two commands on a fresh machine with Python 3.11+: `make run` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test bench lint clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "crontick needs Python 3.11 or newer; found " + sys.version.split()[0] + " (set PYTHON=python3.12, for example)")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+## Embedded PostgreSQL unless DATABASE_URL is set; migrate, seed demo data, serve on 127.0.0.1:8000.
+run: $(STAMP)
+	$(BIN)/crontick dev
+
+## The whole suite against CRONTICK_TEST_DATABASE_URL, or an embedded PostgreSQL when it is unset.
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) .crontick dist build
