@@ -104,7 +104,12 @@ async def http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
     codes = {404: "not_found", 405: "method_not_allowed"}
     headers = dict(exc.headers or {})
-    return error(exc.status_code, codes.get(exc.status_code, "http_error"), str(exc.detail), headers)
+    detail = str(exc.detail)
+    if exc.status_code == 405:
+        detail = f"{request.method} is not allowed on {request.url.path}; use {headers.get('Allow', 'GET, POST')}"
+    elif exc.status_code == 404:
+        detail = f"nothing at {request.url.path}; the endpoints are /api/cron/tick and /api/health"
+    return error(exc.status_code, codes.get(exc.status_code, "http_error"), detail, headers)
 
 
 async def internal_error(request: Request, exc: Exception) -> JSONResponse:
@@ -116,7 +121,18 @@ def _client(request: Request) -> str:
     return request.client.host if request.client else "?"
 
 
+def _log_to_stderr() -> None:
+    """One JSON line per event on stderr, which Vercel, Lambda and Cloud Run all collect."""
+    if not log.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
+
+
 def create_app(settings: Settings | None = None) -> Starlette:
+    _log_to_stderr()
     runtime = Runtime(settings)
 
     @asynccontextmanager
