@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from .errors import ConfigError
 
@@ -47,6 +48,9 @@ class Settings:
     github_oidc_issuer: str = DEFAULT_OIDC_ISSUER
     github_oidc_refs: tuple[str, ...] = ()
     github_oidc_workflows: tuple[str, ...] = ()
+    # The origin schedulers call (https://app.example.com): QStash signs the full URL it calls and
+    # short-lived tokens name it as their audience. Unset: taken from the request (x-forwarded-*).
+    public_url: str | None = None
 
     @property
     def auth_configured(self) -> bool:
@@ -105,6 +109,7 @@ class Settings:
             github_oidc_issuer=(_text(env, "CRONTICK_GITHUB_OIDC_ISSUER") or DEFAULT_OIDC_ISSUER).rstrip("/"),
             github_oidc_refs=_list(env, "CRONTICK_GITHUB_OIDC_REFS"),
             github_oidc_workflows=_list(env, "CRONTICK_GITHUB_OIDC_WORKFLOWS"),
+            public_url=_origin(env, "CRONTICK_PUBLIC_URL"),
         )
         if settings.github_oidc_repository and not settings.github_oidc_audience:
             raise ConfigError(
@@ -135,6 +140,16 @@ def _secret(env: Mapping[str, str], name: str) -> str | None:
             f"(generate one with: python -c 'import secrets; print(secrets.token_urlsafe(32))')"
         )
     return value
+
+
+def _origin(env: Mapping[str, str], name: str) -> str | None:
+    value = _text(env, name)
+    if value is None:
+        return None
+    parts = urlsplit(value)
+    if parts.scheme not in ("https", "http") or not parts.netloc or parts.path.strip("/") or parts.query or parts.fragment:
+        raise ConfigError(f"{name}: expected only the public origin, such as https://app.example.com, got: {value!r}")
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def _list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
