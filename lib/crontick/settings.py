@@ -48,7 +48,7 @@ class Settings:
     github_oidc_issuer: str = DEFAULT_OIDC_ISSUER
     github_oidc_refs: tuple[str, ...] = ()
     github_oidc_workflows: tuple[str, ...] = ()
-    # The origin schedulers call (https://app.example.com): QStash signs the full URL it calls and
+    # The base URL schedulers call (https://app.example.com): QStash signs the full URL it calls and
     # short-lived tokens name it as their audience. Unset: taken from the request (x-forwarded-*).
     public_url: str | None = None
 
@@ -109,7 +109,7 @@ class Settings:
             github_oidc_issuer=(_text(env, "CRONTICK_GITHUB_OIDC_ISSUER") or DEFAULT_OIDC_ISSUER).rstrip("/"),
             github_oidc_refs=_list(env, "CRONTICK_GITHUB_OIDC_REFS"),
             github_oidc_workflows=_list(env, "CRONTICK_GITHUB_OIDC_WORKFLOWS"),
-            public_url=_origin(env, "CRONTICK_PUBLIC_URL"),
+            public_url=_base_url(env, "CRONTICK_PUBLIC_URL"),
         )
         if settings.github_oidc_repository and not settings.github_oidc_audience:
             raise ConfigError(
@@ -142,14 +142,15 @@ def _secret(env: Mapping[str, str], name: str) -> str | None:
     return value
 
 
-def _origin(env: Mapping[str, str], name: str) -> str | None:
+def _base_url(env: Mapping[str, str], name: str) -> str | None:
     value = _text(env, name)
     if value is None:
         return None
     parts = urlsplit(value)
-    if parts.scheme not in ("https", "http") or not parts.netloc or parts.path.strip("/") or parts.query or parts.fragment:
-        raise ConfigError(f"{name}: expected only the public origin, such as https://app.example.com, got: {value!r}")
-    return f"{parts.scheme}://{parts.netloc}"
+    if parts.scheme not in ("https", "http") or not parts.netloc or parts.query or parts.fragment:
+        raise ConfigError(f"{name}: expected the public base URL, such as https://app.example.com, got: {value!r}")
+    # A path is kept as a prefix: an API Gateway stage (/prod) is in the URL callers use but not in the path the app sees.
+    return f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
 
 
 def _list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
