@@ -2,13 +2,34 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
+import secrets
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
 
+import psycopg
 from starlette.requests import Request
 
-from .db import Database
+from . import http
+from .db import Database, query
 from .settings import Settings
+
+# A short-lived token may live at most this long (exp - iat), so a leaked one is soon useless.
+MAX_TOKEN_TTL_SECONDS = 300
+DEFAULT_TOKEN_TTL_SECONDS = 60
+# Clock skew tolerated on exp/nbf/iat between the signer (QStash, GitHub, the CLI) and us.
+CLOCK_LEEWAY_SECONDS = 30
+MAX_JTI_CHARS = 200
+QSTASH_ISSUER = "Upstash"
+# GitHub rotates its signing keys rarely; an unknown kid triggers a refetch, at most once a minute,
+# so a stream of forged kids cannot make every request fetch the JWKS.
+JWKS_TTL_SECONDS = 3600.0
+JWKS_REFETCH_MIN_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -18,15 +39,48 @@ class Decision:
     reason: str  # why it was refused (for the log only, never for the response)
 
 
+class Refused(Exception):
+    """One method's check failed; the message names the check and never holds the credential."""
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """What the request presents, read once: the bearer value, QStash's header, the URL and raw body."""
+
+    bearer: str | None
+    upstash_signature: str | None
+    base_url: str  # what the caller used before the path: https://app.example.com (or with a stage prefix)
+    url: str  # the full URL called, as QStash signs it
+    body: bytes
+
+
+Check = Callable[[Credentials, Settings, Database], Awaitable[None]]
+
+
 async def authorize(request: Request, body: bytes, settings: Settings, db: Database) -> Decision:
     """Try each configured method in turn. The caller answers a uniform 401 on refusal."""
-    token = bearer_token(request.headers.get("authorization"))
+    creds = credentials(request, body, settings)
     reasons: list[str] = []
-    if settings.cron_secret:
-        if token is not None and hmac.compare_digest(token.encode(), settings.cron_secret.encode()):
-            return Decision(True, "bearer", "")
-        reasons.append("bearer: missing" if token is None else "bearer: secret does not match")
+    for name, check in _methods(settings):
+        try:
+            await check(creds, settings, db)
+        except Refused as exc:
+            reasons.append(f"{name}: {exc}")
+            continue
+        return Decision(True, name, "")
     return Decision(False, None, "; ".join(reasons) or "no credential")
+
+
+def _methods(settings: Settings) -> list[tuple[str, Check]]:
+    """The methods that are configured; each stays off until its setting is present."""
+    methods: list[tuple[str, Check]] = []
+    if settings.cron_secret:
+        methods += [("bearer", check_secret), ("token", check_signed_token)]
+    if settings.github_oidc_repository:
+        methods.append(("github_oidc", check_github_oidc))
+    if settings.qstash_current_signing_key:
+        methods.append(("qstash", check_qstash))
+    return methods
 
 
 def bearer_token(header: str | None) -> str | None:
@@ -36,3 +90,257 @@ def bearer_token(header: str | None) -> str | None:
     if scheme.lower() != "bearer" or not value.strip():
         return None
     return value.strip()
+
+
+def credentials(request: Request, body: bytes, settings: Settings) -> Credentials:
+    base = settings.public_url or _request_origin(request)
+    query_string = request.url.query
+    url = base + request.url.path + (f"?{query_string}" if query_string else "")
+    return Credentials(
+        bearer=bearer_token(request.headers.get("authorization")),
+        upstash_signature=request.headers.get("upstash-signature"),
+        base_url=base,
+        url=url,
+        body=body,
+    )
+
+
+def _request_origin(request: Request) -> str:
+    """scheme://host as the caller saw it: Vercel, Lambda URLs and most proxies pass x-forwarded-*."""
+    headers = request.headers
+    scheme = _first(headers.get("x-forwarded-proto")) or request.url.scheme
+    host = _first(headers.get("x-forwarded-host")) or headers.get("host") or request.url.netloc
+    return f"{scheme}://{host}"
+
+
+def _first(value: str | None) -> str | None:
+    """The first entry of a comma-separated forwarded header (the client-facing hop)."""
+    if not value:
+        return None
+    return value.split(",")[0].strip() or None
+
+
+# --- the shared secret --------------------------------------------------------------------------
+
+
+async def check_secret(creds: Credentials, settings: Settings, db: Database) -> None:
+    assert settings.cron_secret is not None
+    if creds.bearer is None:
+        raise Refused("no Authorization: Bearer header")
+    if not hmac.compare_digest(creds.bearer.encode(), settings.cron_secret.encode()):
+        raise Refused("secret does not match")
+
+
+# --- short-lived HS256 tokens signed with CRON_SECRET --------------------------------------------
+
+
+def mint_token(secret: str, audience: str, *, ttl_seconds: int = DEFAULT_TOKEN_TTL_SECONDS, now: float | None = None) -> str:
+    """An HS256 JWT for one tick: aud = the app's base URL, a fresh jti, exp at most 5 minutes out."""
+    import jwt
+
+    if not 1 <= ttl_seconds <= MAX_TOKEN_TTL_SECONDS:
+        raise ValueError(f"expected a lifetime of 1 to {MAX_TOKEN_TTL_SECONDS} seconds, got: {ttl_seconds}")
+    issued = int(time.time() if now is None else now)
+    claims = {"aud": audience, "iat": issued, "exp": issued + ttl_seconds, "jti": secrets.token_urlsafe(16)}
+    return jwt.encode(claims, secret, algorithm="HS256")
+
+
+async def check_signed_token(creds: Credentials, settings: Settings, db: Database) -> None:
+    import jwt
+
+    assert settings.cron_secret is not None
+    token = _jwt_bearer(creds)
+    audiences = [creds.base_url, creds.url.split("?")[0]]
+    try:
+        claims = jwt.decode(
+            token,
+            settings.cron_secret,
+            algorithms=["HS256"],
+            audience=audiences,
+            leeway=CLOCK_LEEWAY_SECONDS,
+            options={"require": ["exp", "iat", "aud", "jti"]},
+        )
+    except jwt.PyJWTError as exc:
+        raise Refused(_jwt_reason(exc)) from None
+    exp, iat, jti = claims["exp"], claims["iat"], claims["jti"]
+    if exp - iat > MAX_TOKEN_TTL_SECONDS:
+        raise Refused(f"expected a lifetime of at most {MAX_TOKEN_TTL_SECONDS} s, got: {exp - iat} s")
+    if exp > time.time() + MAX_TOKEN_TTL_SECONDS + CLOCK_LEEWAY_SECONDS:
+        raise Refused(f"expected exp at most {MAX_TOKEN_TTL_SECONDS} s from now, got one further out")
+    if not isinstance(jti, str) or not 1 <= len(jti) <= MAX_JTI_CHARS:
+        raise Refused(f"expected a jti string of 1 to {MAX_JTI_CHARS} characters")
+    await _use_jti(db, jti, exp + CLOCK_LEEWAY_SECONDS)
+
+
+async def _use_jti(db: Database, jti: str, expires_at: float) -> None:
+    """Record the jti; a second use of the same token finds it and is refused (fail closed on errors)."""
+    params = {"jti": jti, "expires_at": datetime.fromtimestamp(expires_at, UTC), "now": datetime.now(UTC)}
+    try:
+        conn = await db.connection()
+        cur = await conn.execute(query("token_use_record"), params)
+        row = await cur.fetchone()
+    except psycopg.OperationalError:
+        await db.discard()
+        raise Refused("could not record the jti: database unavailable") from None
+    except psycopg.Error as exc:
+        raise Refused(f"could not record the jti: {type(exc).__name__} (is `crontick migrate` applied?)") from None
+    if row is None:
+        raise Refused("jti already used (replayed token)")
+
+
+# --- Upstash QStash ------------------------------------------------------------------------------
+
+
+async def check_qstash(creds: Credentials, settings: Settings, db: Database) -> None:
+    """Verify Upstash-Signature with the current key, then the next key (Upstash rotates them)."""
+    if not creds.upstash_signature:
+        raise Refused("no Upstash-Signature header")
+    keys = [k for k in (settings.qstash_current_signing_key, settings.qstash_next_signing_key) if k]
+    failures = []
+    for label, key in zip(("current key", "next key"), keys):
+        try:
+            _verify_qstash(creds, key)
+            return
+        except Refused as exc:
+            failures.append(f"{label}: {exc}")
+    raise Refused("; ".join(failures))
+
+
+def _verify_qstash(creds: Credentials, key: str) -> None:
+    import jwt
+
+    assert creds.upstash_signature is not None
+    try:
+        claims = jwt.decode(
+            creds.upstash_signature,
+            key,
+            algorithms=["HS256"],
+            issuer=QSTASH_ISSUER,
+            leeway=CLOCK_LEEWAY_SECONDS,
+            options={"require": ["iss", "sub", "exp", "nbf", "body"], "verify_aud": False},
+        )
+    except jwt.PyJWTError as exc:
+        raise Refused(_jwt_reason(exc)) from None
+    if claims["sub"] != creds.url:
+        raise Refused(f"expected sub = the URL called {creds.url!r}, got: {_short(claims['sub'])}")
+    expected = base64.urlsafe_b64encode(hashlib.sha256(creds.body).digest()).rstrip(b"=")
+    signed = str(claims["body"]).rstrip("=").encode()
+    if not hmac.compare_digest(signed, expected):
+        raise Refused("expected body = base64url(SHA-256 of the raw request body), got a different hash")
+
+
+# --- GitHub Actions OIDC -------------------------------------------------------------------------
+
+
+async def check_github_oidc(creds: Credentials, settings: Settings, db: Database) -> None:
+    """An RS256 token from GitHub's issuer, for our audience, whose claims name an allowed repository."""
+    import jwt
+
+    token = _jwt_bearer(creds)
+    try:
+        kid = jwt.get_unverified_header(token).get("kid")
+    except jwt.PyJWTError as exc:
+        raise Refused(_jwt_reason(exc)) from None
+    key = await _signing_key(settings.github_oidc_issuer, kid)
+    try:
+        claims = jwt.decode(
+            token,
+            key,
+            algorithms=["RS256"],
+            audience=settings.github_oidc_audience,
+            issuer=settings.github_oidc_issuer,
+            leeway=CLOCK_LEEWAY_SECONDS,
+            options={"require": ["exp", "iat", "iss", "aud", "repository"]},
+        )
+    except jwt.PyJWTError as exc:
+        raise Refused(_jwt_reason(exc)) from None
+    check_github_claims(claims, settings)
+
+
+def check_github_claims(claims: dict[str, Any], settings: Settings) -> None:
+    """The repository, ref and workflow claims themselves; `sub` is never parsed (its format changes)."""
+    assert settings.github_oidc_repository is not None
+    repository = str(claims.get("repository", ""))
+    # GitHub names are case-insensitive; the claim carries the canonical spelling.
+    if repository.casefold() != settings.github_oidc_repository.casefold():
+        raise Refused(f"expected repository {settings.github_oidc_repository!r}, got: {_short(repository)}")
+    ref = claims.get("ref")
+    if settings.github_oidc_refs and ref not in settings.github_oidc_refs:
+        raise Refused(f"expected ref in CRONTICK_GITHUB_OIDC_REFS {list(settings.github_oidc_refs)}, got: {_short(ref)}")
+    if settings.github_oidc_workflows:
+        names = {claims.get("workflow"), _workflow_path(claims.get("workflow_ref"), repository)}
+        if not names & set(settings.github_oidc_workflows):
+            raise Refused(
+                f"expected workflow in CRONTICK_GITHUB_OIDC_WORKFLOWS {list(settings.github_oidc_workflows)}, "
+                f"got: {_short(claims.get('workflow'))} ({_short(claims.get('workflow_ref'))})"
+            )
+
+
+def _workflow_path(workflow_ref: object, repository: str) -> str | None:
+    """`.github/workflows/tick.yml` out of the claim `owner/repo/.github/workflows/tick.yml@refs/heads/main`."""
+    if not isinstance(workflow_ref, str) or not workflow_ref.casefold().startswith(repository.casefold() + "/"):
+        return None
+    return workflow_ref[len(repository) + 1 :].rpartition("@")[0] or None
+
+
+@dataclass(frozen=True)
+class _KeySet:
+    jwks: Any  # jwt.PyJWKSet
+    fetched_at: float
+
+
+_jwks_cache: dict[str, _KeySet] = {}
+
+
+async def _signing_key(issuer: str, kid: object) -> Any:
+    """The issuer's public key for `kid`, from its JWKS, fetched once and cached per process."""
+    if not isinstance(kid, str) or not kid:
+        raise Refused("expected a kid in the token header, got none")
+    cached = _jwks_cache.get(issuer)
+    age = time.monotonic() - cached.fetched_at if cached else None
+    if cached is None or age is None or age > JWKS_TTL_SECONDS or (not _has_kid(cached, kid) and age > JWKS_REFETCH_MIN_SECONDS):
+        cached = await _fetch_jwks(issuer)
+        _jwks_cache[issuer] = cached
+    if not _has_kid(cached, kid):
+        raise Refused(f"expected a key id published in {issuer}/.well-known/jwks, got: {_short(kid)}")
+    return cached.jwks[kid].key
+
+
+def _has_kid(keyset: _KeySet, kid: str) -> bool:
+    return any(k.key_id == kid for k in keyset.jwks.keys)
+
+
+async def _fetch_jwks(issuer: str) -> _KeySet:
+    import httpx
+    import jwt
+
+    url = f"{issuer}/.well-known/jwks"
+    try:
+        response = await http.client().get(url)
+        response.raise_for_status()
+        keys = jwt.PyJWKSet.from_dict(response.json())
+    except (httpx.HTTPError, ValueError, jwt.PyJWTError) as exc:
+        raise Refused(f"could not load the JWKS from {url}: {type(exc).__name__}") from None
+    return _KeySet(keys, time.monotonic())
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+def _jwt_bearer(creds: Credentials) -> str:
+    """The bearer value when it has the shape of a JWT; the plain secret never reaches PyJWT."""
+    if creds.bearer is None:
+        raise Refused("no Authorization: Bearer header")
+    if creds.bearer.count(".") != 2:
+        raise Refused("bearer value is not a JWT")
+    return creds.bearer
+
+
+def _jwt_reason(exc: Exception) -> str:
+    """PyJWT's own message ("Signature has expired", "Invalid audience"): it never quotes the token."""
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _short(value: object, limit: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,4 +1,4 @@
-"""The `crontick` command: migrate, serve, dev, tick, enqueue, jobs, retry."""
+"""The `crontick` command: migrate, serve, dev, tick, enqueue, jobs, retry, token."""
 
 from __future__ import annotations
 
@@ -75,6 +75,11 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("retry", help="run a failed job again with fresh attempts")
     r.add_argument("job_id", type=int)
     r.set_defaults(func=cmd_retry)
+
+    k = sub.add_parser("token", help="print a short-lived token for one tick, signed with CRON_SECRET (HS256)")
+    k.add_argument("--audience", help="the app's base URL, e.g. https://app.example.com (default: CRONTICK_PUBLIC_URL)")
+    k.add_argument("--ttl", type=int, default=60, help="lifetime in seconds, at most 300 (default 60)")
+    k.set_defaults(func=cmd_token)
     return p
 
 
@@ -163,6 +168,21 @@ def cmd_retry(args: argparse.Namespace) -> int:
             raise CrontickError(f"retry: expected a failed or done job, got job {args.job_id} with status {current[0]!r}")
         conn.commit()
     print(f"job {args.job_id} is pending again")
+    return 0
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    from .auth import MAX_TOKEN_TTL_SECONDS, mint_token
+
+    settings = _settings()
+    if not settings.cron_secret:
+        raise ConfigError("CRON_SECRET: expected the secret the app verifies tokens with, got: nothing")
+    audience = args.audience or settings.public_url
+    if not audience:
+        raise ConfigError("--audience: expected the app's base URL such as https://app.example.com (or set CRONTICK_PUBLIC_URL), got: nothing")
+    if not 1 <= args.ttl <= MAX_TOKEN_TTL_SECONDS:
+        raise CrontickError(f"--ttl: expected 1 to {MAX_TOKEN_TTL_SECONDS} seconds, got: {args.ttl}")
+    print(mint_token(settings.cron_secret, audience.rstrip("/"), ttl_seconds=args.ttl))
     return 0
 
 
