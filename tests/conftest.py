@@ -93,11 +93,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(app: Any) -> Iterator[str]:
-    """Serve an ASGI app with uvicorn on a free loopback port, in a thread; yields the base URL."""
+def serve(app: Any, port: int | None = None) -> Iterator[str]:
+    """Serve an ASGI app with uvicorn on a free (or the given) loopback port, in a thread; yields the base URL."""
     import uvicorn
 
-    port = free_port()
+    port = port or free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
