@@ -1,0 +1,34 @@
+"""A CRONTICK_HANDLERS module for subprocess tests: each run of a job adds one row to side_effects."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import psycopg
+
+import crontick
+from crontick import db
+
+SIDE_EFFECTS_TABLE_SQL = "create table side_effects (job_id bigint not null, pid int not null)"
+
+_conn: psycopg.AsyncConnection[Any] | None = None
+_lock = asyncio.Lock()  # one connection per process, opened by the first job that needs it
+
+
+async def _connection() -> psycopg.AsyncConnection[Any]:
+    global _conn
+    async with _lock:
+        if _conn is None:
+            _conn = await db.connect(os.environ["DATABASE_URL"])
+    return _conn
+
+
+@crontick.handler("t_sidefx.record")
+async def record(payload: Any, job: crontick.Job) -> None:
+    """Deliberately not idempotent, so a job that ran twice shows up as two rows."""
+    conn = await _connection()
+    await conn.execute(
+        "insert into side_effects (job_id, pid) values (%(job_id)s, %(pid)s)", {"job_id": job.id, "pid": os.getpid()}
+    )

@@ -1,0 +1,134 @@
+"""What a tick does with each job: success, retry with backoff, failure, secrets scrubbed, the time budget."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+
+import crontick
+from tests.conftest import TEST_SECRET
+from tests.db.core_jobs import db_now, job_row, settings_for, tick
+from tests.db.core_jobs import ran  # noqa: F401 (a fixture)
+
+
+def test_plain_sql_insert_makes_a_job_the_next_tick_runs(database_url: str, conn: psycopg.Connection[Any], ran: list[int]) -> None:
+    job_id = conn.execute("insert into jobs (type, payload) values ('t_core.ok', '{}') returning id").fetchone()[0]  # type: ignore[index]
+    result = tick(database_url, now=db_now(conn))
+    assert job_id in ran
+    assert (result.jobs.claimed, result.jobs.succeeded) == (1, 1)
+    row = job_row(conn, job_id)
+    assert (row["status"], row["attempts"], row["last_error"], row["locked_until"]) == ("done", 1, None, None)
+    assert row["finished_at"] is not None
+
+
+def test_sync_handler_runs_too(database_url: str, conn: psycopg.Connection[Any], ran: list[int]) -> None:
+    job_id = crontick.enqueue(conn, "t_core.ok_sync", {"n": 1})
+    assert tick(database_url, now=db_now(conn)).jobs.succeeded == 1
+    assert job_id in ran and job_row(conn, job_id)["status"] == "done"
+
+
+def test_job_not_yet_due_is_left_alone(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    now = db_now(conn)
+    job_id = crontick.enqueue(conn, "t_core.ok", {}, run_after=now + timedelta(minutes=5))
+    assert tick(database_url, now=now).jobs.claimed == 0
+    assert job_row(conn, job_id)["status"] == "pending"
+    assert tick(database_url, now=now + timedelta(minutes=6)).jobs.succeeded == 1
+
+
+def test_unknown_type_fails_at_once_naming_the_type_and_modules(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    job_id = crontick.enqueue(conn, "t_core.no_such_type", {})
+    result = tick(database_url, now=db_now(conn))
+    assert result.jobs.failed == 1
+    row = job_row(conn, job_id)
+    assert (row["status"], row["attempts"]) == ("failed", 1)
+    assert row["last_error"].startswith(f"UnknownJobType: job {job_id} has type 't_core.no_such_type'")
+    assert "handler modules loaded:" in row["last_error"]
+
+
+def test_permanent_error_fails_at_once(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    job_id = crontick.enqueue(conn, "t_core.permanent", {})
+    assert tick(database_url, now=db_now(conn)).jobs.failed == 1
+    row = job_row(conn, job_id)
+    assert (row["status"], row["attempts"]) == ("failed", 1)
+    assert row["last_error"] == "PermanentError: expected a user that exists, got: user 7 was deleted"
+
+
+def test_handler_exception_is_retried_about_a_minute_later(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    job_id = crontick.enqueue(conn, "t_core.fail", {})
+    now = db_now(conn)
+    result = tick(database_url, now=now)
+    assert (result.jobs.retried, result.jobs.failed) == (1, 0)
+    row = job_row(conn, job_id)
+    assert (row["status"], row["attempts"], row["locked_until"]) == ("pending", 1, None)
+    assert row["last_error"] == "ValueError: boom on attempt 1"
+    # 1 minute ± 20 % jitter, counted from when the attempt ended (a little after `now`).
+    assert now + timedelta(seconds=48) <= row["run_after"] <= now + timedelta(seconds=73)
+
+
+def test_four_failures_follow_the_schedule_then_fail(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    job_id = crontick.enqueue(conn, "t_core.fail", {})
+    now = db_now(conn)
+    for attempt, minutes in [(1, 1), (2, 5), (3, 30)]:
+        assert tick(database_url, now=now).jobs.retried == 1
+        row = job_row(conn, job_id)
+        assert (row["status"], row["attempts"]) == ("pending", attempt)
+        delay = row["run_after"] - now
+        assert timedelta(minutes=minutes * 0.8) <= delay <= timedelta(minutes=minutes * 1.2, seconds=1)
+        # Not due before its retry time, due after it.
+        assert tick(database_url, now=row["run_after"] - timedelta(seconds=1)).jobs.claimed == 0
+        now = row["run_after"] + timedelta(seconds=1)
+    assert tick(database_url, now=now).jobs.failed == 1
+    row = job_row(conn, job_id)
+    assert (row["status"], row["attempts"], row["last_error"]) == ("failed", 4, "ValueError: boom on attempt 4")
+
+
+def test_job_max_attempts_overrides_the_default(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    job_id = crontick.enqueue(conn, "t_core.fail", {}, max_attempts=1)
+    assert tick(database_url, now=db_now(conn)).jobs.failed == 1
+    assert job_row(conn, job_id)["status"] == "failed"
+
+
+def test_per_type_policy_sets_the_retry_delay(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    job_id = crontick.enqueue(conn, "t_core.exponential", {})
+    now = db_now(conn)
+    tick(database_url, now=now)
+    row = job_row(conn, job_id)
+    # Exponential(5 s, cap 300 s) after attempt 1: 2^1 × 5 s = 10 s, no jitter.
+    assert row["status"] == "pending"
+    assert now + timedelta(seconds=10) <= row["run_after"] <= now + timedelta(seconds=11)
+    assert row["last_error"] == "ConnectionError: provider down"
+
+
+def test_last_error_never_holds_the_secret(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    job_id = crontick.enqueue(conn, "t_core.leaks_secret", {})
+    tick(database_url, now=db_now(conn))
+    error = job_row(conn, job_id)["last_error"]
+    assert TEST_SECRET not in error
+    assert error == "RuntimeError: upstream rejected Authorization: Bearer [redacted]"
+
+
+def test_time_budget_releases_unstarted_jobs_and_stops_running_ones(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    ids = crontick.enqueue_many(conn, [("t_core.slow", {"n": n}) for n in range(6)])
+    settings = settings_for(database_url, time_budget_seconds=0.3, concurrency=2)
+    result = tick(database_url, settings, now=db_now(conn))
+    assert result.more is True
+    assert (result.jobs.claimed, result.jobs.retried, result.jobs.released, result.jobs.succeeded) == (6, 2, 4, 0)
+    rows = [job_row(conn, i) for i in ids]
+    assert all(r["status"] == "pending" and r["locked_until"] is None for r in rows)
+    stopped = [r for r in rows if r["attempts"] == 1]
+    released = [r for r in rows if r["attempts"] == 0]
+    assert len(stopped) == 2 and len(released) == 4
+    assert all(r["last_error"].startswith("TimeoutError: job ") for r in stopped)
+    assert all(r["last_error"] is None for r in released)
+
+
+def test_fenced_outcome_of_a_taken_over_job_changes_nothing(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    job_id = crontick.enqueue(conn, "t_core.taken_over", {"url": database_url})
+    result = tick(database_url, now=db_now(conn))
+    assert (result.jobs.claimed, result.jobs.fenced, result.jobs.succeeded) == (1, 1, 0)
+    row = job_row(conn, job_id)
+    # The second tick's claim (attempt 2) stands: the first tick's "done" was not written.
+    assert (row["status"], row["attempts"]) == ("running", 2)
+    assert row["finished_at"] is None
