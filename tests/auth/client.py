@@ -1,0 +1,59 @@
+"""Calling the live app's tick endpoint, and what every refusal must look like."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+TICK_PATH = "/api/cron/tick"
+
+
+def tick(
+    base: str, *, method: str = "POST", headers: dict[str, str] | None = None, body: bytes = b"", path: str = TICK_PATH
+) -> httpx.Response:
+    return httpx.request(method, base + path, headers=headers or {}, content=body, timeout=30)
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def assert_refused(response: httpx.Response, base: str) -> None:
+    """A uniform 401: the same body as a request with no credential at all, whatever check failed."""
+    baseline = tick(base)
+    assert response.status_code == 401, response.text
+    assert response.json() == baseline.json()
+    assert response.headers["www-authenticate"] == "Bearer"
+
+
+class LogLines(logging.Handler):
+    """Every line the `crontick` logger writes (it does not propagate, so caplog misses it)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+    def refusals(self) -> str:
+        """The reasons logged for refused ticks: they name the failed check, never the credential."""
+        return "\n".join(line for line in self.lines if "tick_refused" in line)
+
+
+@pytest.fixture
+def crontick_log() -> Iterator[LogLines]:
+    handler = LogLines()
+    logger = logging.getLogger("crontick")
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
