@@ -1,26 +1,285 @@
-"""Booking reminders (placeholder until the reminders work lands: sends nothing)."""
+"""Booking reminders: claim the due ones in one statement, send them concurrently, record every outcome in one."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import json
+import logging
+import random
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import psycopg
+from psycopg.rows import class_row
 
+from . import backoff, delivery
+from .db import query
+from .errors import PermanentError
+from .runner import _scrub
 from .settings import Settings
+
+log = logging.getLogger("crontick")
+
+STATUSES = ("sending", "sent", "failed", "unknown")
+MAX_ATTEMPTS = backoff.DEFAULT_MAX_ATTEMPTS
+UTC_ZONE = ZoneInfo("UTC")
 
 
 @dataclass(frozen=True)
 class ReminderCounts:
     sent: int = 0
-    failed: int = 0
-    unknown: int = 0
+    failed: int = 0  # failed for good: a 4xx, the last attempt, or the booking went away before a retry
+    unknown: int = 0  # may have been delivered; left for a person to decide, never resent automatically
+    retried: int = 0  # failed this time, retry scheduled with backoff
     more: bool = False
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A reminder_sends row as the claim returns it, with its booking."""
+
+    id: int
+    booking_id: int
+    kind: str
+    channel: str
+    status: str  # 'sending' to send now; 'unknown' or 'failed' when the claim settled an earlier attempt
+    attempts: int
+    max_attempts: int
+    idempotency_key: str
+    created_at: datetime
+    customer_name: str
+    email: str | None
+    phone: str | None
+    starts_at: datetime
+    time_zone: str
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why an attempt did not deliver: 'permanent' (never retried), 'definite' (nothing was delivered,
+    retry later) or 'ambiguous' (it may have been delivered)."""
+
+    kind: str
+    error: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    id: int
+    claimed_attempt: int
+    status: str  # sent | failed | unknown | released (not started before the deadline)
+    next_attempt_at: datetime | None = None
+    last_error: str | None = None
+    provider_message_id: str | None = None
 
 
 async def send_due(
     conn: psycopg.AsyncConnection[Any], settings: Settings, *, now: datetime, deadline: float, clock: Callable[[], float]
 ) -> ReminderCounts:
-    return ReminderCounts()
+    """Send the reminders due at `now`, at most a batch, in exactly two statements whatever the batch."""
+    began = clock()
+    channels = {name: delivery.channel(name, settings) for name in settings.reminder_channels}
+    claimed = await claim(conn, settings, channels, now)
+    to_send = [c for c in claimed if c.status == "sending"]
+    outcomes = await send_all(to_send, channels, settings, now=now, deadline=deadline, clock=clock)
+    written = await record(conn, outcomes, now + timedelta(seconds=clock() - began))
+    counts = _count(claimed, outcomes, written, more=len(claimed) >= settings.batch_size or clock() >= deadline)
+    fenced = [o.id for o in outcomes if o.id not in written]
+    if fenced:
+        log.warning(json.dumps({"event": "reminders_fenced", "reminder_send_ids": fenced}))
+    return counts
+
+
+async def claim(
+    conn: psycopg.AsyncConnection[Any], settings: Settings, channels: Mapping[str, delivery.Channel], now: datetime
+) -> list[Claimed]:
+    leads = settings.reminder_leads
+    params = {
+        "now": now,
+        "limit": settings.batch_size,
+        "lease_until": now + timedelta(seconds=settings.lease_seconds),
+        "kinds": [kind for kind, _ in leads],
+        "leads": [lead for _, lead in leads],
+        # Longest first, so each kind's window ends where the next shorter one's begins.
+        "floors": [lead for _, lead in leads[1:]] + [timedelta(0)],
+        "channels": list(settings.reminder_channels),
+        "idempotent": [name for name, ch in channels.items() if ch.idempotent],
+        "max_attempts": MAX_ATTEMPTS,
+    }
+    cur = conn.cursor(row_factory=class_row(Claimed))
+    await cur.execute(query("reminder_claim_due"), params)
+    return await cur.fetchall()
+
+
+async def send_all(
+    claimed: Sequence[Claimed],
+    channels: Mapping[str, delivery.Channel],
+    settings: Settings,
+    *,
+    now: datetime,
+    deadline: float,
+    clock: Callable[[], float],
+    rand: Callable[[], float] = random.random,
+) -> list[Outcome]:
+    """Send each claimed reminder, `settings.concurrency` at a time; none starts once the deadline has passed."""
+    gate = asyncio.Semaphore(settings.concurrency)
+    began = clock()
+
+    async def one(c: Claimed) -> Outcome:
+        async with gate:
+            remaining = deadline - clock()
+            if remaining <= 0:
+                return Outcome(c.id, c.attempts, "released")
+            channel = channels.get(c.channel) or delivery.channel(c.channel, settings)
+            result = await attempt(c, channel, settings, remaining)
+        if isinstance(result, delivery.Delivered):
+            return Outcome(c.id, c.attempts, "sent", provider_message_id=result.provider_message_id)
+        finished = now + timedelta(seconds=clock() - began)
+        return decide(c, channel.idempotent, Failure(result.kind, _scrub(result.error, settings.secrets)), finished, rand())
+
+    return list(await asyncio.gather(*(one(c) for c in claimed)))
+
+
+async def attempt(
+    c: Claimed, channel: delivery.Channel, settings: Settings, remaining: float
+) -> delivery.Delivered | Failure:
+    """Render and send one reminder, turning every way it can end into Delivered or a Failure."""
+    try:
+        message = render(c, channel.name, settings)
+    except (KeyError, ValueError, IndexError) as exc:  # a template that Settings.from_env did not vet
+        return Failure("permanent", f"RenderError: booking {c.booking_id}: {type(exc).__name__}: {exc}")
+    timeout = min(settings.delivery_timeout_seconds, remaining)
+    try:
+        return await asyncio.wait_for(channel.send(message, timeout), remaining)
+    except PermanentError as exc:
+        return Failure("permanent", f"booking {c.booking_id}: {exc}")
+    except delivery.DeliveryFailed as exc:
+        return Failure("definite", f"booking {c.booking_id}: {exc}")
+    except TimeoutError:
+        return Failure("ambiguous", f"booking {c.booking_id}: {channel.name}: stopped mid-call at the tick's time budget")
+    except Exception as exc:  # DeliveryUnknown, or anything else once the request may have left
+        return Failure("ambiguous", f"booking {c.booking_id}: {type(exc).__name__}: {exc}")
+
+
+def decide(c: Claimed, idempotent: bool, failure: Failure, finished: datetime, rand: float) -> Outcome:
+    """What a failed attempt leads to (a pure function):
+
+    - permanent: 'failed' at once;
+    - definite (the provider refused, or no connection was made): retried with backoff, 'failed'
+      after the last attempt;
+    - ambiguous, on a channel whose idempotency key the provider honours: retried the same way,
+      but 'unknown' after the last attempt;
+    - ambiguous otherwise: 'unknown' at once and never resent.
+    """
+    ambiguous = failure.kind == "ambiguous"
+    if ambiguous and not idempotent:
+        error = f"{failure.error}; not resent: the {c.channel} channel has no idempotency key"
+        return Outcome(c.id, c.attempts, "unknown", None, error)
+    permanent = failure.kind == "permanent"
+    decision = backoff.after_failure(c.attempts, c.max_attempts, backoff.DEFAULT_POLICY, finished, rand, permanent)
+    if isinstance(decision, backoff.Retry):
+        return Outcome(c.id, c.attempts, "failed", decision.run_after, failure.error)
+    return Outcome(c.id, c.attempts, "unknown" if ambiguous else "failed", None, failure.error)
+
+
+async def record(conn: psycopg.AsyncConnection[Any], outcomes: Sequence[Outcome], now: datetime) -> set[int]:
+    """Write every outcome in one statement; returns the ids written (the rest were fenced off)."""
+    if not outcomes:
+        return set()
+    params = {
+        "now": now,
+        "ids": [o.id for o in outcomes],
+        "claimed_attempts": [o.claimed_attempt for o in outcomes],
+        "statuses": [o.status for o in outcomes],
+        "next_attempt_ats": [o.next_attempt_at for o in outcomes],
+        "errors": [o.last_error for o in outcomes],
+        "provider_ids": [o.provider_message_id for o in outcomes],
+    }
+    cur = await conn.execute(query("reminder_record_outcomes"), params)
+    return {row[0] for row in await cur.fetchall()}
+
+
+def render(c: Claimed, channel: str, settings: Settings) -> delivery.Message:
+    """The message for one reminder, its time shown in the booking's own time zone.
+
+    "today"/"tomorrow" count from the reminder's first claim (created_at), not from this attempt, so
+    every retry sends the same bytes under the same idempotency key (Resend rejects a key reused
+    with a different body).
+    """
+    variables = template_variables(c, c.created_at)
+    subject = settings.reminder_subject.format(**variables)
+    text = settings.reminder_template.format(**variables)
+    to = {"email": c.email, "sms": c.phone, "whatsapp": c.phone}.get(channel, c.email or c.phone or c.customer_name)
+    data = {
+        "type": "booking.reminder",
+        "timestamp": c.created_at.isoformat(),
+        "data": {
+            "kind": c.kind,
+            "idempotency_key": c.idempotency_key,
+            "booking": {
+                "id": c.booking_id,
+                "customer_name": c.customer_name,
+                "email": c.email,
+                "phone": c.phone,
+                "starts_at": variables["starts_at_utc"],
+                "starts_at_local": variables["starts_at"],
+                "time_zone": variables["time_zone"],
+            },
+            "message": {"subject": subject, "text": text},
+        },
+    }
+    return delivery.Message(to=to or "", subject=subject, text=text, idempotency_key=c.idempotency_key, data=data)
+
+
+def template_variables(c: Claimed, now: datetime) -> dict[str, str]:
+    """Every variable a template may use (settings.REMINDER_TEMPLATE_VARIABLES, listed in the README)."""
+    zone = booking_zone(c.booking_id, c.time_zone)
+    local = c.starts_at.astimezone(zone)
+    days = (local.date() - now.astimezone(zone).date()).days
+    name = c.customer_name.strip()
+    return {
+        "customer_name": name,
+        "first_name": name.split()[0] if name else "",
+        "booking_id": str(c.booking_id),
+        "kind": c.kind,
+        "day": "today" if days <= 0 else "tomorrow" if days == 1 else f"in {days} days",
+        "date": f"{local:%a} {local.day} {local:%b}",
+        "time": f"{local:%H:%M}",
+        "zone": zone_label(zone.key),
+        "time_zone": zone.key,
+        "starts_at": local.isoformat(),
+        "starts_at_utc": c.starts_at.astimezone(UTC_ZONE).isoformat(),
+    }
+
+
+def booking_zone(booking_id: int, name: str) -> ZoneInfo:
+    """The booking's zone; an unknown name falls back to UTC with a log line, never an error."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        log.warning(json.dumps({"event": "unknown_time_zone", "booking_id": booking_id, "time_zone": name, "fallback": "UTC"}))
+        return UTC_ZONE
+
+
+def zone_label(key: str) -> str:
+    """'Europe/Amsterdam' -> 'Amsterdam time'; 'America/Argentina/Buenos_Aires' -> 'Buenos Aires time'; UTC stays."""
+    if key in ("UTC", "Etc/UTC", "Etc/UCT", "UCT", "Zulu", "Etc/Zulu", "Universal", "Etc/Universal"):
+        return "UTC"
+    return key.rsplit("/", 1)[-1].replace("_", " ") + " time"
+
+
+def _count(claimed: Sequence[Claimed], outcomes: Sequence[Outcome], written: set[int], *, more: bool) -> ReminderCounts:
+    statuses = [c.status for c in claimed if c.status != "sending"]  # settled by the claim itself
+    for o in outcomes:
+        if o.id in written:
+            statuses.append("retried" if o.status == "failed" and o.next_attempt_at else o.status)
+    return ReminderCounts(
+        sent=statuses.count("sent"),
+        failed=statuses.count("failed"),
+        unknown=statuses.count("unknown"),
+        retried=statuses.count("retried"),
+        more=more or "released" in statuses,
+    )

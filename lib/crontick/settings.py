@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
+import re
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from urllib.parse import urlsplit
 
 from .errors import ConfigError
@@ -16,6 +21,16 @@ LEASE_MARGIN_SECONDS = 30.0
 DEFAULT_CONCURRENCY = 10
 DEFAULT_OIDC_ISSUER = "https://token.actions.githubusercontent.com"
 REMINDER_CHANNELS = ("console", "email", "sms", "whatsapp", "webhook")
+DEFAULT_DELIVERY_TIMEOUT_SECONDS = 10.0
+# The variables a reminder template may use (crontick.reminders renders them; README lists them).
+REMINDER_TEMPLATE_VARIABLES = (
+    "customer_name", "first_name", "booking_id", "kind", "day", "date", "time", "zone", "time_zone",
+    "starts_at", "starts_at_utc",
+)
+DEFAULT_REMINDER_SUBJECT = "Reminder: your appointment {day} at {time}"
+DEFAULT_REMINDER_TEMPLATE = "Hi {first_name}, a reminder: your appointment is {day}, {date} at {time} ({zone})."
+_KIND = re.compile(r"^([1-9][0-9]*)([mhd])$")
+_KIND_UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400}
 
 
 @dataclass(frozen=True)
@@ -40,6 +55,9 @@ class Settings:
     twilio_auth_token: str | None = field(default=None, repr=False)
     sms_from: str | None = None
     whatsapp_from: str | None = None
+    reminder_subject: str = DEFAULT_REMINDER_SUBJECT
+    reminder_template: str = DEFAULT_REMINDER_TEMPLATE
+    delivery_timeout_seconds: float = DEFAULT_DELIVERY_TIMEOUT_SECONDS
     # Auth methods beyond the bearer secret (crontick.auth); each is off until set.
     qstash_current_signing_key: str | None = field(default=None, repr=False)
     qstash_next_signing_key: str | None = field(default=None, repr=False)
@@ -55,6 +73,16 @@ class Settings:
     @property
     def auth_configured(self) -> bool:
         return bool(self.cron_secret or self.qstash_current_signing_key or self.github_oidc_repository)
+
+    @property
+    def reminder_channels(self) -> tuple[str, ...]:
+        """The channel preference list: each reminder goes over the first one its booking can receive."""
+        return tuple(c.strip() for c in self.reminder_channel.split(",") if c.strip())
+
+    @property
+    def reminder_leads(self) -> tuple[tuple[str, timedelta], ...]:
+        """(kind, how long before the start it is due), longest first: ('24h', 24 h), ('1h', 1 h)."""
+        return tuple(sorted(((k, kind_lead(k)) for k in self.reminder_kinds), key=lambda kl: kl[1], reverse=True))
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -79,9 +107,7 @@ class Settings:
                 f"CRONTICK_LEASE_SECONDS: expected more than CRONTICK_TIME_BUDGET_SECONDS ({budget:g}) so a live "
                 f"tick never loses its jobs to a rescue, got: {lease:g}"
             )
-        channel = _text(env, "CRONTICK_REMINDER_CHANNEL") or "console"
-        if channel not in REMINDER_CHANNELS:
-            raise ConfigError(f"CRONTICK_REMINDER_CHANNEL: expected one of {', '.join(REMINDER_CHANNELS)}, got: {channel!r}")
+        channel = _channels(env, "CRONTICK_REMINDER_CHANNEL")
         settings = cls(
             database_url=_text(env, "DATABASE_URL"),
             cron_secret=_secret(env, "CRON_SECRET"),
@@ -102,6 +128,11 @@ class Settings:
             twilio_auth_token=_text(env, "TWILIO_AUTH_TOKEN"),
             sms_from=_text(env, "CRONTICK_SMS_FROM"),
             whatsapp_from=_text(env, "CRONTICK_WHATSAPP_FROM"),
+            reminder_subject=_template(env, "CRONTICK_REMINDER_SUBJECT", DEFAULT_REMINDER_SUBJECT),
+            reminder_template=_template(env, "CRONTICK_REMINDER_TEMPLATE", DEFAULT_REMINDER_TEMPLATE),
+            delivery_timeout_seconds=_number(
+                env, "CRONTICK_DELIVERY_TIMEOUT_SECONDS", DEFAULT_DELIVERY_TIMEOUT_SECONDS, minimum=0.1
+            ),
             qstash_current_signing_key=_text(env, "QSTASH_CURRENT_SIGNING_KEY"),
             qstash_next_signing_key=_text(env, "QSTASH_NEXT_SIGNING_KEY"),
             github_oidc_repository=_text(env, "CRONTICK_GITHUB_OIDC_REPOSITORY"),
@@ -116,6 +147,7 @@ class Settings:
                 "CRONTICK_GITHUB_OIDC_AUDIENCE: expected the audience your workflow requests (e.g. your app's URL) "
                 "because CRONTICK_GITHUB_OIDC_REPOSITORY is set, got: nothing"
             )
+        _check_reminders(settings)
         return settings
 
     def require_database_url(self) -> str:
@@ -170,3 +202,103 @@ def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float
     if value < minimum:
         raise ConfigError(f"{name}: expected at least {minimum:g}, got: {raw!r}")
     return value
+
+
+def kind_lead(kind: str) -> timedelta:
+    """'24h' -> 24 hours: a reminder kind names how long before the start it is due (m, h or d)."""
+    match = _KIND.match(kind)
+    if match is None:
+        raise ValueError(f"expected a reminder kind such as 24h, 90m or 2d, got: {kind!r}")
+    return timedelta(seconds=int(match.group(1)) * _KIND_UNIT_SECONDS[match.group(2)])
+
+
+def _channels(env: Mapping[str, str], name: str) -> str:
+    channels = _list(env, name) or ("console",)
+    for channel in channels:
+        if channel not in REMINDER_CHANNELS:
+            raise ConfigError(
+                f"{name}: expected one of {', '.join(REMINDER_CHANNELS)} (or a fallback list such as email,sms), "
+                f"got: {channel!r}"
+            )
+    if len(set(channels)) != len(channels):
+        raise ConfigError(f"{name}: expected each channel once, got: {','.join(channels)!r}")
+    return ",".join(channels)
+
+
+def _template(env: Mapping[str, str], name: str, default: str) -> str:
+    """A str.format template using only the documented variables, by plain name (no attribute access)."""
+    value = env.get(name, "").strip() or default
+    try:
+        fields = [(f, spec or "") for _, f, spec, _ in string.Formatter().parse(value) if f is not None]
+    except ValueError as exc:
+        raise ConfigError(f"{name}: expected a template such as {default!r}, got: {value!r} ({exc})") from None
+    for f, spec in fields:
+        if f not in REMINDER_TEMPLATE_VARIABLES or "{" in spec:
+            raise ConfigError(
+                f"{name}: expected variables among {{{'}, {'.join(REMINDER_TEMPLATE_VARIABLES)}}} "
+                f"(write {{{{ for a literal brace), got: {{{f}}}"
+            )
+    return value
+
+
+# For each channel, the settings it cannot send without: (variable, value, what to put there).
+def _channel_requirements(s: Settings) -> dict[str, list[tuple[str, str | None, str]]]:
+    twilio = [
+        ("TWILIO_ACCOUNT_SID", s.twilio_account_sid, "your Twilio Account SID (AC…)"),
+        ("TWILIO_AUTH_TOKEN", s.twilio_auth_token, "your Twilio auth token"),
+    ]
+    return {
+        "console": [],
+        "email": [
+            ("RESEND_API_KEY", s.email_api_key, "your email API key (re_…)"),
+            ("CRONTICK_EMAIL_FROM", s.email_from, "a sender such as Clinic <reminders@clinic.example>"),
+        ],
+        "sms": [*twilio, ("CRONTICK_SMS_FROM", s.sms_from, "your Twilio number such as +15005550006")],
+        "whatsapp": [*twilio, ("CRONTICK_WHATSAPP_FROM", s.whatsapp_from, "your WhatsApp sender such as +14155238886")],
+        "webhook": [
+            ("CRONTICK_REMINDER_WEBHOOK_URL", s.reminder_webhook_url, "an https:// URL that receives each reminder"),
+            ("CRONTICK_REMINDER_WEBHOOK_SECRET", s.reminder_webhook_secret, "a Standard Webhooks secret (whsec_…)"),
+        ],
+    }
+
+
+def require_channel(s: Settings, channel: str) -> None:
+    """Raise ConfigError naming the first variable `channel` needs and is missing."""
+    for variable, value, what in _channel_requirements(s)[channel]:
+        if not value:
+            raise ConfigError(f"{variable}: expected {what} for the {channel} channel, got: nothing")
+
+
+def _check_reminders(s: Settings) -> None:
+    """Fail at startup, naming the variable, rather than on the first send at 3 a.m."""
+    for kind in s.reminder_kinds:
+        try:
+            kind_lead(kind)
+        except ValueError as exc:
+            raise ConfigError(f"CRONTICK_REMINDER_KINDS: {exc}") from None
+    leads = [lead for _, lead in s.reminder_leads]
+    if len(set(leads)) != len(leads):
+        raise ConfigError(f"CRONTICK_REMINDER_KINDS: expected kinds with different offsets, got: {','.join(s.reminder_kinds)!r}")
+    for channel in s.reminder_channels:
+        require_channel(s, channel)
+    for variable, url in (("CRONTICK_EMAIL_API_URL", s.email_api_url), ("CRONTICK_TWILIO_API_URL", s.twilio_api_url),
+                          ("CRONTICK_REMINDER_WEBHOOK_URL", s.reminder_webhook_url)):
+        parts = urlsplit(url or "https://unset.invalid")
+        if parts.scheme not in ("https", "http") or not parts.netloc:
+            raise ConfigError(f"{variable}: expected an http:// or https:// URL, got: {url!r}")
+    if s.reminder_webhook_secret:
+        try:
+            webhook_signing_key(s.reminder_webhook_secret)
+        except ValueError as exc:
+            raise ConfigError(f"CRONTICK_REMINDER_WEBHOOK_SECRET: {exc}") from None
+
+
+def webhook_signing_key(secret: str) -> bytes:
+    """The HMAC key of a Standard Webhooks secret: base64 after an optional whsec_ prefix."""
+    try:
+        key = base64.b64decode(secret.removeprefix("whsec_"), validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("expected whsec_ followed by base64, got: a value that does not decode") from None
+    if len(key) < 16:
+        raise ValueError(f"expected a key of at least 16 bytes, got: {len(key)}")
+    return key

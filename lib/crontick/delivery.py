@@ -1,0 +1,244 @@
+"""Delivery channels (email, SMS, WhatsApp, Standard Webhooks, console), each classifying how a send ended."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from email.message import EmailMessage
+from email.utils import formatdate
+from typing import Any, Protocol
+
+import httpx
+
+from . import http
+from .errors import CrontickError, PermanentError
+from .settings import Settings, require_channel, webhook_signing_key
+
+RETRYABLE_STATUSES = frozenset({408, 429})
+BODY_EXCERPT_BYTES = 500
+CONSOLE_RULE = "-" * 79  # what Django's console email backend prints between messages
+TWILIO_API_VERSION = "2010-04-01"
+
+
+class DeliveryFailed(CrontickError):
+    """A definite failure worth retrying: the provider answered 408, 429 or 5xx, or no connection was made."""
+
+
+class DeliveryUnknown(CrontickError):
+    """An ambiguous outcome: the request may have reached the provider (a timeout or a dropped connection after sending)."""
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message, whatever the channel: each channel reads the fields it needs."""
+
+    to: str  # an email address, a phone number in E.164 form, or a display name for the console
+    subject: str
+    text: str
+    idempotency_key: str
+    html: str | None = None
+    sender: str | None = None  # overrides the channel's configured sender (send_email's "from")
+    data: Mapping[str, Any] = field(default_factory=dict)  # the JSON body of a webhook
+
+
+@dataclass(frozen=True)
+class Delivered:
+    provider_message_id: str | None
+
+
+class Channel(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def idempotent(self) -> bool:
+        """True when a retry after an ambiguous outcome cannot deliver twice: the provider honours
+        the message's idempotency key (or, for the console, a repeat harms no one)."""
+        ...
+
+    async def send(self, message: Message, timeout_seconds: float) -> Delivered: ...
+
+
+@dataclass(frozen=True)
+class EmailChannel:
+    """A Resend-style API: POST {base}/emails, bearer key, JSON body, Idempotency-Key header (kept 24 h by Resend)."""
+
+    base_url: str
+    api_key: str = field(repr=False)
+    sender: str
+    name: str = "email"
+    idempotent: bool = True
+
+    async def send(self, message: Message, timeout_seconds: float) -> Delivered:
+        _require_recipient(message, "an email address")
+        body: dict[str, Any] = {
+            "from": message.sender or self.sender,
+            "to": [message.to],
+            "subject": message.subject,
+        }
+        if message.text:
+            body["text"] = message.text
+        if message.html is not None:
+            body["html"] = message.html
+        headers = {"Authorization": f"Bearer {self.api_key}", "Idempotency-Key": message.idempotency_key}
+        response = await post(f"{self.base_url.rstrip('/')}/emails", timeout_seconds, "email", json=body, headers=headers)
+        return Delivered(_json_field(response, "id"))
+
+
+@dataclass(frozen=True)
+class TwilioChannel:
+    """The Twilio Messages API: form-encoded To/From/Body with basic auth; WhatsApp numbers carry `whatsapp:`.
+
+    Twilio takes no idempotency key, so after an ambiguous outcome the message is never resent.
+    """
+
+    base_url: str
+    account_sid: str
+    auth_token: str = field(repr=False)
+    sender: str
+    name: str = "sms"
+    idempotent: bool = False
+
+    async def send(self, message: Message, timeout_seconds: float) -> Delivered:
+        _require_recipient(message, "a phone number")
+        prefix = "whatsapp:" if self.name == "whatsapp" else ""
+        form = {
+            "To": prefix + message.to.removeprefix(prefix),
+            "From": prefix + (message.sender or self.sender).removeprefix(prefix),
+            "Body": message.text,
+        }
+        url = f"{self.base_url.rstrip('/')}/{TWILIO_API_VERSION}/Accounts/{self.account_sid}/Messages.json"
+        auth = httpx.BasicAuth(self.account_sid, self.auth_token)
+        response = await post(url, timeout_seconds, self.name, data=form, auth=auth)
+        return Delivered(_json_field(response, "sid"))
+
+
+@dataclass(frozen=True)
+class WebhookChannel:
+    """POST JSON signed per Standard Webhooks; webhook-id is the stable key receivers de-duplicate on."""
+
+    url: str
+    secret: str = field(repr=False)
+    name: str = "webhook"
+    idempotent: bool = True
+
+    async def send(self, message: Message, timeout_seconds: float) -> Delivered:
+        body = json.dumps(message.data, separators=(",", ":"), ensure_ascii=False).encode()
+        # The signature proves freshness to the receiver, so it carries the wall-clock send time.
+        headers = {"Content-Type": "application/json", **sign(self.secret, message.idempotency_key, int(time.time()), body)}
+        await post(self.url, timeout_seconds, f"webhook {public_url(self.url)}", content=body, headers=headers)
+        return Delivered(message.idempotency_key)
+
+
+@dataclass(frozen=True)
+class ConsoleChannel:
+    """Prints each message to stdout as a MIME message and a rule, like Django's console email backend.
+
+    Counted as idempotent: a message printed twice after a crash harms no one, so it is retried.
+    """
+
+    sender: str
+    name: str = "console"
+    idempotent: bool = True
+
+    async def send(self, message: Message, timeout_seconds: float) -> Delivered:
+        mime = EmailMessage()
+        mime["Subject"] = message.subject
+        mime["From"] = message.sender or self.sender
+        mime["To"] = message.to
+        mime["Date"] = formatdate(localtime=True)
+        mime["Idempotency-Key"] = message.idempotency_key
+        mime.set_content(message.text, cte="8bit")
+        sys.stdout.write(f"{mime.as_string()}\n{CONSOLE_RULE}\n")
+        sys.stdout.flush()
+        return Delivered(None)
+
+
+def sign(secret: str, msg_id: str, timestamp: int, body: bytes) -> dict[str, str]:
+    """Standard Webhooks headers: v1 = base64(HMAC-SHA256(key, "{id}.{timestamp}.{body}"))."""
+    signed = f"{msg_id}.{timestamp}.".encode() + body
+    digest = hmac.new(webhook_signing_key(secret), signed, hashlib.sha256).digest()
+    return {
+        "webhook-id": msg_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": "v1," + base64.b64encode(digest).decode(),
+    }
+
+
+def channel(name: str, settings: Settings) -> Channel:
+    """The channel `name` built from settings; ConfigError names a missing credential."""
+    require_channel(settings, name)
+    sender = settings.email_from or "crontick <reminders@localhost>"
+    if name == "email":
+        return EmailChannel(settings.email_api_url, settings.email_api_key or "", sender)
+    if name in ("sms", "whatsapp"):
+        twilio_from = settings.sms_from if name == "sms" else settings.whatsapp_from
+        return TwilioChannel(
+            settings.twilio_api_url, settings.twilio_account_sid or "", settings.twilio_auth_token or "",
+            twilio_from or "", name=name,
+        )
+    if name == "webhook":
+        return WebhookChannel(settings.reminder_webhook_url or "", settings.reminder_webhook_secret or "")
+    return ConsoleChannel(sender)
+
+
+async def post(url: str, timeout: float | httpx.Timeout, what: str, **kwargs: Any) -> httpx.Response:
+    """POST and classify: 2xx returns; DeliveryFailed, DeliveryUnknown or PermanentError otherwise."""
+    try:
+        response = await http.client().post(url, timeout=timeout, **kwargs)
+    except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+        raise DeliveryFailed(f"{what}: expected a connection to {public_url(url)}, got: {_describe(exc)}; nothing was sent") from exc
+    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+        raise PermanentError(f"{what}: expected an http:// or https:// URL, got: {public_url(url)} ({_describe(exc)})") from exc
+    except httpx.TransportError as exc:
+        raise DeliveryUnknown(
+            f"{what}: expected an answer from {public_url(url)}, got: {_describe(exc)} after the request was sent "
+            f"(it may have been delivered)"
+        ) from exc
+    check_response(response, what)
+    return response
+
+
+def check_response(response: httpx.Response, what: str) -> None:
+    """Raise by status: DeliveryFailed for 408/429/5xx, PermanentError for any other non-2xx."""
+    if response.is_success:
+        return
+    excerpt = response.content[:BODY_EXCERPT_BYTES].decode("utf-8", "replace")
+    message = f"{what} answered HTTP {response.status_code}: {excerpt}"
+    if response.status_code in RETRYABLE_STATUSES or response.status_code >= 500:
+        raise DeliveryFailed(message)
+    raise PermanentError(message)
+
+
+def public_url(url: str) -> str:
+    """The URL without credentials, query or fragment, which may carry tokens, for error text."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        return "(an invalid URL)"
+    return str(parsed.copy_with(userinfo=b"", query=None, fragment=None))
+
+
+def _require_recipient(message: Message, what: str) -> None:
+    if not message.to.strip():
+        raise PermanentError(f"expected {what} to send to, got: nothing")
+
+
+def _json_field(response: httpx.Response, name: str) -> str | None:
+    """The provider's message id, if its 2xx body has one; a body we cannot parse is no failure."""
+    try:
+        value = response.json().get(name)
+    except (ValueError, AttributeError):
+        return None
+    return str(value) if value is not None else None
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

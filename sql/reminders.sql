@@ -1,0 +1,138 @@
+-- Named queries for booking reminders, loaded once by crontick.db. Each block: who runs it and why.
+-- The exactly-once rule lives in reminder_sends' unique (booking_id, kind): a reminder is
+-- claimed by inserting its row before any provider is called, and only the inserting tick sends.
+
+-- name: reminder_claim_due
+-- crontick.reminders.send_due, once per tick: claim up to a batch of reminders in ONE statement,
+-- however many are due (the tick's statement count stays constant).
+--   overdue: rows of earlier ticks that need a decision now: failures whose retry is due, and
+--            rows still 'sending' after their lease (the tick sending them died mid-call).
+--   settled: each overdue row becomes 'sending' again (a retry; after a dead tick only on a
+--            channel whose idempotency key the provider honours), 'unknown' (it may have gone
+--            out and resending could duplicate it), or a final 'failed' (the booking was
+--            cancelled or has started, so a retry is pointless).
+--   fresh:   confirmed bookings inside a kind's window that have no row for that kind yet,
+--            up to what is left of the batch. A kind's window is (now + the next shorter kind's
+--            offset, now + its own offset], so a late booking gets only the nearest reminder.
+--   inserted: the claim itself. ON CONFLICT DO NOTHING on (booking_id, kind) means that when
+--            ticks race for a reminder exactly one insert wins, and only the winner sends.
+-- MATERIALIZED so LIMIT and SKIP LOCKED are applied once, not re-evaluated per outer row.
+-- SKIP LOCKED on bookings only spreads concurrent ticks over different bookings; correctness
+-- rests on the unique constraint, not on the lock.
+with overdue as materialized (
+    select r.id,
+        case
+            when r.status = 'sending' and b.status = 'confirmed' and b.starts_at > %(now)s
+                 and r.channel = any(%(idempotent)s::text[]) and r.attempts < r.max_attempts then 'sending'
+            when r.status = 'sending' then 'unknown'
+            when b.status = 'confirmed' and b.starts_at > %(now)s then 'sending'
+            else 'failed'
+        end as next_status,
+        case
+            when b.status <> 'confirmed' then 'the booking was cancelled'
+            when b.starts_at <= %(now)s then 'the booking has started'
+            when r.channel <> all(%(idempotent)s::text[]) then 'the ' || r.channel || ' channel has no idempotency key'
+            else 'no attempts are left'
+        end as reason
+    from reminder_sends r
+    join bookings b on b.id = r.booking_id
+    where (r.status = 'sending' and r.locked_until < %(now)s)
+       or (r.status = 'failed' and r.next_attempt_at <= %(now)s)
+    order by coalesce(r.next_attempt_at, r.locked_until), r.id
+    limit %(limit)s
+    for update of r skip locked
+), settled as (
+    update reminder_sends r set
+        status = o.next_status,
+        attempts = r.attempts + (o.next_status = 'sending')::int,
+        locked_until = case when o.next_status = 'sending' then %(lease_until)s::timestamptz end,
+        next_attempt_at = null,
+        last_error = case o.next_status
+            when 'unknown' then 'LeaseExpired: attempt ' || r.attempts || ' over ' || r.channel
+                || ' was still sending when its lease ended at ' || r.locked_until
+                || ' (the tick stopped mid-call); it may have reached the customer, and it is not sent again because '
+                || o.reason || '. Check with the provider, then delete this row to send it again.'
+            when 'failed' then coalesce(r.last_error, 'failed') || ' (not retried: ' || o.reason || ')'
+            else r.last_error
+        end,
+        updated_at = %(now)s
+    from overdue o
+    where r.id = o.id
+    returning r.id, r.booking_id, r.kind, r.channel, r.status, r.attempts, r.max_attempts, r.idempotency_key, r.created_at
+), fresh as materialized (
+    select b.id as booking_id, k.kind,
+        coalesce(
+            (select c from unnest(%(channels)s::text[]) with ordinality as ch(c, n)
+             where c in ('console', 'webhook')
+                or (c = 'email' and coalesce(b.email, '') <> '')
+                or (c in ('sms', 'whatsapp') and coalesce(b.phone, '') <> '')
+             order by n limit 1),
+            (%(channels)s::text[])[1]
+        ) as channel
+    from bookings b
+    join unnest(%(kinds)s::text[], %(leads)s::interval[], %(floors)s::interval[]) as k(kind, lead, floor)
+        on b.starts_at > %(now)s::timestamptz + k.floor and b.starts_at <= %(now)s::timestamptz + k.lead
+    where b.status = 'confirmed'
+      and not exists (select 1 from reminder_sends r where r.booking_id = b.id and r.kind = k.kind)
+    order by b.starts_at, b.id, k.kind
+    limit greatest(%(limit)s - (select count(*) from overdue where next_status = 'sending'), 0)
+    for no key update of b skip locked
+), inserted as (
+    insert into reminder_sends (booking_id, kind, channel, status, attempts, max_attempts, locked_until, created_at, updated_at)
+    select booking_id, kind, channel, 'sending', 1, %(max_attempts)s, %(lease_until)s, %(now)s, %(now)s
+    from fresh
+    on conflict on constraint reminder_sends_booking_kind_unique do nothing
+    returning id, booking_id, kind, channel, status, attempts, max_attempts, idempotency_key, created_at
+)
+select c.id, c.booking_id, c.kind, c.channel, c.status, c.attempts, c.max_attempts, c.idempotency_key, c.created_at,
+       b.customer_name, b.email, b.phone, b.starts_at, b.time_zone
+from (select * from inserted union all select * from settled) c
+join bookings b on b.id = c.booking_id
+order by b.starts_at, c.id;
+
+-- name: reminder_record_outcomes
+-- crontick.reminders.send_due, once per tick after the sends: every outcome in ONE statement.
+-- Fenced: a row changes only while it is still 'sending' the attempt this tick claimed, so a
+-- tick that outlived its lease changes nothing once another tick has taken the row over.
+-- 'released' means the tick ran out of time before the attempt started: a first attempt is
+-- un-claimed (deleted, as if never claimed) and a later one goes back to its due retry.
+with outcome as (
+    select *
+    from unnest(%(ids)s::bigint[], %(claimed_attempts)s::int[], %(statuses)s::text[],
+                %(next_attempt_ats)s::timestamptz[], %(errors)s::text[], %(provider_ids)s::text[])
+        as o(id, claimed_attempt, status, next_attempt_at, last_error, provider_message_id)
+), unclaimed as (
+    delete from reminder_sends r
+    using outcome o
+    where r.id = o.id and r.status = 'sending' and r.attempts = o.claimed_attempt
+      and o.status = 'released' and r.attempts = 1
+    returning r.id
+), written as (
+    update reminder_sends r set
+        status = case when o.status = 'released' then 'failed' else o.status end,
+        attempts = r.attempts - (o.status = 'released')::int,
+        next_attempt_at = case when o.status = 'released' then %(now)s::timestamptz else o.next_attempt_at end,
+        last_error = case when o.status = 'released' then r.last_error else o.last_error end,
+        provider_message_id = coalesce(o.provider_message_id, r.provider_message_id),
+        sent_at = case when o.status = 'sent' then %(now)s::timestamptz end,
+        locked_until = null,
+        updated_at = %(now)s
+    from outcome o
+    where r.id = o.id and r.status = 'sending' and r.attempts = o.claimed_attempt
+      and not (o.status = 'released' and r.attempts = 1)
+    returning r.id
+)
+select id from unclaimed
+union all
+select id from written;
+
+-- name: booking_insert_demo
+-- crontick.demo.seed (`make run`): demo bookings starting at now() + an offset. A booking is
+-- added only while no demo booking with that email is still upcoming, so re-running the seed
+-- adds nothing, and a later day's `make run` gets fresh upcoming ones.
+insert into bookings (customer_name, email, phone, starts_at, time_zone, status)
+select d.name, d.email, d.phone, now() + d.starts_in, d.zone, d.status
+from unnest(%(names)s::text[], %(emails)s::text[], %(phones)s::text[], %(starts_in)s::interval[],
+            %(zones)s::text[], %(statuses)s::text[]) as d(name, email, phone, starts_in, zone, status)
+where not exists (select 1 from bookings b where b.email = d.email and b.starts_at > now())
+returning id;
