@@ -20,8 +20,8 @@ from tests.conftest import TEST_SECRET
 _ran: list[int] = []  # ids of the jobs the `t_core.ok` handlers ran, in this process
 
 
-@pytest.fixture
-def ran() -> list[int]:
+@pytest.fixture(name="ran")
+def ran_fixture() -> list[int]:
     """The ids of the jobs the `t_core.ok` handlers run during this test (ids repeat across test databases)."""
     _ran.clear()
     return _ran

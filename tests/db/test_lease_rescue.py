@@ -12,7 +12,7 @@ import psycopg
 import crontick
 from crontick import db, queue
 from tests.db.core_jobs import db_now, job_row, tick
-from tests.db.core_jobs import ran  # noqa: F401 (a fixture)
+from tests.db.core_jobs import ran_fixture  # noqa: F401 (provides the `ran` fixture)
 
 T = TypeVar("T")
 

@@ -7,7 +7,6 @@ from datetime import timedelta
 from typing import Any
 
 import psycopg
-import pytest
 from pytest_httpserver import HTTPServer
 
 import crontick
