@@ -1,0 +1,159 @@
+"""The installed `crontick` console script, run as a subprocess against a real database."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+import pytest
+
+from crontick import db, enqueue_many
+from tests.cli.run_cli import cli_env, crontick
+from tests.conftest import free_port, fresh_database
+from tests.db.core_jobs import job_row
+from tests.db.sidefx_handlers import SIDE_EFFECTS_TABLE_SQL
+
+
+@pytest.fixture
+def env(database_url: str) -> dict[str, str]:
+    return cli_env(database_url)
+
+
+def assert_one_line_error(result: Any, *fragments: str) -> str:
+    """A failed command: non-zero exit, one `crontick: error: …` line on stderr, no traceback."""
+    assert result.returncode != 0, result.stdout
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("crontick: error: ")
+    for fragment in fragments:
+        assert fragment in lines[0]
+    return lines[0]
+
+
+def enqueue(env: dict[str, str], *args: str) -> int:
+    result = crontick("enqueue", *args, env=env)
+    assert result.returncode == 0, result.stderr
+    return int(result.stdout.strip())
+
+
+def test_migrate_applies_then_reports_up_to_date(admin_url: str) -> None:
+    versions = [v for v, _ in db.migration_files()]
+    with fresh_database(admin_url, "template0") as empty:
+        first = crontick("migrate", env=cli_env(empty))
+        second = crontick("migrate", env=cli_env(empty))
+    assert (first.returncode, first.stdout.strip()) == (0, f"applied: {', '.join(versions)}")
+    assert (second.returncode, second.stdout.strip()) == (0, "up to date")
+
+
+def test_enqueue_with_payload_run_after_max_attempts(env: dict[str, str], conn: psycopg.Connection[Any]) -> None:
+    job_id = enqueue(env, "send_welcome_email", "--payload", '{"user_id": 42}',
+                     "--run-after", "2030-12-01T09:00:00+01:00", "--max-attempts", "2")
+    row = job_row(conn, job_id)
+    assert (row["type"], row["payload"], row["max_attempts"], row["status"]) == ("send_welcome_email", {"user_id": 42}, 2, "pending")
+    assert row["run_after"] == datetime(2030, 12, 1, 8, 0, tzinfo=UTC)
+
+
+def test_enqueue_key_de_duplicates(env: dict[str, str], conn: psycopg.Connection[Any]) -> None:
+    first = enqueue(env, "report", "--key", "report:2030-01-01")
+    assert enqueue(env, "report", "--key", "report:2030-01-01", "--payload", '{"again": true}') == first
+    assert conn.execute("select count(*) from jobs").fetchone() == (1,)
+
+
+def test_enqueue_bad_json_is_one_line(env: dict[str, str], conn: psycopg.Connection[Any]) -> None:
+    result = crontick("enqueue", "report", "--payload", "{user_id: 42}", env=env)
+    assert_one_line_error(result, "--payload: expected JSON", "{user_id: 42}")
+    assert conn.execute("select count(*) from jobs").fetchone() == (0,)
+
+
+def test_enqueue_time_without_offset_is_refused(env: dict[str, str]) -> None:
+    result = crontick("enqueue", "report", "--run-after", "2030-12-01T09:00:00", env=env)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "expected a time with a UTC offset" in result.stderr
+
+
+def test_jobs_lists_by_status(env: dict[str, str], conn: psycopg.Connection[Any]) -> None:
+    pending, failed = enqueue_many(conn, [("alpha", {}), ("beta", {})])
+    conn.execute("update jobs set status = 'failed', last_error = 'ValueError: nope' where id = %(id)s", {"id": failed})
+    only_failed = crontick("jobs", "--status", "failed", env=env)
+    everything = crontick("jobs", env=env)
+    assert only_failed.returncode == everything.returncode == 0
+    rows = only_failed.stdout.splitlines()[1:]
+    assert len(rows) == 1 and rows[0].split()[:3] == [str(failed), "beta", "failed"]
+    assert "ValueError: nope" in rows[0]
+    assert {line.split()[0] for line in everything.stdout.splitlines()[1:]} == {str(pending), str(failed)}
+
+
+def test_retry_makes_a_failed_job_pending_again(env: dict[str, str], conn: psycopg.Connection[Any]) -> None:
+    [job_id] = enqueue_many(conn, [("beta", {})], max_attempts=1)
+    conn.execute("update jobs set status = 'failed', attempts = 1 where id = %(id)s", {"id": job_id})
+    result = crontick("retry", str(job_id), env=env)
+    assert (result.returncode, result.stdout.strip()) == (0, f"job {job_id} is pending again")
+    row = job_row(conn, job_id)
+    assert (row["status"], row["attempts"]) == ("pending", 0)
+    again = crontick("retry", str(job_id), env=env)
+    assert_one_line_error(again, f"expected a failed or done job, got job {job_id} with status 'pending'")
+
+
+def test_retry_unknown_id_is_a_clear_error(env: dict[str, str]) -> None:
+    assert_one_line_error(crontick("retry", "999999", env=env), "expected an existing job id, got: 999999 (no such job)")
+
+
+def test_tick_prints_the_summary_and_names_handler_modules(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    conn.execute(SIDE_EFFECTS_TABLE_SQL)
+    env = cli_env(database_url, CRONTICK_HANDLERS="tests.db.sidefx_handlers")
+    ok, unknown = enqueue_many(conn, [("t_sidefx.record", {}), ("t_cli.nobody_handles_this", {})])
+    result = crontick("tick", env=env)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert {"jobs", "reminders", "more", "duration_ms"} <= summary.keys()
+    assert (summary["jobs"]["claimed"], summary["jobs"]["succeeded"], summary["jobs"]["failed"]) == (2, 1, 1)
+    assert job_row(conn, ok)["status"] == "done"
+    error = job_row(conn, unknown)["last_error"]
+    assert "'t_cli.nobody_handles_this'" in error and "tests.db.sidefx_handlers" in error
+
+
+def test_tick_drain_runs_batch_after_batch(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    conn.execute(SIDE_EFFECTS_TABLE_SQL)
+    env = cli_env(database_url, CRONTICK_HANDLERS="tests.db.sidefx_handlers", CRONTICK_BATCH_SIZE="3")
+    enqueue_many(conn, [("t_sidefx.record", {}) for _ in range(10)])
+    result = crontick("tick", "--drain", env=env)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert (summary["jobs"]["claimed"], summary["jobs"]["succeeded"], summary["more"]) == (10, 10, False)
+    assert conn.execute("select count(*) from side_effects").fetchone() == (10,)
+    assert conn.execute("select count(*) from jobs where status <> 'done'").fetchone() == (0,)
+
+
+BAD_URLS = {
+    "not-a-url": "DATABASE_URL: expected a PostgreSQL URL",
+    "mysql://root@127.0.0.1/app": "DATABASE_URL: expected a PostgreSQL URL",
+    # libpq only finds this one when it connects, so it reads as "unavailable", but still says what is wrong.
+    "postgresql://postgres@127.0.0.1:notaport/db": 'invalid integer value "notaport" for connection option "port"',
+}
+
+
+@pytest.mark.parametrize("url", list(BAD_URLS))
+def test_bad_database_url_is_one_clear_line(url: str) -> None:
+    env = cli_env(None, DATABASE_URL=url)
+    for command in (["migrate"], ["enqueue", "report"]):  # the async and the sync connection paths
+        assert_one_line_error(crontick(*command, env=env), BAD_URLS[url])
+
+
+def test_missing_database_url_is_one_clear_line() -> None:
+    assert_one_line_error(crontick("migrate", env=cli_env(None)), "DATABASE_URL: expected a PostgreSQL URL", "got: nothing")
+
+
+def test_unreachable_database_is_one_clear_line() -> None:
+    env = cli_env(None, DATABASE_URL=f"postgresql://postgres@127.0.0.1:{free_port()}/crontick")
+    for command in (["migrate"], ["tick", "--drain"], ["retry", "1"]):
+        assert_one_line_error(crontick(*command, env=env), "database unavailable")
+
+
+def test_serve_with_a_short_secret_is_one_clear_line(env: dict[str, str]) -> None:
+    result = crontick("serve", "--port", "0", env={**env, "CRON_SECRET": "hunter2"}, timeout=30)
+    line = assert_one_line_error(result, "CRON_SECRET: expected at least 32 characters, got: 7")
+    assert "hunter2" not in line
