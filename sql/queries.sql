@@ -77,7 +77,8 @@ update jobs j set
     status = o.status,
     attempts = o.attempts,
     run_after = coalesce(o.run_after, j.run_after),
-    last_error = o.last_error,
+    -- A released job (never started: attempts handed back) keeps its previous attempt's error.
+    last_error = case when o.attempts < o.claimed_attempt then j.last_error else o.last_error end,
     locked_until = null,
     finished_at = case when o.status in ('done', 'failed') then %(now)s end,
     updated_at = %(now)s

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -66,13 +67,15 @@ def settings_for(url: str, **changes: Any) -> Settings:
     return Settings(database_url=url, cron_secret=TEST_SECRET, **changes)
 
 
-def tick(url: str, settings: Settings | None = None, *, now: datetime | None = None) -> TickResult:
+def tick(
+    url: str, settings: Settings | None = None, *, now: datetime | None = None, clock: Callable[[], float] = time.monotonic
+) -> TickResult:
     """Run one real tick against `url` on its own connection, as the endpoint would."""
 
     async def go() -> TickResult:
         conn = await db.connect(url)
         try:
-            return await run_tick(conn, settings or settings_for(url), now=now, source="test")
+            return await run_tick(conn, settings or settings_for(url), now=now, source="test", clock=clock)
         finally:
             await conn.close()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import Any
 
@@ -132,3 +133,33 @@ def test_fenced_outcome_of_a_taken_over_job_changes_nothing(database_url: str, c
     # The second tick's claim (attempt 2) stands: the first tick's "done" was not written.
     assert (row["status"], row["attempts"]) == ("running", 2)
     assert row["finished_at"] is None
+
+
+def test_released_job_keeps_the_error_of_its_previous_attempt(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    ids = crontick.enqueue_many(conn, [("t_core.slow", {}) for _ in range(2)])
+    conn.execute("update jobs set attempts = 1, last_error = 'ValueError: boom on attempt 1'")
+    settings = settings_for(database_url, time_budget_seconds=0.2, concurrency=1)
+    assert tick(database_url, settings, now=db_now(conn)).jobs.released == 1
+    rows = sorted(((r["attempts"], r["last_error"]) for r in (job_row(conn, i) for i in ids)), key=lambda r: r[0])
+    # The stopped job records its timeout; the released one is as it was before the tick.
+    assert rows[0] == (1, "ValueError: boom on attempt 1")
+    assert rows[1][0] == 2 and rows[1][1].startswith("TimeoutError: ")
+
+
+def test_slow_job_is_logged_not_failed(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    job_id = crontick.enqueue(conn, "t_core.ok", {})
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger = logging.getLogger("crontick")
+    logger.addHandler(handler)
+    seconds = iter(range(0, 1_000_000, 9))  # a clock that moves 9 s between any two readings
+    try:
+        settings = settings_for(database_url, time_budget_seconds=1000.0, lease_seconds=1100.0)
+        result = tick(database_url, settings, now=db_now(conn), clock=lambda: float(next(seconds)))
+    finally:
+        logger.removeHandler(handler)
+    assert result.jobs.succeeded == 1
+    assert job_row(conn, job_id)["status"] == "done"
+    slow = [r.getMessage() for r in records if "slow_job" in r.getMessage()]
+    assert len(slow) == 1 and f'"job_id": {job_id}' in slow[0]
