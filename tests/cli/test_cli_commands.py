@@ -156,3 +156,9 @@ def test_serve_with_a_short_secret_is_one_clear_line(env: dict[str, str]) -> Non
     result = crontick("serve", "--port", "0", env={**env, "CRON_SECRET": "hunter2"}, timeout=30)
     line = assert_one_line_error(result, "CRON_SECRET: expected at least 32 characters, got: 7")
     assert "hunter2" not in line
+
+
+def test_tick_before_migrate_says_to_migrate(admin_url: str) -> None:
+    with fresh_database(admin_url, "template0") as empty:
+        result = crontick("tick", env=cli_env(empty))
+    assert_one_line_error(result, "run `crontick migrate`")

@@ -91,3 +91,23 @@ def test_misconfiguration_is_503_json_never_a_traceback(
     assert mentions in body["detail"]
     assert_json_error(health, 503, "misconfigured")
     assert "too-short" not in tick.text
+
+
+def test_warm_instance_replaces_a_dead_idle_connection_without_an_error(
+    live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As if every request came after a long idle (a frozen serverless instance): ping before reuse.
+    monkeypatch.setattr(crontick.db, "PING_AFTER_IDLE_SECONDS", 0.0)
+    proxy = TcpProxy(database_url)
+    proxy.start()
+    try:
+        with live_app(settings_for(proxy.conninfo)) as url:
+            assert httpx.post(url + TICK, headers=AUTH).status_code == 200
+            proxy.stop()  # the pooler closed the idle socket while the instance slept
+            proxy.start()
+            job_id = crontick.enqueue(conn, "t_core.ok", {})
+            response = httpx.post(url + TICK, headers=AUTH)
+    finally:
+        proxy.stop()
+    assert response.status_code == 200, response.text
+    assert job_row(conn, job_id)["status"] == "done"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,6 +14,7 @@ import crontick
 from crontick.settings import Settings
 from tests.conftest import TEST_SECRET, fresh_database
 from tests.db.core_jobs import job_row, settings_for
+from tests.db.core_jobs import ran_fixture  # noqa: F401 (provides the `ran` fixture)
 from tests.http.http_checks import AUTH, TICK, LiveApp, assert_json_error
 
 
@@ -130,3 +132,20 @@ def test_secret_is_never_in_any_response(live_app: LiveApp, database_url: str, c
     for r in responses:
         assert TEST_SECRET not in r.text and TEST_SECRET[:20] not in r.text
         assert TEST_SECRET not in str(r.headers)
+
+
+def test_concurrent_ticks_on_one_instance_run_each_job_once(
+    live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any], ran: list[int]
+) -> None:
+    ids = crontick.enqueue_many(conn, [("t_core.ok", {}) for _ in range(60)])
+
+    async def burst(url: str) -> list[httpx.Response]:
+        async with httpx.AsyncClient(base_url=url, headers=AUTH, timeout=30) as client:
+            return list(await asyncio.gather(*(client.post(TICK) for _ in range(6))))
+
+    with live_app(settings_for(database_url, batch_size=10)) as url:
+        responses = asyncio.run(burst(url))
+    assert [r.status_code for r in responses] == [200] * 6, [r.text for r in responses]
+    assert sum(r.json()["jobs"]["succeeded"] for r in responses) == 60
+    assert sorted(ran) == sorted(ids)
+    assert conn.execute("select count(*) from jobs where status = 'done'").fetchone() == (60,)
