@@ -127,12 +127,12 @@ union all
 select id from written;
 
 -- name: booking_insert_demo
--- crontick.demo.seed (`make run`): demo bookings starting at now() + an offset. A booking is
--- added only while no demo booking with that email is still upcoming, so re-running the seed
--- adds nothing, and a later day's `make run` gets fresh upcoming ones.
+-- crontick.demo.seed (`make run`): demo bookings at the start of this hour plus an offset (so
+-- they read 09:30, not 09:37). One is added only while no booking for that customer is still
+-- upcoming, so re-running the seed adds nothing, and a later day's `make run` gets fresh ones.
 insert into bookings (customer_name, email, phone, starts_at, time_zone, status)
-select d.name, d.email, d.phone, now() + d.starts_in, d.zone, d.status
+select d.name, d.email, d.phone, date_trunc('hour', now()) + d.starts_in, d.zone, d.status
 from unnest(%(names)s::text[], %(emails)s::text[], %(phones)s::text[], %(starts_in)s::interval[],
             %(zones)s::text[], %(statuses)s::text[]) as d(name, email, phone, starts_in, zone, status)
-where not exists (select 1 from bookings b where b.email = d.email and b.starts_at > now())
+where not exists (select 1 from bookings b where b.customer_name = d.name and b.starts_at > now())
 returning id;

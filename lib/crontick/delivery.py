@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import email.policy
 import hashlib
 import hmac
 import json
@@ -24,6 +25,7 @@ RETRYABLE_STATUSES = frozenset({408, 429})
 BODY_EXCERPT_BYTES = 500
 CONSOLE_RULE = "-" * 79  # what Django's console email backend prints between messages
 TWILIO_API_VERSION = "2010-04-01"
+CONSOLE_POLICY = email.policy.default.clone(utf8=True)  # UTF-8 headers and body, "\n" lines: readable as printed
 
 
 class DeliveryFailed(CrontickError):
@@ -148,14 +150,14 @@ class ConsoleChannel:
     idempotent: bool = True
 
     async def send(self, message: Message, timeout_seconds: float) -> Delivered:
-        mime = EmailMessage()
+        mime = EmailMessage(policy=CONSOLE_POLICY)
         mime["Subject"] = message.subject
         mime["From"] = message.sender or self.sender
         mime["To"] = message.to
         mime["Date"] = formatdate(localtime=True)
         mime["Idempotency-Key"] = message.idempotency_key
         mime.set_content(message.text, cte="8bit")
-        sys.stdout.write(f"{mime.as_string()}\n{CONSOLE_RULE}\n")
+        sys.stdout.write(f"{mime.as_bytes().decode()}\n{CONSOLE_RULE}\n")
         sys.stdout.flush()
         return Delivered(None)
 

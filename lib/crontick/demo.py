@@ -1,16 +1,29 @@
-"""Demo data for `crontick dev` / `make run`: a handler and a few jobs so the first tick does work."""
+"""Demo data for `crontick dev` / `make run`: handlers, jobs and bookings so the first tick does visible work."""
 
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from typing import Any
 
 import psycopg
 
+from .db import query
 from .handlers import Job, handler
 from .queue import enqueue
 
 log = logging.getLogger("crontick")
+
+# (name, email, phone, starts in, time zone, status): four due within 24 hours in four zones
+# (one reachable by phone only), one not due yet, and one cancelled, which gets no reminder.
+DEMO_BOOKINGS: tuple[tuple[str, str | None, str | None, timedelta, str, str], ...] = (
+    ("Ada Lovelace", "ada@example.com", None, timedelta(hours=20, minutes=30), "Europe/Amsterdam", "confirmed"),
+    ("Kenji Sato", "kenji@example.com", None, timedelta(hours=5), "Asia/Tokyo", "confirmed"),
+    ("María García", None, "+12025550143", timedelta(hours=22), "America/New_York", "confirmed"),
+    ("Aroha Ngata", "aroha@example.com", None, timedelta(hours=9, minutes=30), "Pacific/Auckland", "confirmed"),
+    ("Priya Raman", "priya@example.com", None, timedelta(days=3), "Asia/Kolkata", "confirmed"),
+    ("Tom Baker", "tom@example.com", None, timedelta(hours=8), "Europe/London", "cancelled"),
+)
 
 
 @handler("demo.greet")
@@ -26,8 +39,11 @@ def flaky(payload: Any, job: Job) -> None:
 
 
 def seed(url: str) -> None:
-    """Add demo jobs once (keys make a second `make run` add nothing)."""
+    """Add demo jobs and bookings once (keys and the upcoming-booking check make a re-run add nothing)."""
     with psycopg.connect(url, prepare_threshold=None) as conn, conn.transaction():
         for name in ("Ada", "Grace", "Linus"):
             enqueue(conn, "demo.greet", {"name": name}, key=f"demo:greet:{name}")
         enqueue(conn, "demo.flaky", {}, key="demo:flaky")
+        columns = list(zip(*DEMO_BOOKINGS))
+        params = dict(zip(("names", "emails", "phones", "starts_in", "zones", "statuses"), map(list, columns)))
+        conn.execute(query("booking_insert_demo"), params)

@@ -11,8 +11,9 @@ from pytest_httpserver import HTTPServer
 from tests.reminders.support import Provider
 
 
-@pytest.fixture
-def provider() -> Iterator[Provider]:
+@pytest.fixture(scope="session")
+def provider_server() -> Iterator[Provider]:
+    """One server for the session (stopping one takes half a second); each test gets it reset."""
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one INFO line per request slows the server
     server = HTTPServer(host="127.0.0.1", port=0, threaded=True)
     server.start()
@@ -21,3 +22,9 @@ def provider() -> Iterator[Provider]:
     finally:
         server.clear()
         server.stop()
+
+
+@pytest.fixture
+def provider(provider_server: Provider) -> Provider:
+    provider_server.reset()
+    return provider_server

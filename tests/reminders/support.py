@@ -76,6 +76,11 @@ class Provider:
         self._lock = threading.Lock()
         server.expect_request(re.compile(".*")).respond_with_handler(self._handle)
 
+    def reset(self) -> None:
+        with self._lock:
+            self.requests = []
+            self.behave = ok
+
     @property
     def url(self) -> str:
         return self.server.url_for("").rstrip("/")

@@ -1,0 +1,193 @@
+"""When a send fails: definite failures retry with backoff, 4xx fail with the provider's message, timeouts follow the rule."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+from werkzeug import Response
+
+from crontick import db, reminders
+from tests.conftest import free_port
+from tests.reminders.support import (
+    NOW, Provider, Received, add_bookings, add_due, later, ok, send_of, sends, settings_for, tick,
+)
+
+
+def fail_first(times: int, status: int = 500) -> Any:
+    def behave(received: Received, n: int) -> Response:
+        if n <= times:
+            return Response(json.dumps({"message": "Internal server error"}), status, content_type="application/json")
+        return ok(received, n)
+
+    return behave
+
+
+def slow(seconds: float) -> Any:
+    """Accept the message, then answer too late: the client cannot know it was delivered."""
+
+    def behave(received: Received, n: int) -> Response:
+        time.sleep(seconds)
+        return ok(received, n)
+
+    return behave
+
+
+def one_booking(conn: psycopg.Connection[Any]) -> int:
+    [booking] = add_bookings(
+        conn, [("Ada Lovelace", "ada@example.com", "+31612345678", NOW + timedelta(hours=21, minutes=30), "Europe/Amsterdam", "confirmed")]
+    )
+    return booking
+
+
+def test_provider_500_is_retried_on_a_later_tick_then_succeeds(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+    booking = one_booking(conn)
+    provider.behave = fail_first(1)
+    settings = settings_for(database_url, provider, "email")
+
+    first = tick(database_url, settings, NOW)
+    assert (first.reminders.sent, first.reminders.retried) == (0, 1)
+    row = send_of(conn, booking)
+    assert (row["status"], row["attempts"], row["locked_until"]) == ("failed", 1, None)
+    assert NOW + timedelta(seconds=48) <= row["next_attempt_at"] <= NOW + timedelta(seconds=73)  # 1 min ± 20 %
+    assert "email answered HTTP 500: " in row["last_error"]
+
+    assert tick(database_url, settings, later(0.5)).reminders.sent == 0  # not due yet: no request
+    assert len(provider.requests) == 1
+    assert tick(database_url, settings, later(2)).reminders.sent == 1
+    row = send_of(conn, booking)
+    assert (row["status"], row["attempts"], row["next_attempt_at"], row["last_error"]) == ("sent", 2, None, None)
+    assert [r.key for r in provider.requests] == [f"reminder:{booking}:24h"] * 2
+
+
+def test_sms_500_is_a_definite_failure_so_it_is_retried_too(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+    booking = one_booking(conn)
+    provider.behave = fail_first(1, status=503)
+    settings = settings_for(database_url, provider, "sms")
+    assert tick(database_url, settings, NOW).reminders.retried == 1
+    assert tick(database_url, settings, later(2)).reminders.sent == 1
+    assert send_of(conn, booking)["status"] == "sent" and len(provider.requests) == 2
+
+
+def test_provider_400_fails_at_once_with_the_providers_message(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+    booking = one_booking(conn)
+    body = {"statusCode": 422, "name": "validation_error", "message": "Invalid `to` field. The email address needs to follow the `email@example.com` format."}
+    provider.behave = lambda r, n: Response(json.dumps(body), 422, content_type="application/json")
+    settings = settings_for(database_url, provider, "email")
+
+    assert tick(database_url, settings, NOW).reminders.failed == 1
+    row = send_of(conn, booking)
+    assert (row["status"], row["attempts"], row["next_attempt_at"]) == ("failed", 1, None)
+    assert row["last_error"].startswith(f"booking {booking}: email answered HTTP 422: ")
+    assert "Invalid `to` field." in row["last_error"]
+    for minutes in (2, 10, 60):
+        tick(database_url, settings, later(minutes))
+    assert len(provider.requests) == 1  # never retried
+
+
+def test_the_last_attempt_leaves_the_reminder_failed_and_visible(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+    booking = one_booking(conn)
+    provider.behave = fail_first(100, status=502)
+    settings = settings_for(database_url, provider, "email")
+    for minutes in (0, 2, 10, 50, 120):
+        tick(database_url, settings, later(minutes))
+    row = send_of(conn, booking)
+    assert (row["status"], row["attempts"], row["next_attempt_at"]) == ("failed", 4, None)
+    assert "HTTP 502" in row["last_error"] and len(provider.requests) == 4
+
+
+def test_connection_refused_is_definite_and_retried(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+    booking = one_booking(conn)
+    nobody = f"http://127.0.0.1:{free_port()}"
+    assert tick(database_url, settings_for(database_url, provider, "sms", twilio_api_url=nobody), NOW).reminders.retried == 1
+    row = send_of(conn, booking)
+    assert row["status"] == "failed" and row["next_attempt_at"] is not None
+    assert "ConnectError" in row["last_error"] and "nothing was sent" in row["last_error"]
+    assert tick(database_url, settings_for(database_url, provider, "sms"), later(2)).reminders.sent == 1
+
+
+def test_timeout_on_email_is_retried_under_the_same_idempotency_key(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+    booking = one_booking(conn)
+    provider.behave = slow(0.6)
+    settings = settings_for(database_url, provider, "email", delivery_timeout_seconds=0.2)
+
+    assert tick(database_url, settings, NOW).reminders.retried == 1
+    row = send_of(conn, booking)
+    assert (row["status"], row["attempts"]) == ("failed", 1)
+    assert "ReadTimeout" in row["last_error"] and "it may have been delivered" in row["last_error"]
+
+    provider.behave = ok
+    assert tick(database_url, settings, later(2)).reminders.sent == 1
+    assert send_of(conn, booking)["status"] == "sent"
+    first, second = provider.requests
+    assert first.headers["idempotency-key"] == second.headers["idempotency-key"] == f"reminder:{booking}:24h"
+    assert first.body == second.body  # the same bytes, so the provider can honour the key
+
+
+def test_timeout_on_sms_ends_unknown_and_is_never_resent(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+    booking = one_booking(conn)
+    provider.behave = slow(0.6)
+    settings = settings_for(database_url, provider, "sms", delivery_timeout_seconds=0.2)
+
+    assert tick(database_url, settings, NOW).reminders.unknown == 1
+    row = send_of(conn, booking)
+    assert (row["status"], row["attempts"], row["next_attempt_at"]) == ("unknown", 1, None)
+    assert "ReadTimeout" in row["last_error"] and "not resent: the sms channel has no idempotency key" in row["last_error"]
+    provider.behave = ok
+    for minutes in (2, 10, 60):
+        tick(database_url, settings, later(minutes))
+    assert len(provider.requests) == 1
+
+
+def test_a_retry_due_after_the_booking_was_cancelled_is_not_sent(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+    booking = one_booking(conn)
+    provider.behave = fail_first(1)
+    settings = settings_for(database_url, provider, "email")
+    tick(database_url, settings, NOW)
+    conn.execute("update bookings set status = 'cancelled' where id = %s", (booking,))
+
+    assert tick(database_url, settings, later(2)).reminders.failed == 1
+    row = send_of(conn, booking)
+    assert (row["status"], row["next_attempt_at"]) == ("failed", None)
+    assert row["last_error"].endswith("(not retried: the booking was cancelled)")
+    assert len(provider.requests) == 1
+
+
+def test_out_of_time_releases_unstarted_claims_for_the_next_tick(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+    add_due(conn, 5)
+    settings = settings_for(database_url, provider, "email")
+
+    async def out_of_time() -> reminders.ReminderCounts:
+        c = await db.connect(database_url)
+        try:
+            # The claim happens, then the deadline has passed before any send starts.
+            return await reminders.send_due(c, settings, now=NOW, deadline=0.0, clock=lambda: 1.0)
+        finally:
+            await c.close()
+
+    counts = asyncio.run(out_of_time())
+    assert counts.more and counts.sent == 0 and provider.requests == []
+    assert sends(conn) == []  # first attempts are un-claimed, as if never claimed
+    assert tick(database_url, settings, NOW).reminders.sent == 5
+
+
+def test_an_outcome_from_a_tick_that_lost_its_claim_is_fenced_off(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+    booking = one_booking(conn)
+    settings = settings_for(database_url, provider, "email")
+
+    async def claim_then_lose() -> set[int]:
+        c = await db.connect(database_url)
+        try:
+            [claimed] = await reminders.claim(c, settings, {"email": reminders.delivery.channel("email", settings)}, NOW)
+            conn.execute("update reminder_sends set attempts = 2 where id = %s", (claimed.id,))  # another tick took over
+            return await reminders.record(c, [reminders.Outcome(claimed.id, 1, "sent")], NOW)
+        finally:
+            await c.close()
+
+    assert asyncio.run(claim_then_lose()) == set()
+    row = send_of(conn, booking)
+    assert (row["status"], row["attempts"], row["sent_at"]) == ("sending", 2, None)
