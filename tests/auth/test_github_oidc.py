@@ -87,8 +87,8 @@ def test_ref_and_workflow_allow_lists(database_url: str, issuer: OidcIssuer, liv
         assert_refused(tick(base, headers=bearer(issuer.token(ref="refs/heads/feature"))), base)
         other_file = f"{REPOSITORY}/.github/workflows/other.yml@refs/heads/main"
         assert_refused(tick(base, headers=bearer(issuer.token(workflow="other", workflow_ref=other_file))), base)
-        # A workflow_ref in another repository never counts, even with the allowed path.
-        foreign = "evil-org/x/.github/workflows/tick-oidc.yml@refs/heads/main"
+        # A workflow_ref in another repository never counts, even with the allowed path (same-length name on purpose).
+        foreign = "evil-org/octo-repo/.github/workflows/tick-oidc.yml@refs/heads/main"
         assert_refused(tick(base, headers=bearer(issuer.token(workflow="other", workflow_ref=foreign))), base)
     reasons = crontick_log.refusals()
     assert "expected ref in CRONTICK_GITHUB_OIDC_REFS ['refs/heads/main'], got: 'refs/heads/feature'" in reasons

@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 from qstash import Receiver
 from qstash.errors import SignatureError
+from starlette.requests import Request
 
+from crontick import auth
 from crontick.settings import Settings
 from tests.auth.client import TICK_PATH, LogLines, assert_refused, tick
 from tests.auth.issuers import QSTASH_CURRENT, QSTASH_NEXT, qstash_signature
@@ -114,3 +116,32 @@ def test_qstash_and_the_bearer_secret_work_side_by_side(database_url: str, live_
         assert tick(base, headers={"Authorization": f"Bearer {TEST_SECRET}"}).status_code == 200
         assert_refused(tick(base, body=RAW_BODY), base)
     assert "qstash: no Upstash-Signature header" in crontick_log.refusals()
+
+
+def _request(headers: dict[str, str], scheme: str = "http") -> Request:
+    scope = {
+        "type": "http", "method": "POST", "scheme": scheme, "path": TICK_PATH, "raw_path": TICK_PATH.encode(),
+        "query_string": b"", "server": ("10.0.0.5", 8000), "client": ("10.0.0.1", 40000), "root_path": "",
+        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+    }
+    return Request(scope)
+
+
+@pytest.mark.parametrize(
+    ("headers", "public_url", "url"),
+    [
+        ({"host": "10.0.0.5:8000"}, None, "http://10.0.0.5:8000/api/cron/tick"),
+        # A proxy that terminates TLS, as Vercel, Lambda URLs, Cloud Run and Fly do; the first hop wins.
+        ({"host": "10.0.0.5:8000", "x-forwarded-proto": "https, http", "x-forwarded-host": "app.example.com, internal"},
+         None, "https://app.example.com/api/cron/tick"),
+        ({"host": "10.0.0.5:8000", "x-forwarded-proto": "https"}, None, "https://10.0.0.5:8000/api/cron/tick"),
+        # CRONTICK_PUBLIC_URL ignores what the request says, and may carry an API Gateway stage.
+        ({"host": "10.0.0.5:8000", "x-forwarded-host": "spoofed.example.com"}, "https://abc.execute-api.us-east-1.amazonaws.com/prod",
+         "https://abc.execute-api.us-east-1.amazonaws.com/prod/api/cron/tick"),
+    ],
+)
+def test_the_url_qstash_signed_is_rebuilt_from_the_request_or_the_setting(
+    headers: dict[str, str], public_url: str | None, url: str
+) -> None:
+    creds = auth.credentials(_request(headers), b"", Settings(public_url=public_url))
+    assert creds.url == url
