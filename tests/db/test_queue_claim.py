@@ -90,14 +90,23 @@ def test_threads_claiming_at_once_get_disjoint_sets(database_url: str, conn: psy
 def test_rows_locked_by_an_open_claim_are_skipped_not_waited_for(database_url: str, conn: psycopg.Connection[Any]) -> None:
     ids = enqueue_many(conn, [("t_core.ok", {}) for _ in range(30)])
     now = _later()
-    params = {"now": now, "limit": 10, "lease_until": now + timedelta(seconds=30)}
-    with psycopg.connect(database_url) as holder:  # a claim whose transaction is still open
-        held = {r[0] for r in holder.execute(db.query("job_claim_due"), params).fetchall()}
-        assert len(held) == 10
-        # If the claim waited on the held rows instead of skipping them, this would hit the timeout.
-        others = {j.id for j in _claim(database_url + " options='-c statement_timeout=5000'", now, 100)}
-        assert others == set(ids) - held
-        holder.rollback()
+
+    async def go() -> tuple[set[int], set[int]]:
+        # Not autocommit: the holder's claim stays in an open transaction, its rows locked.
+        holder = await psycopg.AsyncConnection.connect(database_url)
+        # If the second claim waited on the held rows instead of skipping them, it would time out.
+        other = await psycopg.AsyncConnection.connect(database_url, autocommit=True, options="-c statement_timeout=5000")
+        try:
+            held = {j.id for j in await queue.claim_due(holder, now, 10, 30)}
+            others = {j.id for j in await queue.claim_due(other, now, 100, 30)}
+            await holder.rollback()
+            return held, others
+        finally:
+            await holder.close()
+            await other.close()
+
+    held, others = asyncio.run(go())
+    assert len(held) == 10 and others == set(ids) - held
     # The rolled-back claim left its rows pending with no attempt counted; they are claimable again.
     assert conn.execute("select count(*) from jobs where status = 'pending' and attempts = 0").fetchone() == (10,)
     assert {j.id for j in _claim(database_url, now, 100)} == held
