@@ -56,11 +56,13 @@ async def tick(request: Request) -> JSONResponse:
             "QSTASH_CURRENT_SIGNING_KEY or CRONTICK_GITHUB_OIDC_REPOSITORY",
         )
     body = await request.body()
-    decision = await auth.authorize(request, body, settings, rt.db)
-    if not decision.ok:
-        log.warning('{"event": "tick_refused", "reason": "%s", "client": "%s"}', decision.reason, _client(request))
-        return error(401, "unauthorized", "a valid credential is required to run a tick", {"WWW-Authenticate": "Bearer"})
     try:
+        # Inside the try: recording a short-lived token's jti needs the database, and an
+        # outage there is a 503 the scheduler retries, not a 401 that looks like a bad secret.
+        decision = await auth.authorize(request, body, settings, rt.db)
+        if not decision.ok:
+            log.warning('{"event": "tick_refused", "reason": "%s", "client": "%s"}', decision.reason, _client(request))
+            return error(401, "unauthorized", "a valid credential is required to run a tick", {"WWW-Authenticate": "Bearer"})
         conn = await rt.db.connection()
         result = await run_tick(conn, settings, source=decision.method or "http")
     except DatabaseUnavailable as exc:

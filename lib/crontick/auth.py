@@ -17,6 +17,7 @@ from starlette.requests import Request
 
 from . import http
 from .db import Database, query
+from .errors import DatabaseUnavailable
 from .settings import Settings
 
 # A short-lived token may live at most this long (exp - iat), so a leaked one is soon useless.
@@ -178,9 +179,10 @@ async def _use_jti(db: Database, jti: str, expires_at: float) -> None:
         conn = await db.connection()
         cur = await conn.execute(query("token_use_record"), params)
         row = await cur.fetchone()
-    except psycopg.OperationalError:
+    except psycopg.OperationalError as exc:
+        # Not a refusal: the tick could not run anyway, and a 503 tells the scheduler to retry.
         await db.discard()
-        raise Refused("could not record the jti: database unavailable") from None
+        raise DatabaseUnavailable(exc) from exc
     except psycopg.Error as exc:
         raise Refused(f"could not record the jti: {type(exc).__name__} (is `crontick migrate` applied?)") from None
     if row is None:
