@@ -21,5 +21,17 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+## Benchmark against procrastinate, pgqueuer and plain psycopg loops (CRONTICK_BENCH_DATABASE_URL or embedded).
+## Its peers live in their own venv, so they never slow the runtime venv's imports (cold start is measured there).
+BENCH_VENV := .crontick/bench-venv
+$(BENCH_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install --quiet -e '.[bench]'
+	@touch $@
+
+bench: $(STAMP) $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python -m bench
+
 clean:
 	rm -rf $(VENV) .crontick dist build

@@ -17,15 +17,18 @@ where key = %(key)s and status in ('pending', 'running') and not exists (select 
 limit 1;
 
 -- name: job_insert_many
--- crontick.enqueue_many: a whole list of jobs in one statement (arrays, not one row per round trip).
+-- crontick.enqueue_many: a whole list of jobs in one statement. The list arrives as one JSON
+-- array of [type, payload] pairs (cheaper to send than one array per column); rows are
+-- inserted in list order so the returned ids follow it.
 insert into jobs (type, payload, run_after, max_attempts)
-select t, p, coalesce(r, now()), coalesce(m, 4)
-from unnest(%(types)s::text[], %(payloads)s::jsonb[], %(run_afters)s::timestamptz[], %(max_attempts)s::int[])
-    as u(t, p, r, m)
+select e.job ->> 0, e.job -> 1, coalesce(%(run_after)s, now()), coalesce(%(max_attempts)s, 4)
+from jsonb_array_elements(%(jobs)s) with ordinality as e(job, n)
+order by e.n
 returning id;
 
 -- name: job_rescue_expired
--- Tick, first step: jobs whose lease passed while running belong to a tick that died.
+-- Tick, when the claim saw an expired lease: jobs whose lease passed while running belong to
+-- a tick that died.
 -- Back to pending if attempts remain, else failed. SKIP LOCKED keeps parallel rescuers apart.
 with expired as materialized (
     select id from jobs
@@ -51,53 +54,82 @@ select count(*) filter (where status = 'pending') as retried,
 from rescued;
 
 -- name: job_claim_due
--- Tick, second step: claim up to a batch of due jobs and lease them in one statement.
--- The CTE is MATERIALIZED so the planner cannot inline it into the UPDATE and re-evaluate
--- the LIMIT / SKIP LOCKED per row; the lock is taken exactly once per chosen row.
+-- Tick: claim up to a batch of due jobs and lease them in one statement, and say whether some
+-- running job's lease has passed (then the tick rescues and claims again: checking here spares
+-- every tick a rescue statement). Both checks here and jobs_due below are written as min() so
+-- they read the first entry of a partial index, never the table, whatever its statistics say.
+-- The CTE is MATERIALIZED so the planner cannot inline it into the UPDATE and re-evaluate the
+-- LIMIT / SKIP LOCKED per row; the lock is taken exactly once per chosen row.
+-- `id = any(array(...))` makes the UPDATE find its rows by primary key whatever the table
+-- statistics say (a join may be planned as a scan of the whole table).
+-- The batch comes back as one JSON array of [id, type, payload, attempts, max_attempts,
+-- created_at]: one value to decode instead of six per job.
 with due as materialized (
     select id from jobs
     where status = 'pending' and run_after <= %(now)s
     order by run_after, id
     limit %(limit)s
     for update skip locked
+), claimed as (
+    update jobs j set
+        status = 'running',
+        attempts = j.attempts + 1,
+        locked_until = %(lease_until)s,
+        updated_at = %(now)s
+    where j.id = any(array(select id from due))
+    returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at
 )
-update jobs j set
-    status = 'running',
-    attempts = j.attempts + 1,
-    locked_until = %(lease_until)s,
-    updated_at = %(now)s
-from due where j.id = due.id
-returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at;
+select
+    (select json_agg(json_build_array(c.id, c.type, c.payload, c.attempts, c.max_attempts, c.created_at) order by c.id)
+     from claimed c) as jobs,
+    coalesce((select min(locked_until) from jobs where status = 'running') < %(now)s, false) as expired;
 
 -- name: job_record_outcomes
--- Tick, third step: every outcome of the batch in one statement. Fenced: a row changes only
--- while it is still running the attempt this tick claimed, so a late finisher whose job was
--- rescued and re-claimed by another tick changes nothing. Returns the ids that were written.
-update jobs j set
-    status = o.status,
-    attempts = o.attempts,
-    run_after = coalesce(o.run_after, j.run_after),
-    -- A released job (never started: attempts handed back) keeps its previous attempt's error.
-    last_error = case when o.attempts < o.claimed_attempt then j.last_error else o.last_error end,
-    locked_until = null,
-    finished_at = case when o.status in ('done', 'failed') then %(now)s end,
-    updated_at = %(now)s
-from unnest(%(ids)s::bigint[], %(claimed_attempts)s::int[], %(statuses)s::text[],
-            %(attempts)s::int[], %(run_afters)s::timestamptz[], %(errors)s::text[])
-    as o(id, claimed_attempt, status, attempts, run_after, last_error)
-where j.id = o.id and j.status = 'running' and j.attempts = o.claimed_attempt
-returning j.id;
-
--- name: tick_record
--- Tick, last step: log the tick for /api/health and say whether due jobs remain.
-with logged as (
+-- Tick, last step: every outcome of the batch and the tick's log row, in one statement (one
+-- round trip, one commit); crontick.queue.record_outcomes runs it without the log row.
+-- Fenced: a row changes only while it is still running the attempt this tick claimed, so a
+-- late finisher whose job was rescued and re-claimed by another tick changes nothing.
+-- The counts are made here from what was written, so a fenced outcome counts only as fenced.
+-- jobs_due tells the tick whether to answer more: true. /api/health reads the log.
+-- The outcomes arrive as one JSON array of [id, claimed_attempt, status, attempts, run_after,
+-- last_error]: serialised once, in C, where six arrays would be encoded element by element.
+with outcome as materialized (
+    select (o ->> 0)::bigint as id, (o ->> 1)::int as claimed_attempt, o ->> 2 as status,
+        (o ->> 3)::int as attempts, (o ->> 4)::timestamptz as run_after, o ->> 5 as last_error
+    from json_array_elements(%(outcomes)s::json) o
+), written as (
+    update jobs j set
+        status = o.status,
+        attempts = o.attempts,
+        run_after = coalesce(o.run_after, j.run_after),
+        -- A released job (never started: attempts handed back) keeps its previous attempt's error.
+        last_error = case when o.attempts < o.claimed_attempt then j.last_error else o.last_error end,
+        locked_until = null,
+        finished_at = case when o.status in ('done', 'failed') then %(now)s end,
+        updated_at = %(now)s
+    from outcome o
+    where j.id = o.id and j.status = 'running' and j.attempts = o.claimed_attempt
+    returning j.id
+), counts as (
+    select
+        count(*) filter (where w.id is not null and o.status = 'done') as succeeded,
+        count(*) filter (where w.id is not null and o.status = 'pending' and o.attempts >= o.claimed_attempt) as retried,
+        count(*) filter (where w.id is not null and o.status = 'failed') as failed,
+        count(*) filter (where w.id is not null and o.status = 'pending' and o.attempts < o.claimed_attempt) as released,
+        count(*) filter (where w.id is null) as fenced
+    from outcome o
+    left join written w on w.id = o.id
+), logged as (
     insert into crontick_ticks (started_at, finished_at, source, summary)
-    values (%(started_at)s, %(finished_at)s, %(source)s, %(summary)s)
-    returning id
+    select %(started_at)s::timestamptz, %(now)s, %(source)s::text,
+        %(summary)s::jsonb || jsonb_build_object('jobs', %(jobs)s::jsonb || to_jsonb(c))
+    from counts c
+    where %(log)s::boolean
 )
-select exists (
-    select 1 from jobs where status = 'pending' and run_after <= %(finished_at)s
-) as jobs_due, (select id from logged) as tick_id;
+select array(select id from written) as written,
+    c.succeeded, c.retried, c.failed, c.released, c.fenced,
+    coalesce((select min(run_after) from jobs where status = 'pending') <= %(now)s, false) as jobs_due
+from counts c;
 
 -- name: tick_last
 -- GET /api/health.

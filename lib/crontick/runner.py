@@ -30,20 +30,16 @@ async def run_batch(
     clock: Callable[[], float] = time.monotonic,
     rand: Callable[[], float] = random.random,
 ) -> list[Outcome]:
-    """Run each job at most `concurrency` at a time and return one Outcome per job.
+    """Run each job at most `concurrency` at a time and return one Outcome per job, in order.
 
     A job not yet started when the deadline passes is released (pending again, its attempt
     not counted). A running handler is cancelled at the deadline and counts as a failure.
     """
     started_at = clock()
-    gate = asyncio.Semaphore(concurrency)
+    budget_end = asyncio.get_running_loop().time() + (deadline - started_at)
+    outcomes: dict[int, Outcome] = {}
 
-    async def run_one(job: Job) -> Outcome:
-        async with gate:
-            remaining = deadline - clock()
-            if remaining <= 0:
-                return Outcome(job.id, job.attempt, "pending", job.attempt - 1)
-            error, permanent = await _attempt(job, remaining, clock)
+    def decide(job: Job, error: str | None, permanent: bool) -> Outcome:
         if error is None:
             return Outcome(job.id, job.attempt, "done", job.attempt)
         finished = now + timedelta(seconds=clock() - started_at)
@@ -55,24 +51,55 @@ async def run_batch(
             return Outcome(job.id, job.attempt, "pending", job.attempt, decision.run_after, text)
         return Outcome(job.id, job.attempt, "failed", job.attempt, None, text)
 
-    if len(jobs) == 1:
-        return [await run_one(jobs[0])]
-    return list(await asyncio.gather(*(run_one(job) for job in jobs)))
+    # `concurrency` workers share one iterator, and each holds one timer for the budget: a
+    # task, semaphore or timer per job would cost more than a quick handler itself.
+    pending = iter(enumerate(jobs))
+
+    async def worker() -> None:
+        running: tuple[int, Job, float] | None = None
+        try:
+            async with asyncio.timeout_at(budget_end):
+                for index, job in pending:
+                    if clock() >= deadline:
+                        break
+                    running = (index, job, clock())
+                    error, permanent = await _attempt(job, clock)
+                    outcomes[index] = decide(job, error, permanent)
+                    running = None
+        except TimeoutError:
+            if running is not None:  # the budget ran out inside this handler
+                index, job, began = running
+                stopped = f"TimeoutError: job {job.id} ({job.type}) was stopped after {clock() - began:.1f} s (the tick's time budget)"
+                outcomes[index] = decide(job, stopped, False)
+
+    workers = min(concurrency, len(jobs))
+    if workers == 1:
+        await worker()
+    elif workers > 1:
+        await asyncio.gather(*(worker() for _ in range(workers)))
+    # Whatever no worker reached before the deadline goes back, its attempt not counted.
+    return [outcomes.get(i) or Outcome(job.id, job.attempt, "pending", job.attempt - 1) for i, job in enumerate(jobs)]
 
 
-async def _attempt(job: Job, remaining: float, clock: Callable[[], float]) -> tuple[str | None, bool]:
+async def _attempt(job: Job, clock: Callable[[], float]) -> tuple[str | None, bool]:
     """Run one handler; returns (error text or None, permanent?)."""
     entry = handlers.get(job.type)
     if entry is None:
         return _unknown_type(job), True
-    timeout = remaining if entry.timeout_seconds is None else min(remaining, entry.timeout_seconds)
     began = clock()
+    limit = None if entry.timeout_seconds is None else asyncio.timeout(entry.timeout_seconds)
     try:
-        await asyncio.wait_for(_call(entry, job), timeout)
+        if limit is None:  # the tick's budget, held by the worker, still bounds it
+            await _call(entry, job)
+        else:
+            async with limit:
+                await _call(entry, job)
     except PermanentError as exc:
         return _describe(exc), True
-    except TimeoutError:
-        return f"TimeoutError: job {job.id} ({job.type}) was stopped after {timeout:.1f} s (the tick's time budget or the handler's timeout)", False
+    except TimeoutError as exc:
+        if limit is None or not limit.expired():  # the handler's own timeout (a socket's, say)
+            return _describe(exc), False
+        return f"TimeoutError: job {job.id} ({job.type}) was stopped after {entry.timeout_seconds:.1f} s (its handler's timeout_seconds)", False
     except Exception as exc:  # a handler's failure of any kind is recorded and retried, never lost
         return _describe(exc), False
     finally:

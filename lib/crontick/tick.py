@@ -1,4 +1,4 @@
-"""One tick: rescue expired leases, claim and run a batch, send due reminders, record the tick."""
+"""One tick: send due reminders, claim and run a batch of jobs (rescuing expired leases), record it all."""
 
 from __future__ import annotations
 
@@ -11,10 +11,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
-from psycopg.types.json import Jsonb
 
-from . import queue, reminders, runner
-from .db import query
+from . import handlers, queue, reminders, runner
 from .errors import CrontickError, DatabaseUnavailable
 from .settings import Settings
 
@@ -64,37 +62,41 @@ async def run_tick(
     source: str = "http",
     clock: Callable[[], float] = time.monotonic,
 ) -> TickResult:
-    """Do one bounded unit of due work. A constant number of statements, whatever the batch size."""
+    """Do one bounded unit of due work, in a constant number of statements whatever the batch size:
+    the reminders' own, then one claim (plus a rescue and a second claim only when a lease has
+    expired), then one statement that records every outcome and the tick itself.
+
+    Reminders go first: they are due at a time a customer sees, and a batch of slow jobs must
+    not use up the budget before them.
+    """
     now = now or datetime.now(UTC)
     t0 = clock()
     deadline = t0 + settings.time_budget_seconds
     try:
-        rescued = await queue.rescue_expired(conn, now)
-        jobs = await queue.claim_due(conn, now, settings.batch_size, settings.lease_seconds)
+        sent = await reminders.send_due(conn, settings, now=now, deadline=deadline, clock=clock)
+        out_of_time = clock() >= deadline
+        jobs, rescued = ([], queue.RescueCounts(0, 0)) if out_of_time else await _claim(conn, settings, now)
         outcomes = await runner.run_batch(
             jobs, now=now, deadline=deadline, concurrency=settings.concurrency, secrets=settings.secrets, clock=clock
         )
-        written = await queue.record_outcomes(conn, outcomes, now + timedelta(seconds=clock() - t0))
-        job_counts = _count(outcomes, written, rescued)
-        if clock() < deadline:
-            sent = await reminders.send_due(conn, settings, now=now, deadline=deadline, clock=clock)
-            out_of_time = False
-        else:
-            sent, out_of_time = reminders.ReminderCounts(), True
         duration_ms = int((clock() - t0) * 1000)
-        finished = now + timedelta(milliseconds=duration_ms)
-        partial = TickResult(job_counts, sent, False, duration_ms)
-        cur = await conn.execute(
-            query("tick_record"),
-            {"started_at": now, "finished_at": finished, "source": source, "summary": Jsonb(partial.to_json())},
-        )
-        row = await cur.fetchone()
+        partial = TickResult(JobCounts(), sent, False, duration_ms).to_json()
+        tick_log = queue.TickLog(now, source, partial, claimed=len(jobs), rescued=rescued.total)
+        recorded = await queue.record(conn, outcomes, now + timedelta(milliseconds=duration_ms), tick_log)
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailable(exc) from exc
     except psycopg.errors.UndefinedTable as exc:
         raise CrontickError("the crontick tables are missing: run `crontick migrate` against DATABASE_URL") from exc
-    jobs_due = bool(row and row[0])
-    more = jobs_due or sent.more or out_of_time or job_counts.released > 0
+    job_counts = JobCounts(
+        claimed=len(jobs),
+        succeeded=recorded.succeeded,
+        retried=recorded.retried,
+        failed=recorded.failed,
+        rescued=rescued.total,
+        released=recorded.released,
+        fenced=recorded.fenced,
+    )
+    more = recorded.jobs_due or sent.more or out_of_time or job_counts.released > 0
     result = TickResult(job_counts, sent, more, duration_ms)
     if job_counts.fenced:
         log.warning('{"event": "fenced", "count": %d}', job_counts.fenced)
@@ -102,28 +104,18 @@ async def run_tick(
     return result
 
 
-def _count(outcomes: list[queue.Outcome], written: set[int], rescued: queue.RescueCounts) -> JobCounts:
-    succeeded = retried = failed = released = fenced = 0
-    for o in outcomes:
-        if o.job_id not in written:
-            fenced += 1
-        elif o.status == "done":
-            succeeded += 1
-        elif o.status == "failed":
-            failed += 1
-        elif o.attempts < o.claimed_attempt:
-            released += 1
-        else:
-            retried += 1
-    return JobCounts(
-        claimed=len(outcomes),
-        succeeded=succeeded,
-        retried=retried,
-        failed=failed,
-        rescued=rescued.total,
-        released=released,
-        fenced=fenced,
-    )
+async def _claim(
+    conn: psycopg.AsyncConnection[Any], settings: Settings, now: datetime
+) -> tuple[list[handlers.Job], queue.RescueCounts]:
+    """Claim a batch; when the claim saw an expired lease, rescue, then fill the batch from the rescued."""
+    claim = await queue.claim(conn, now, settings.batch_size, settings.lease_seconds)
+    if not claim.expired:
+        return claim.jobs, queue.RescueCounts(0, 0)
+    rescued = await queue.rescue_expired(conn, now)
+    room = settings.batch_size - len(claim.jobs)
+    if rescued.retried and room > 0:
+        return claim.jobs + await queue.claim_due(conn, now, room, settings.lease_seconds), rescued
+    return claim.jobs, rescued
 
 
 async def drain(

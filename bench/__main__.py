@@ -1,0 +1,223 @@
+"""`make bench`: every workload, side by side in one run; prints the table, writes results/latest.json."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from crontick import enqueue_many
+
+from . import coldstart, http_drain, report, scale, server
+from .noop import JOB_TYPE
+from .seen import PATH_VARIABLE, Seen
+from .systems import System, all_systems, analyze, clear, crontick_enqueue, crontick_install
+
+FIRST_TICK_JOBS = 100
+HTTP_NAMES = {1: "crontick over HTTP, 1 caller", 4: "crontick over HTTP, 4 callers"}
+
+
+def _int(name: str, default: int) -> int:
+    return int(os.environ.get(name, "").strip() or default)
+
+
+def _cold_python() -> str:
+    """The runtime venv (no benchmark extras, whose imports would inflate both sides), when there is one."""
+    chosen = os.environ.get("CRONTICK_BENCH_COLD_PYTHON", "").strip()
+    default = Path(http_drain.ROOT / ".venv" / "bin" / "python")
+    return chosen or (str(default) if default.exists() else sys.executable)
+
+
+class Bench:
+    def __init__(self, admin: str, workdir: Path, jobs: int, runs: int, only: set[str]) -> None:
+        self.admin, self.jobs, self.runs, self.only = admin, jobs, runs, only
+        self.seen_file = workdir / "seen"
+        self.seen = Seen(self.seen_file, jobs)
+        os.environ[PATH_VARIABLE] = str(self.seen_file)  # for bench.noop in this process
+        self.workdir = workdir
+
+    def log(self, text: str) -> None:
+        print(f"[{datetime.now().strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+    async def systems(self) -> dict[str, dict[str, list[Any]]]:
+        """Every system, run after run, interleaved so the machine's noise falls on all alike."""
+        systems = [s for s in all_systems() if not self.only or s.key in self.only]
+        urls: dict[str, str] = {}
+        for i, system in enumerate(systems):
+            urls[system.name] = server.fresh_database(self.admin, f"crontick_bench_{i}")
+            await system.install(urls[system.name])
+        raw: dict[str, dict[str, list[Any]]] = {s.name: {"enqueue": [], "drain": [], "problems": []} for s in systems}
+        for run in range(self.runs):
+            for system in systems:
+                enq, drained, problem = await self.one_run(system, urls[system.name])
+                raw[system.name]["enqueue"].append(enq)
+                raw[system.name]["drain"].append(drained)
+                raw[system.name]["problems"].append(problem)
+                self.log(f"run {run + 1}/{self.runs} {system.name}: drain {self.jobs / drained:,.0f} jobs/s"
+                         + (f" PROBLEM: {problem}" if problem else ""))
+        return raw
+
+    async def one_run(self, system: System, url: str) -> tuple[float, float, str | None]:
+        await clear(url, system.tables)
+        self.seen.reset()
+        enq = await system.enqueue(url, self.jobs, self.seen)
+        await analyze(url)
+        drained = await system.drain(url, self.jobs, self.seen)
+        return enq, drained, self.seen.check()
+
+    async def http(self) -> dict[str, dict[str, list[Any]]]:
+        url = server.fresh_database(self.admin, "crontick_bench_http")
+        await crontick_install(url)
+        raw: dict[str, dict[str, list[Any]]] = {}
+        with http_drain.server(url, self.seen_file) as base:
+            for run in range(self.runs):
+                for callers, name in HTTP_NAMES.items():
+                    entry = raw.setdefault(name, {"drain": [], "problems": []})
+                    await clear(url, "jobs")
+                    self.seen.reset()
+                    await crontick_enqueue(url, self.jobs, self.seen)
+                    await analyze(url)
+                    entry["drain"].append(await http_drain.drain(base, self.jobs, callers))
+                    entry["problems"].append(self.seen.check())
+                    self.log(f"run {run + 1}/{self.runs} {name}: {self.jobs / entry['drain'][-1]:,.0f} jobs/s")
+        return raw
+
+    async def scale(self, history: int) -> dict[str, Any]:
+        empty = server.fresh_database(self.admin, "crontick_bench_scale_empty")
+        full = server.fresh_database(self.admin, "crontick_bench_scale_history")
+        await crontick_install(empty)
+        await crontick_install(full)
+        self.log(f"scale: loading {history:,} done and {history // 10:,} future jobs")
+        result = await scale.measure(empty, full, history, history // 10)
+        server.drop_database(self.admin, "crontick_bench_scale_history")
+        return result
+
+    async def cold_start(self, repeats: int) -> dict[str, Any]:
+        python = _cold_python()
+        self.log(f"cold start: -X importtime with {python}")
+        imports = coldstart.imports(python, repeats)
+        url = server.fresh_database(self.admin, "crontick_bench_first_tick")
+        await crontick_install(url)
+        seen_file = self.workdir / "seen-first-tick"
+        seen = Seen(seen_file, FIRST_TICK_JOBS)
+        runs = []
+        for _ in range(self.runs):
+            await clear(url, "jobs")
+            seen.reset()
+            with psycopg.connect(url, autocommit=True) as conn:
+                enqueue_many(conn, [(JOB_TYPE, {"i": i}) for i in range(FIRST_TICK_JOBS)])
+            runs.append(coldstart.first_tick(python, url, seen_file))
+            if problem := seen.check():
+                raise RuntimeError(f"first tick: {problem}")
+        median = {k: statistics.median(r[k] for r in runs) for k in ("total_ms", "import_ms", "connect_and_tick_ms")}
+        return {"python": python, "imports": imports, "first_tick": {**median, "runs": runs}}
+
+
+def _throughput(raw: dict[str, dict[str, list[Any]]], key: str, jobs: int) -> dict[str, dict[str, Any]]:
+    out = {}
+    for name, entry in raw.items():
+        seconds = statistics.median(entry[key])
+        checked = sum(1 for p in entry["problems"] if p is None)
+        out[name] = {
+            "system": name,
+            "jobs_per_second": jobs / seconds,
+            "runs_seconds": [round(s, 4) for s in entry[key]],
+            "exactly_once": f"{checked}/{len(entry['problems'])} runs × {jobs:,} jobs",
+            "problems": [p for p in entry["problems"] if p],
+        }
+    return out
+
+
+def _with_ratio(rows: dict[str, dict[str, Any]], ours: float, skip: set[str]) -> list[dict[str, Any]]:
+    return [{**r, "crontick_ratio": None if name in skip else ours / r["jobs_per_second"]} for name, r in rows.items()]
+
+
+def assemble(bench: Bench, raw: dict[str, Any], http: dict[str, Any], scaled: dict[str, Any], cold: dict[str, Any]) -> dict[str, Any]:
+    jobs = bench.jobs
+    systems = {s.key: s for s in all_systems() if s.name in raw}
+    name = {key: s.name for key, s in systems.items()}
+    enqueue = _throughput({s.name: raw[s.name] for s in systems.values() if s.enqueue_label}, "enqueue", jobs)
+    for s in systems.values():
+        if s.enqueue_label:
+            enqueue[s.name]["system"] = s.enqueue_label
+    drained = _throughput(raw, "drain", jobs)
+    over_http = _throughput(http, "drain", jobs)
+    rate = {key: drained[n]["jobs_per_second"] for key, n in name.items()}
+    ours = rate["crontick"]
+    ours_enqueue = enqueue[name["crontick"]]["jobs_per_second"]
+    four = over_http[HTTP_NAMES[4]]["jobs_per_second"]
+    targets = [
+        _target("in-process drain ÷ pgqueuer asyncpg", ours / rate.get("pgqueuer_asyncpg", float("nan")), 1.0, "≥"),
+        _target("in-process drain ÷ one-UPDATE-per-batch loop", ours / rate.get("plain_batch", float("nan")), 0.5, "≥"),
+        _target("HTTP drain, 4 callers (jobs/s)", four, 10_000, "≥"),
+        _target("enqueue_many (jobs/s)", ours_enqueue, 50_000, "≥"),
+        _target("claim 100 with history ÷ without", scaled["ratio"], 1.5, "≤"),
+        _target("entry-module import ÷ dependencies' import", cold["imports"]["ratio"], 1.3, "≤"),
+    ]
+    return {
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
+                    "postgres": server.describe(bench.admin)},
+        "settings": {"jobs": jobs, "runs": bench.runs, "statistic": "median of runs",
+                     "note": "each run truncates the system's tables, enqueues, runs ANALYZE (as autovacuum would), then drains"},
+        "enqueue": _with_ratio(enqueue, ours_enqueue, {name["crontick"]}),
+        "drain": _with_ratio(drained, ours, {name["crontick"]}),
+        "http": _with_ratio(over_http, ours, set(over_http)),
+        "scale": scaled,
+        "cold_start": cold,
+        "targets": targets,
+    }
+
+
+def _target(name: str, value: float, goal: float, sense: str) -> dict[str, Any]:
+    met = value >= goal if sense == "≥" else value <= goal
+    shown = f"{value:,.0f}" if goal >= 1000 else f"{value:.2f}"
+    return {"name": name, "value": value, "measured": shown, "goal": f"{sense} {goal:,g}", "met": met}
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="crontick-bench-work-") as work:
+        admin = server.admin_url(stack)
+        only = {key for key in args.systems.split(",") if key}
+        bench = Bench(admin, Path(work), args.jobs, args.runs, only)
+        bench.log(f"PostgreSQL: {server.describe(admin)}; {args.jobs:,} jobs, {args.runs} runs")
+        began = time.monotonic()
+        raw = await bench.systems()
+        http = await bench.http()
+        scaled = await bench.scale(args.history)
+        cold = await bench.cold_start(args.import_repeats)
+        results = assemble(bench, raw, http, scaled, cold)
+        results["settings"]["bench_seconds"] = round(time.monotonic() - began)
+        return results
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    p.add_argument("--jobs", type=int, default=_int("CRONTICK_BENCH_JOBS", 10_000))
+    p.add_argument("--runs", type=int, default=_int("CRONTICK_BENCH_RUNS", 5))
+    p.add_argument("--history", type=int, default=_int("CRONTICK_BENCH_HISTORY", 1_000_000),
+                   help="finished jobs in the flat-at-scale table (future ones: a tenth of it)")
+    p.add_argument("--import-repeats", type=int, default=7)
+    p.add_argument("--systems", default="", help="comma-separated keys to run only some (crontick is always needed)")
+    p.add_argument("--output", type=Path, default=report.RESULTS)
+    args = p.parse_args()
+    results = asyncio.run(main_async(args))
+    report.write(results, args.output)
+    print(report.render(results))
+    print(f"\nEXPLAIN (ANALYZE, BUFFERS) of the claim with the history:\n{results['scale']['explain_history']}")
+    print(f"\nwritten: {args.output}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""Drain over real HTTP: crontick's app under uvicorn on loopback, called by 1 or more callers."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from .noop import HANDLER_MODULE
+from .seen import PATH_VARIABLE
+
+ROOT = Path(__file__).resolve().parent.parent
+SECRET = "bench-secret-" + "x" * 32
+START_TIMEOUT_SECONDS = 30.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def server(url: str, seen_file: Path, workers: int = 1) -> Iterator[str]:
+    """`uvicorn crontick.app:app` in a subprocess, configured only through the environment."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "CRON_SECRET": SECRET,
+        "CRONTICK_HANDLERS": HANDLER_MODULE,
+        PATH_VARIABLE: str(seen_file),
+    }
+    command = [
+        sys.executable, "-m", "uvicorn", "crontick.app:app", "--host", "127.0.0.1", "--port", str(port),
+        "--workers", str(workers), "--loop", "asyncio", "--log-level", "warning", "--no-access-log",
+    ]
+    log_file = seen_file.with_name("uvicorn.log")  # one JSON line per tick: kept out of the table
+    with log_file.open("wb") as log:
+        proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_up(base, proc, log_file)
+        yield base
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _wait_until_up(base: str, proc: subprocess.Popen[bytes], log_file: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = log_file.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"expected uvicorn to start, got exit code {proc.returncode}: {tail}")
+        try:
+            if httpx.get(f"{base}/api/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"expected uvicorn to answer /api/health within {START_TIMEOUT_SECONDS:.0f} s")
+
+
+async def drain(base: str, jobs: int, callers: int) -> float:
+    """POST /api/cron/tick from `callers` concurrent clients until none finds work; returns seconds."""
+    headers = {"Authorization": f"Bearer {SECRET}"}
+    succeeded = 0
+
+    async def caller(client: httpx.AsyncClient) -> None:
+        nonlocal succeeded
+        while True:
+            response = await client.post(f"{base}/api/cron/tick", headers=headers)
+            if response.status_code != 200:
+                raise RuntimeError(f"expected 200 from the tick, got {response.status_code}: {response.text}")
+            summary = response.json()
+            succeeded += summary["jobs"]["succeeded"]
+            if not summary["more"] and summary["jobs"]["claimed"] == 0:
+                return
+
+    limits = httpx.Limits(max_connections=callers, max_keepalive_connections=callers)
+    async with httpx.AsyncClient(limits=limits, timeout=60) as client:
+        began = time.perf_counter()
+        await asyncio.gather(*(caller(client) for _ in range(callers)))
+        seconds = time.perf_counter() - began
+    if succeeded != jobs:
+        raise RuntimeError(f"HTTP drain: expected {jobs} jobs to succeed, got: {succeeded}")
+    return seconds

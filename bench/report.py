@@ -1,0 +1,66 @@
+"""The benchmark's table (printed) and its JSON (bench/results/latest.json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
+
+
+def _rate(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.0f}"
+
+
+def _ratio(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}×"
+
+
+def table(title: str, header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    line = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+    return "\n".join([title, line(header), "  ".join("-" * w for w in widths), *(line(r) for r in rows)])
+
+
+def throughput_rows(rows: list[dict[str, Any]]) -> list[tuple[str, ...]]:
+    return [
+        (r["system"], _rate(r["jobs_per_second"]), _ratio(r.get("crontick_ratio")), r["exactly_once"])
+        for r in rows
+    ]
+
+
+def render(results: dict[str, Any]) -> str:
+    jobs = results["settings"]["jobs"]
+    header = ("system", "jobs/s", "crontick ÷ it", "ran exactly once")
+    parts = [
+        table(f"(a) enqueue {jobs:,} jobs in one call (median of {results['settings']['runs']})", header,
+              throughput_rows(results["enqueue"])),
+        table(f"(b) drain {jobs:,} no-op jobs in-process", header, throughput_rows(results["drain"])),
+        table(f"(c) drain {jobs:,} no-op jobs over HTTP (uvicorn on loopback)", header, throughput_rows(results["http"])),
+    ]
+    scale = results["scale"]
+    parts.append(table(
+        "flat at scale: median time to claim 100 due jobs", ("table holds", "median ms"),
+        [(f"{scale['due_jobs']:,} due jobs only", f"{scale['empty_median_ms']:.2f}"),
+         (f"+ {scale['history_done']:,} done + {scale['history_future']:,} future", f"{scale['history_median_ms']:.2f}")],
+    ))
+    cold = results["cold_start"]
+    tick = cold["first_tick"]
+    parts.append(table(
+        "cold start", ("measure", "ms"),
+        [("import api/cron/tick.py (importtime, net of interpreter)", f"{cold['imports']['entry_ms']:.1f}"),
+         ("import starlette + psycopg + httpx alone", f"{cold['imports']['dependencies_ms']:.1f}"),
+         ("first tick of a fresh process, end to end", f"{tick['total_ms']:.1f}"),
+         ("  of which: loading the entry module (in the process)", f"{tick['import_ms']:.1f}"),
+         ("  of which: connect + tick of 100 jobs", f"{tick['connect_and_tick_ms']:.1f}")],
+    ))
+    parts.append(table("targets", ("target", "measured", "goal", "met"), [
+        (t["name"], t["measured"], t["goal"], "yes" if t["met"] else "NO") for t in results["targets"]
+    ]))
+    return "\n\n".join(parts)
+
+
+def write(results: dict[str, Any], path: Path = RESULTS) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")

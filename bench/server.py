@@ -1,0 +1,56 @@
+"""The PostgreSQL the benchmark runs on: CRONTICK_BENCH_DATABASE_URL, or an embedded server."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from contextlib import ExitStack
+from urllib.parse import quote, urlencode
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+URL_VARIABLE = "CRONTICK_BENCH_DATABASE_URL"
+
+
+def admin_url(stack: ExitStack) -> str:
+    """A URL whose role may create databases: the variable's, or a throwaway embedded server's."""
+    url = os.environ.get(URL_VARIABLE, "").strip()
+    if url:
+        return url
+    from crontick import embedded
+
+    data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="crontick-bench-"))
+    return embedded.start(data_dir, cleanup=True)  # type: ignore[arg-type]
+
+
+def fresh_database(admin: str, name: str) -> str:
+    """Drop and re-create database `name`; returns its conninfo."""
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
+    return make_conninfo(admin, dbname=name)
+
+
+def drop_database(admin: str, name: str) -> None:
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name)))
+
+
+def describe(admin: str) -> str:
+    """The server's version line, for the results file."""
+    with psycopg.connect(admin, autocommit=True) as conn:
+        row = conn.execute("select version()").fetchone()
+    return str(row[0]) if row else "?"
+
+
+def as_url(conninfo: str) -> str:
+    """A postgresql:// URL for a libpq conninfo, for drivers (asyncpg) that take only URLs."""
+    d = conninfo_to_dict(conninfo)
+    user = quote(str(d.get("user", "postgres")), safe="")
+    password = f":{quote(str(d['password']), safe='')}" if d.get("password") else ""
+    host, port = str(d.get("host", "")), str(d.get("port", ""))
+    query = {"host": host, "port": port} if host.startswith("/") else {}
+    where = "" if query else f"{host}{':' + port if port else ''}"
+    return f"postgresql://{user}{password}@{where}/{quote(str(d['dbname']), safe='')}" + (f"?{urlencode(query)}" if query else "")
