@@ -72,6 +72,9 @@ async def tick(request: Request) -> JSONResponse:
             503, "database_unavailable", "the database cannot be reached; the scheduler should retry later",
             {"Retry-After": str(RETRY_AFTER_SECONDS)},
         )
+    except ConfigError as exc:  # found only on connecting, e.g. a DATABASE_URL psycopg cannot parse
+        log.error('{"event": "misconfigured", "detail": "%s"}', exc)
+        return error(503, "misconfigured", f"crontick is not configured: {exc}")
     except CrontickError as exc:
         log.error('{"event": "tick_error", "detail": "%s"}', exc)
         return error(500, "tick_failed", str(exc))

@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 
 from . import db, handlers
-from .errors import ConfigError, CrontickError, DatabaseUnavailable
+from .errors import ConfigError, CrontickError, DatabaseUnavailable, DatabaseUrlError
 from .settings import Settings
 
 DEV_HOST = "127.0.0.1"
@@ -101,7 +101,7 @@ def _sync_connect(url: str) -> psycopg.Connection[Any]:
     try:
         return psycopg.connect(url, prepare_threshold=None, connect_timeout=db.CONNECT_TIMEOUT_SECONDS)
     except psycopg.ProgrammingError as exc:
-        raise ConfigError(f"DATABASE_URL: expected a PostgreSQL URL (postgresql://…), got one psycopg rejects: {exc}") from exc
+        raise DatabaseUrlError(url, exc) from None  # not chained: psycopg's text may quote the password
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailable(exc) from exc
 

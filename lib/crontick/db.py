@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from .errors import ConfigError, CrontickError, DatabaseUnavailable
+from .errors import CrontickError, DatabaseUnavailable, DatabaseUrlError
 
 log = logging.getLogger("crontick")
 
@@ -70,7 +70,7 @@ async def connect(url: str) -> psycopg.AsyncConnection[Any]:
             url, autocommit=True, prepare_threshold=None, connect_timeout=CONNECT_TIMEOUT_SECONDS
         )
     except psycopg.ProgrammingError as exc:
-        raise ConfigError(f"DATABASE_URL: expected a PostgreSQL URL (postgresql://…), got one psycopg rejects: {exc}") from exc
+        raise DatabaseUrlError(url, exc) from None  # not chained: psycopg's text may quote the password
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailable(exc) from exc
 

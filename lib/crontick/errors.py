@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class CrontickError(Exception):
     """Root of every error crontick raises on purpose."""
@@ -17,8 +19,27 @@ class DatabaseUnavailable(CrontickError):
     def __init__(self, cause: BaseException) -> None:
         # psycopg's message can include the host and user but never the password,
         # which it does not echo; keep only its first line.
-        first_line = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
-        super().__init__(f"database unavailable: {first_line}")
+        super().__init__(f"database unavailable: {_first_line(cause)}")
+
+
+class DatabaseUrlError(ConfigError):
+    """DATABASE_URL cannot be parsed. psycopg's reason is kept; the password, which it may quote, is not."""
+
+    def __init__(self, url: str, cause: BaseException) -> None:
+        reason = _first_line(cause)
+        for match in _PASSWORD.finditer(url):
+            password = (match.group(1) or match.group(2) or "").strip("'")
+            if password:
+                reason = reason.replace(password, "[redacted]")
+        super().__init__(
+            "DATABASE_URL: expected a PostgreSQL URL such as postgresql://user:pass@host:5432/db (percent-encode "
+            f"spaces and @ in the password), got one psycopg rejects: {reason}"
+        )
+
+
+# The password of `scheme://user:password@host` (up to the last @, which is what the parser
+# trips over), of the same without a scheme, or of the key=value form `password=...`.
+_PASSWORD = re.compile(r"^(?:[A-Za-z][\w+.-]*://)?[^:/?#@\s]*:(.*)@|password\s*=\s*('[^']*'|\S+)", re.DOTALL)
 
 
 class PermanentError(CrontickError):
@@ -34,6 +55,11 @@ class PayloadError(PermanentError):
 
 class RetryableError(CrontickError):
     """Raised by a handler to ask for a retry with an explicit reason (same as any exception)."""
+
+
+def _first_line(cause: BaseException) -> str:
+    text = str(cause).strip()
+    return text.splitlines()[0] if text else type(cause).__name__
 
 
 def _short(value: object, limit: int = 200) -> str:

@@ -90,9 +90,10 @@ def load_modules(modules: Iterable[str]) -> None:
             continue
         try:
             importlib.import_module(name)
-        except ImportError as exc:
+        except Exception as exc:  # not found, or the module's own code failed (a missing env var, a typo)
             raise ConfigError(
-                f"CRONTICK_HANDLERS: expected importable module names, got {name!r}, which fails to import: {exc}"
+                f"CRONTICK_HANDLERS: expected importable module names, got {name!r}, which fails to import: "
+                f"{type(exc).__name__}: {exc}"
             ) from exc
         _loaded_modules.append(name)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 import os
 import re
 import string
@@ -12,7 +13,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from urllib.parse import urlsplit
 
-from .errors import ConfigError
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from .errors import ConfigError, DatabaseUrlError
 
 MIN_SECRET_CHARS = 32
 DEFAULT_BATCH_SIZE = 100
@@ -109,7 +113,7 @@ class Settings:
             )
         channel = _channels(env, "CRONTICK_REMINDER_CHANNEL")
         settings = cls(
-            database_url=_text(env, "DATABASE_URL"),
+            database_url=_database_url(env),
             cron_secret=_secret(env, "CRON_SECRET"),
             batch_size=int(_number(env, "CRONTICK_BATCH_SIZE", DEFAULT_BATCH_SIZE, minimum=1, integer=True)),
             time_budget_seconds=budget,
@@ -199,9 +203,22 @@ def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float
     except ValueError:
         kind = "an integer" if integer else "a number"
         raise ConfigError(f"{name}: expected {kind}, got: {raw!r}") from None
+    if not math.isfinite(value):
+        raise ConfigError(f"{name}: expected a finite number, got: {raw!r}")
     if value < minimum:
         raise ConfigError(f"{name}: expected at least {minimum:g}, got: {raw!r}")
     return value
+
+
+def _database_url(env: Mapping[str, str]) -> str | None:
+    """DATABASE_URL, its syntax checked now (no connection is made) so a typo fails at startup."""
+    url = _text(env, "DATABASE_URL")
+    if url is not None:
+        try:
+            conninfo_to_dict(url)
+        except psycopg.ProgrammingError as exc:
+            raise DatabaseUrlError(url, exc) from None  # not chained: psycopg's text may quote the password
+    return url
 
 
 def kind_lead(kind: str) -> timedelta:

@@ -163,3 +163,17 @@ def test_tick_before_migrate_says_to_migrate(admin_url: str) -> None:
     with fresh_database(admin_url, "template0") as empty:
         result = crontick("tick", env=cli_env(empty))
     assert_one_line_error(result, "run `crontick migrate`")
+
+
+def test_handler_module_that_fails_on_import_is_one_clear_line(database_url: str, tmp_path: Any) -> None:
+    (tmp_path / "broken_jobs.py").write_text("import os\nAPI_KEY = os.environ['NOT_SET_ANYWHERE']\n")
+    env = cli_env(database_url, CRONTICK_HANDLERS="broken_jobs")
+    env["PYTHONPATH"] += f":{tmp_path}"
+    assert_one_line_error(crontick("tick", env=env), "CRONTICK_HANDLERS", "'broken_jobs'", "KeyError")
+
+
+def test_malformed_database_url_never_prints_the_password() -> None:
+    env = cli_env(None, DATABASE_URL="postgresql://app:hunter2 pass@127.0.0.1/app")
+    for result in crontick_many([["migrate"], ["jobs"]], env):
+        line = assert_one_line_error(result, "DATABASE_URL: expected a PostgreSQL URL")
+        assert "hunter2" not in line

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -74,12 +75,17 @@ def test_tick_recovers_when_the_database_comes_back(live_app: LiveApp, database_
         ({"CRONTICK_BATCH_SIZE": "many"}, "CRONTICK_BATCH_SIZE"),
         ({"CRONTICK_HANDLERS": "no_such_module_for_crontick"}, "CRONTICK_HANDLERS"),
         ({"DATABASE_URL": ""}, "DATABASE_URL"),
+        ({"DATABASE_URL": "postgresql://app:too-short pass@127.0.0.1/app"}, "DATABASE_URL"),
+        ({"CRONTICK_HANDLERS": "broken_jobs_for_http"}, "KeyError"),
     ],
-    ids=["short-secret", "bad-number", "bad-handlers", "no-database-url"],
+    ids=["short-secret", "bad-number", "bad-handlers", "no-database-url", "malformed-url", "handler-raises"],
 )
 def test_misconfiguration_is_503_json_never_a_traceback(
-    live_app: LiveApp, database_url: str, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], mentions: str
+    live_app: LiveApp, database_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, env: dict[str, str], mentions: str
 ) -> None:
+    broken = tmp_path / "broken_jobs_for_http.py"
+    broken.write_text("import os\nAPI_KEY = os.environ['NOT_SET_ANYWHERE']\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("DATABASE_URL", database_url)
     monkeypatch.setenv("CRON_SECRET", TEST_SECRET)
     for name, value in env.items():
@@ -111,3 +117,10 @@ def test_warm_instance_replaces_a_dead_idle_connection_without_an_error(
         proxy.stop()
     assert response.status_code == 200, response.text
     assert job_row(conn, job_id)["status"] == "done"
+
+
+def test_malformed_database_url_in_settings_is_503_without_the_password(live_app: LiveApp) -> None:
+    with live_app(Settings(database_url="postgresql://app:hunter2 pass@127.0.0.1/app", cron_secret=TEST_SECRET)) as url:
+        response = httpx.post(url + TICK, headers=AUTH)
+    body = assert_json_error(response, 503, "misconfigured")
+    assert "DATABASE_URL" in body["detail"] and "hunter2" not in response.text

@@ -94,3 +94,32 @@ def test_missing_database_url_is_reported_when_required() -> None:
 def test_blank_values_count_as_unset() -> None:
     s = Settings.from_env({"CRON_SECRET": "   ", "CRONTICK_BATCH_SIZE": " "})
     assert s.cron_secret is None and s.batch_size == 100
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "Infinity"])
+def test_non_finite_numbers_fail(value: str) -> None:
+    with pytest.raises(ConfigError, match=f"^CRONTICK_TIME_BUDGET_SECONDS: expected a finite number, got: '{value}'"):
+        Settings.from_env({"CRONTICK_TIME_BUDGET_SECONDS": value})
+
+
+MALFORMED_URLS = [
+    "postgresql://app:hunter2 pass@db.example.com/app",  # unencoded space in the password
+    "postgresql://app:hunter2pass@[::1/app",  # unterminated IPv6 host
+    "app:hunter2pass@db.example.com/app",  # no scheme: read as key=value and rejected
+    "postgresql://app:hunter2pass@db.example.com/app?sslmod=require",  # misspelt parameter
+]
+
+
+@pytest.mark.parametrize("url", MALFORMED_URLS)
+def test_malformed_database_url_fails_fast_without_echoing_the_password(url: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env({"DATABASE_URL": url})
+    message = str(info.value)
+    assert message.startswith("DATABASE_URL: expected a PostgreSQL URL")
+    assert "hunter2" not in message
+    assert info.value.__cause__ is None and info.value.__suppress_context__  # no chained message holds it either
+
+
+def test_well_formed_database_urls_are_accepted() -> None:
+    for url in ("postgresql://app:p%40ss@db.example.com:6543/app?sslmode=require", "host=/tmp dbname=app user=app"):
+        assert Settings.from_env({"DATABASE_URL": url}).database_url == url
