@@ -22,7 +22,7 @@ def test_four_processes_drain_5000_jobs_each_exactly_once(database_url: str, con
     env = cli_env(database_url, CRONTICK_HANDLERS="tests.db.sidefx_handlers")
     with psycopg.connect(database_url) as gate:
         # Hold the drains at their first statement until all four are waiting, so they really race.
-        gate.execute("lock table jobs in share mode")
+        gate.execute("lock table jobs in access exclusive mode")
         procs = [spawn("tick", "--drain", env=env) for _ in range(PROCESSES)]
         waiting = "select count(*) from pg_locks where relation = 'jobs'::regclass and not granted"
         wait_for(conn, waiting, PROCESSES, f"{PROCESSES} drains waiting on the jobs table")
