@@ -32,3 +32,11 @@ async def record(payload: Any, job: crontick.Job) -> None:
     await conn.execute(
         "insert into side_effects (job_id, pid) values (%(job_id)s, %(pid)s)", {"job_id": job.id, "pid": os.getpid()}
     )
+
+
+@crontick.handler("t_sidefx.hang_once")
+async def hang_once(payload: Any, job: crontick.Job) -> None:
+    """Records its run, then hangs on the first attempt: the test kills the tick while it waits."""
+    await record(payload, job)
+    if job.attempt == 1:
+        await asyncio.sleep(3600)

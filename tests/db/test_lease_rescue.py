@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
@@ -11,8 +12,11 @@ import psycopg
 
 import crontick
 from crontick import db, queue
-from tests.db.core_jobs import db_now, job_row, tick
+from tests.cli.run_cli import cli_env, spawn
+from tests.cli.run_cli import crontick as run_crontick
+from tests.db.core_jobs import db_now, job_row, tick, wait_for
 from tests.db.core_jobs import ran_fixture  # noqa: F401 (provides the `ran` fixture)
+from tests.db.sidefx_handlers import SIDE_EFFECTS_TABLE_SQL
 
 T = TypeVar("T")
 
@@ -121,3 +125,23 @@ def test_late_outcome_after_rescue_to_pending_changes_nothing(database_url: str,
     row = job_row(conn, job_id)
     assert (row["status"], row["attempts"]) == ("pending", 1)
     assert row["last_error"].startswith("LeaseExpired")
+
+
+def test_tick_killed_mid_job_is_rescued_and_the_job_runs_again(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    conn.execute(SIDE_EFFECTS_TABLE_SQL)
+    job_id = crontick.enqueue(conn, "t_sidefx.hang_once", {})
+    env = cli_env(database_url, CRONTICK_HANDLERS="tests.db.sidefx_handlers")
+    victim = spawn("tick", env=env)
+    wait_for(conn, "select count(*) from side_effects", 1, "the first attempt to start")
+    victim.kill()  # SIGKILL: no cleanup, no outcome recorded, like a serverless function at its limit
+    victim.communicate(timeout=10)
+    row = job_row(conn, job_id)
+    assert (row["status"], row["attempts"]) == ("running", 1)
+    _expire_leases(conn)  # instead of waiting out the lease
+    result = run_crontick("tick", env=env)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert (summary["jobs"]["rescued"], summary["jobs"]["succeeded"]) == (1, 1)
+    assert (job_row(conn, job_id)["status"], job_row(conn, job_id)["attempts"]) == ("done", 2)
+    # At-least-once: the killed attempt had already done its side effect, so the job ran twice.
+    assert conn.execute("select count(*) from side_effects where job_id = %(id)s", {"id": job_id}).fetchone() == (2,)
