@@ -26,6 +26,7 @@ with overdue as materialized (
                  and r.channel = any(%(idempotent)s::text[]) and r.attempts < r.max_attempts then 'sending'
             when r.status = 'sending' then 'unknown'
             when b.status = 'confirmed' and b.starts_at > %(now)s then 'sending'
+            when r.maybe_delivered then 'unknown'
             else 'failed'
         end as next_status,
         case
@@ -45,20 +46,23 @@ with overdue as materialized (
     update reminder_sends r set
         status = o.next_status,
         attempts = r.attempts + (o.next_status = 'sending')::int,
+        -- a row still 'sending' after its lease: its tick died mid-call, so it may have gone out
+        maybe_delivered = r.maybe_delivered or r.status = 'sending',
         locked_until = case when o.next_status = 'sending' then %(lease_until)s::timestamptz end,
         next_attempt_at = null,
-        last_error = case o.next_status
-            when 'unknown' then 'LeaseExpired: attempt ' || r.attempts || ' over ' || r.channel
+        last_error = case
+            when o.next_status = 'sending' then r.last_error
+            when r.status = 'sending' then 'LeaseExpired: attempt ' || r.attempts || ' over ' || r.channel
                 || ' was still sending when its lease ended at ' || r.locked_until
                 || ' (the tick stopped mid-call); it may have reached the customer, and it is not sent again because '
                 || o.reason || '. Check with the provider, then delete this row to send it again.'
-            when 'failed' then coalesce(r.last_error, 'failed') || ' (not retried: ' || o.reason || ')'
-            else r.last_error
+            else coalesce(r.last_error, 'failed') || ' (not retried: ' || o.reason || ')'
         end,
         updated_at = %(now)s
     from overdue o
     where r.id = o.id
-    returning r.id, r.booking_id, r.kind, r.channel, r.status, r.attempts, r.max_attempts, r.idempotency_key, r.created_at
+    returning r.id, r.booking_id, r.kind, r.channel, r.status, r.attempts, r.max_attempts, r.maybe_delivered,
+              r.idempotency_key, r.created_at
 ), fresh as materialized (
     select b.id as booking_id, k.kind,
         coalesce(
@@ -82,9 +86,10 @@ with overdue as materialized (
     select booking_id, kind, channel, 'sending', 1, %(max_attempts)s, %(lease_until)s, %(now)s, %(now)s
     from fresh
     on conflict on constraint reminder_sends_booking_kind_unique do nothing
-    returning id, booking_id, kind, channel, status, attempts, max_attempts, idempotency_key, created_at
+    returning id, booking_id, kind, channel, status, attempts, max_attempts, maybe_delivered, idempotency_key, created_at
 )
-select c.id, c.booking_id, c.kind, c.channel, c.status, c.attempts, c.max_attempts, c.idempotency_key, c.created_at,
+select c.id, c.booking_id, c.kind, c.channel, c.status, c.attempts, c.max_attempts, c.maybe_delivered,
+       c.idempotency_key, c.created_at,
        b.customer_name, b.email, b.phone, b.starts_at, b.time_zone
 from (select * from inserted union all select * from settled) c
 join bookings b on b.id = c.booking_id
@@ -99,8 +104,9 @@ order by b.starts_at, c.id;
 with outcome as (
     select *
     from unnest(%(ids)s::bigint[], %(claimed_attempts)s::int[], %(statuses)s::text[],
-                %(next_attempt_ats)s::timestamptz[], %(errors)s::text[], %(provider_ids)s::text[])
-        as o(id, claimed_attempt, status, next_attempt_at, last_error, provider_message_id)
+                %(next_attempt_ats)s::timestamptz[], %(errors)s::text[], %(provider_ids)s::text[],
+                %(ambiguous)s::boolean[])
+        as o(id, claimed_attempt, status, next_attempt_at, last_error, provider_message_id, ambiguous)
 ), unclaimed as (
     delete from reminder_sends r
     using outcome o
@@ -114,6 +120,7 @@ with outcome as (
         next_attempt_at = case when o.status = 'released' then %(now)s::timestamptz else o.next_attempt_at end,
         last_error = case when o.status = 'released' then r.last_error else o.last_error end,
         provider_message_id = coalesce(o.provider_message_id, r.provider_message_id),
+        maybe_delivered = r.maybe_delivered or o.ambiguous,
         sent_at = case when o.status = 'sent' then %(now)s::timestamptz end,
         locked_until = null,
         updated_at = %(now)s

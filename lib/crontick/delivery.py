@@ -25,6 +25,10 @@ RETRYABLE_STATUSES = frozenset({408, 429})
 BODY_EXCERPT_BYTES = 500
 CONSOLE_RULE = "-" * 79  # what Django's console email backend prints between messages
 TWILIO_API_VERSION = "2010-04-01"
+# Channels where a retry after an ambiguous outcome cannot deliver twice: the provider honours the
+# message's stable key (Resend's Idempotency-Key, Standard Webhooks' webhook-id), or, for the
+# console, a repeat harms no one. Twilio takes no key, so an ambiguous SMS is never resent.
+IDEMPOTENT_CHANNELS = frozenset({"email", "webhook", "console"})
 CONSOLE_POLICY = email.policy.default.clone(utf8=True)  # UTF-8 headers and body, "\n" lines: readable as printed
 
 
@@ -58,12 +62,6 @@ class Channel(Protocol):
     @property
     def name(self) -> str: ...
 
-    @property
-    def idempotent(self) -> bool:
-        """True when a retry after an ambiguous outcome cannot deliver twice: the provider honours
-        the message's idempotency key (or, for the console, a repeat harms no one)."""
-        ...
-
     async def send(self, message: Message, timeout_seconds: float) -> Delivered: ...
 
 
@@ -75,7 +73,6 @@ class EmailChannel:
     api_key: str = field(repr=False)
     sender: str
     name: str = "email"
-    idempotent: bool = True
 
     async def send(self, message: Message, timeout_seconds: float) -> Delivered:
         _require_recipient(message, "an email address")
@@ -105,7 +102,6 @@ class TwilioChannel:
     auth_token: str = field(repr=False)
     sender: str
     name: str = "sms"
-    idempotent: bool = False
 
     async def send(self, message: Message, timeout_seconds: float) -> Delivered:
         _require_recipient(message, "a phone number")
@@ -128,26 +124,21 @@ class WebhookChannel:
     url: str
     secret: str = field(repr=False)
     name: str = "webhook"
-    idempotent: bool = True
 
     async def send(self, message: Message, timeout_seconds: float) -> Delivered:
         body = json.dumps(message.data, separators=(",", ":"), ensure_ascii=False).encode()
         # The signature proves freshness to the receiver, so it carries the wall-clock send time.
         headers = {"Content-Type": "application/json", **sign(self.secret, message.idempotency_key, int(time.time()), body)}
         await post(self.url, timeout_seconds, f"webhook {public_url(self.url)}", content=body, headers=headers)
-        return Delivered(message.idempotency_key)
+        return Delivered(None)
 
 
 @dataclass(frozen=True)
 class ConsoleChannel:
-    """Prints each message to stdout as a MIME message and a rule, like Django's console email backend.
-
-    Counted as idempotent: a message printed twice after a crash harms no one, so it is retried.
-    """
+    """Prints each message to stdout as a MIME message and a rule, like Django's console email backend."""
 
     sender: str
     name: str = "console"
-    idempotent: bool = True
 
     async def send(self, message: Message, timeout_seconds: float) -> Delivered:
         mime = EmailMessage(policy=CONSOLE_POLICY)

@@ -17,7 +17,7 @@ from psycopg.rows import class_row
 
 from . import backoff, delivery
 from .db import query
-from .errors import PermanentError
+from .errors import ConfigError, PermanentError
 from .runner import _scrub
 from .settings import Settings
 
@@ -48,6 +48,7 @@ class Claimed:
     status: str  # 'sending' to send now; 'unknown' or 'failed' when the claim settled an earlier attempt
     attempts: int
     max_attempts: int
+    maybe_delivered: bool  # an earlier attempt ended ambiguously
     idempotency_key: str
     created_at: datetime
     customer_name: str
@@ -74,6 +75,7 @@ class Outcome:
     next_attempt_at: datetime | None = None
     last_error: str | None = None
     provider_message_id: str | None = None
+    ambiguous: bool = False  # this attempt may have reached the customer
 
 
 async def send_due(
@@ -106,7 +108,7 @@ async def claim(
         # Longest first, so each kind's window ends where the next shorter one's begins.
         "floors": [lead for _, lead in leads[1:]] + [timedelta(0)],
         "channels": list(settings.reminder_channels),
-        "idempotent": [name for name, ch in channels.items() if ch.idempotent],
+        "idempotent": sorted(delivery.IDEMPOTENT_CHANNELS),
         "max_attempts": MAX_ATTEMPTS,
     }
     cur = conn.cursor(row_factory=class_row(Claimed))
@@ -133,22 +135,25 @@ async def send_all(
             remaining = deadline - clock()
             if remaining <= 0:
                 return Outcome(c.id, c.attempts, "released")
-            channel = channels.get(c.channel) or delivery.channel(c.channel, settings)
-            result = await attempt(c, channel, settings, remaining)
+            result = await attempt(c, channels, settings, remaining)
         if isinstance(result, delivery.Delivered):
             return Outcome(c.id, c.attempts, "sent", provider_message_id=result.provider_message_id)
         finished = now + timedelta(seconds=clock() - began)
-        return decide(c, channel.idempotent, Failure(result.kind, _scrub(result.error, settings.secrets)), finished, rand())
+        return decide(c, Failure(result.kind, _scrub(result.error, settings.secrets)), finished, rand())
 
     return list(await asyncio.gather(*(one(c) for c in claimed)))
 
 
 async def attempt(
-    c: Claimed, channel: delivery.Channel, settings: Settings, remaining: float
+    c: Claimed, channels: Mapping[str, delivery.Channel], settings: Settings, remaining: float
 ) -> delivery.Delivered | Failure:
     """Render and send one reminder, turning every way it can end into Delivered or a Failure."""
     try:
+        # A retry keeps the channel of its first attempt, which may since have left the configuration.
+        channel = channels.get(c.channel) or delivery.channel(c.channel, settings)
         message = render(c, channel.name, settings)
+    except ConfigError as exc:
+        return Failure("permanent", f"booking {c.booking_id}: {exc}")
     except (KeyError, ValueError, IndexError) as exc:  # a template that Settings.from_env did not vet
         return Failure("permanent", f"RenderError: booking {c.booking_id}: {type(exc).__name__}: {exc}")
     timeout = min(settings.delivery_timeout_seconds, remaining)
@@ -164,25 +169,25 @@ async def attempt(
         return Failure("ambiguous", f"booking {c.booking_id}: {type(exc).__name__}: {exc}")
 
 
-def decide(c: Claimed, idempotent: bool, failure: Failure, finished: datetime, rand: float) -> Outcome:
+def decide(c: Claimed, failure: Failure, finished: datetime, rand: float) -> Outcome:
     """What a failed attempt leads to (a pure function):
 
-    - permanent: 'failed' at once;
-    - definite (the provider refused, or no connection was made): retried with backoff, 'failed'
-      after the last attempt;
-    - ambiguous, on a channel whose idempotency key the provider honours: retried the same way,
-      but 'unknown' after the last attempt;
+    - permanent: over at once;
+    - definite (the provider refused, or no connection was made): retried with backoff;
+    - ambiguous, on a channel whose idempotency key the provider honours: retried the same way;
     - ambiguous otherwise: 'unknown' at once and never resent.
+    When it is over, it is 'failed' only if no attempt may have delivered it, else 'unknown'.
     """
     ambiguous = failure.kind == "ambiguous"
-    if ambiguous and not idempotent:
+    if ambiguous and c.channel not in delivery.IDEMPOTENT_CHANNELS:
         error = f"{failure.error}; not resent: the {c.channel} channel has no idempotency key"
-        return Outcome(c.id, c.attempts, "unknown", None, error)
+        return Outcome(c.id, c.attempts, "unknown", None, error, ambiguous=True)
     permanent = failure.kind == "permanent"
     decision = backoff.after_failure(c.attempts, c.max_attempts, backoff.DEFAULT_POLICY, finished, rand, permanent)
     if isinstance(decision, backoff.Retry):
-        return Outcome(c.id, c.attempts, "failed", decision.run_after, failure.error)
-    return Outcome(c.id, c.attempts, "unknown" if ambiguous else "failed", None, failure.error)
+        return Outcome(c.id, c.attempts, "failed", decision.run_after, failure.error, ambiguous=ambiguous)
+    final = "unknown" if ambiguous or c.maybe_delivered else "failed"
+    return Outcome(c.id, c.attempts, final, None, failure.error, ambiguous=ambiguous)
 
 
 async def record(conn: psycopg.AsyncConnection[Any], outcomes: Sequence[Outcome], now: datetime) -> set[int]:
@@ -197,6 +202,7 @@ async def record(conn: psycopg.AsyncConnection[Any], outcomes: Sequence[Outcome]
         "next_attempt_ats": [o.next_attempt_at for o in outcomes],
         "errors": [o.last_error for o in outcomes],
         "provider_ids": [o.provider_message_id for o in outcomes],
+        "ambiguous": [o.ambiguous for o in outcomes],
     }
     cur = await conn.execute(query("reminder_record_outcomes"), params)
     return {row[0] for row in await cur.fetchall()}

@@ -34,6 +34,9 @@ create table reminder_sends (
     next_attempt_at timestamptz,
     -- Sent as Idempotency-Key (email) or webhook-id (webhook) on every attempt, so a provider
     -- that honours it delivers a retried reminder once.
+    -- True once an attempt ended ambiguously (it may have reached the customer): if the reminder
+    -- then fails for good, it reads 'unknown', because 'failed' would claim nothing went out.
+    maybe_delivered boolean   not null default false,
     idempotency_key text generated always as ('reminder:' || booking_id::text || ':' || kind) stored,
     provider_message_id text,
     sent_at         timestamptz,

@@ -6,6 +6,7 @@ import asyncio
 import json
 import re
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -64,6 +65,25 @@ def ok(received: Received, n: int) -> Response:
     if received.path.endswith("/Messages.json"):
         return Response(json.dumps({"sid": "SM" + uuid.uuid4().hex, "status": "queued"}), 201, content_type="application/json")
     return Response(status=204)
+
+
+def fail_first(times: int, status: int = 500) -> Behaviour:
+    def behave(received: Received, n: int) -> Response:
+        if n <= times:
+            return Response(json.dumps({"message": "Internal server error"}), status, content_type="application/json")
+        return ok(received, n)
+
+    return behave
+
+
+def slow(seconds: float) -> Behaviour:
+    """Accept the message, then answer too late: the client cannot know it was delivered."""
+
+    def behave(received: Received, n: int) -> Response:
+        time.sleep(seconds)
+        return ok(received, n)
+
+    return behave
 
 
 class Provider:

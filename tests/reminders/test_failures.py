@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from datetime import timedelta
 from typing import Any
 
@@ -14,27 +13,8 @@ from werkzeug import Response
 from crontick import db, reminders
 from tests.conftest import free_port
 from tests.reminders.support import (
-    NOW, Provider, Received, add_bookings, add_due, later, ok, send_of, sends, settings_for, tick,
+    NOW, Provider, add_bookings, add_due, fail_first, later, ok, send_of, sends, settings_for, slow, tick,
 )
-
-
-def fail_first(times: int, status: int = 500) -> Any:
-    def behave(received: Received, n: int) -> Response:
-        if n <= times:
-            return Response(json.dumps({"message": "Internal server error"}), status, content_type="application/json")
-        return ok(received, n)
-
-    return behave
-
-
-def slow(seconds: float) -> Any:
-    """Accept the message, then answer too late: the client cannot know it was delivered."""
-
-    def behave(received: Received, n: int) -> Response:
-        time.sleep(seconds)
-        return ok(received, n)
-
-    return behave
 
 
 def one_booking(conn: psycopg.Connection[Any]) -> int:
@@ -143,6 +123,22 @@ def test_timeout_on_sms_ends_unknown_and_is_never_resent(database_url: str, conn
     assert len(provider.requests) == 1
 
 
+def test_a_reminder_that_may_have_gone_out_never_ends_failed(
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
+) -> None:
+    """A timeout (the provider may have delivered), then 500s until the last attempt: 'unknown', not 'failed'."""
+    booking = one_booking(conn)
+    provider.behave = slow(0.6)
+    settings = settings_for(database_url, provider, "email", delivery_timeout_seconds=0.2)
+    tick(database_url, settings, NOW)
+    provider.behave = fail_first(100)
+    for minutes in (2, 10, 50):
+        tick(database_url, settings, later(minutes))
+    row = send_of(conn, booking)
+    assert (row["status"], row["attempts"], row["maybe_delivered"], row["next_attempt_at"]) == ("unknown", 4, True, None)
+    assert "HTTP 500" in row["last_error"] and len(provider.requests) == 4
+
+
 def test_a_retry_due_after_the_booking_was_cancelled_is_not_sent(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
     booking = one_booking(conn)
     provider.behave = fail_first(1)
@@ -154,6 +150,20 @@ def test_a_retry_due_after_the_booking_was_cancelled_is_not_sent(database_url: s
     row = send_of(conn, booking)
     assert (row["status"], row["next_attempt_at"]) == ("failed", None)
     assert row["last_error"].endswith("(not retried: the booking was cancelled)")
+    assert len(provider.requests) == 1
+
+
+def test_a_retry_after_a_timeout_whose_booking_was_cancelled_ends_unknown(
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
+) -> None:
+    booking = one_booking(conn)
+    provider.behave = slow(0.6)
+    tick(database_url, settings_for(database_url, provider, "email", delivery_timeout_seconds=0.2), NOW)
+    conn.execute("update bookings set status = 'cancelled' where id = %s", (booking,))
+    assert tick(database_url, settings_for(database_url, provider, "email"), later(2)).reminders.unknown == 1
+    row = send_of(conn, booking)
+    assert (row["status"], row["next_attempt_at"]) == ("unknown", None)
+    assert "ReadTimeout" in row["last_error"] and row["last_error"].endswith("(not retried: the booking was cancelled)")
     assert len(provider.requests) == 1
 
 
@@ -184,7 +194,8 @@ def test_an_outcome_from_a_tick_that_lost_its_claim_is_fenced_off(database_url: 
         try:
             [claimed] = await reminders.claim(c, settings, {"email": reminders.delivery.channel("email", settings)}, NOW)
             conn.execute("update reminder_sends set attempts = 2 where id = %s", (claimed.id,))  # another tick took over
-            return await reminders.record(c, [reminders.Outcome(claimed.id, 1, "sent")], NOW)
+            written: set[int] = await reminders.record(c, [reminders.Outcome(claimed.id, 1, "sent")], NOW)
+            return written
         finally:
             await c.close()
 

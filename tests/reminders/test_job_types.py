@@ -15,7 +15,7 @@ from werkzeug import Response
 import crontick
 from crontick import builtin
 from tests.conftest import free_port
-from tests.reminders.support import EMAIL_KEY, TWILIO_SID, TWILIO_TOKEN, Provider, Received, ok, settings_for, tick
+from tests.reminders.support import EMAIL_KEY, TWILIO_SID, TWILIO_TOKEN, Provider, Received, settings_for, slow, tick
 
 
 @pytest.fixture
@@ -97,7 +97,7 @@ def test_sms_and_whatsapp_jobs_post_twilio_forms(
 def test_an_sms_job_that_times_out_fails_at_once_instead_of_risking_a_second_sms(
     database_url: str, conn: psycopg.Connection[Any], provider: Provider, channel_env: None
 ) -> None:
-    provider.behave = lambda r, n: (time.sleep(0.8), ok(r, n))[1]
+    provider.behave = slow(0.8)
     job_id = crontick.enqueue(conn, "send_sms", {"to": "+31612345678", "body": "Hi"})
     run_jobs(database_url, conn, provider)
     row = job(conn, job_id)
@@ -108,7 +108,7 @@ def test_an_sms_job_that_times_out_fails_at_once_instead_of_risking_a_second_sms
 def test_an_email_job_that_times_out_is_retried_under_its_idempotency_key(
     database_url: str, conn: psycopg.Connection[Any], provider: Provider, channel_env: None
 ) -> None:
-    provider.behave = lambda r, n: (time.sleep(0.8), ok(r, n))[1]
+    provider.behave = slow(0.8)
     job_id = crontick.enqueue(conn, "send_email", {"to": "a@example.com", "subject": "S", "text": "T"})
     run_jobs(database_url, conn, provider)
     row = job(conn, job_id)

@@ -74,6 +74,7 @@ def test_kinds_name_their_offset(kind: str, lead: timedelta) -> None:
 def claimed(**changes: Any) -> Claimed:
     values: dict[str, Any] = {
         "id": 7, "booking_id": 42, "kind": "24h", "channel": "email", "status": "sending", "attempts": 1, "max_attempts": 4,
+        "maybe_delivered": False,
         "idempotency_key": "reminder:42:24h", "created_at": NOW, "customer_name": "  Ada  King Lovelace ",
         "email": "ada@example.com", "phone": "+31612345678",
         "starts_at": datetime.fromisoformat("2026-12-01T08:30:00+00:00"), "time_zone": "Europe/Amsterdam",
@@ -116,17 +117,24 @@ def test_templates_can_be_overridden() -> None:
     assert (message.subject, message.text, message.to) == ("24h reminder #42", "{Clinic} Ada  King Lovelace: Tue 1 Dec 09:30 Amsterdam time", "+31612345678")
 
 
-@pytest.mark.parametrize(("kind", "idempotent", "attempts", "status", "retry"), [
-    ("permanent", True, 1, "failed", False),
-    ("definite", False, 1, "failed", True),
-    ("definite", False, 4, "failed", False),
-    ("ambiguous", True, 1, "failed", True),  # the provider honours the key: retrying cannot deliver twice
-    ("ambiguous", True, 4, "unknown", False),
-    ("ambiguous", False, 1, "unknown", False),  # no key: never resent
+@pytest.mark.parametrize(("kind", "channel", "attempts", "maybe_delivered", "status", "retry"), [
+    ("permanent", "email", 1, False, "failed", False),
+    ("definite", "sms", 1, False, "failed", True),
+    ("definite", "sms", 4, False, "failed", False),
+    ("definite", "email", 4, True, "unknown", False),  # an earlier attempt may have delivered it
+    ("permanent", "webhook", 2, True, "unknown", False),
+    ("ambiguous", "email", 1, False, "failed", True),  # the provider honours the key: retrying cannot deliver twice
+    ("ambiguous", "webhook", 3, False, "failed", True),
+    ("ambiguous", "console", 1, False, "failed", True),
+    ("ambiguous", "email", 4, False, "unknown", False),
+    ("ambiguous", "sms", 1, False, "unknown", False),  # no key: never resent
+    ("ambiguous", "whatsapp", 1, False, "unknown", False),
 ])
-def test_the_retry_decision(kind: str, idempotent: bool, attempts: int, status: str, retry: bool) -> None:
-    outcome = reminders.decide(claimed(attempts=attempts), idempotent, Failure(kind, "boom"), NOW, 0.5)
+def test_the_retry_decision(kind: str, channel: str, attempts: int, maybe_delivered: bool, status: str, retry: bool) -> None:
+    c = claimed(attempts=attempts, channel=channel, maybe_delivered=maybe_delivered)
+    outcome = reminders.decide(c, Failure(kind, "boom"), NOW, 0.5)
     assert outcome.status == status and (outcome.next_attempt_at is not None) == retry
+    assert outcome.ambiguous == (kind == "ambiguous")
     if retry:
         assert outcome.next_attempt_at == NOW + timedelta(seconds=[60, 300, 1800][attempts - 1])
     assert outcome.last_error is not None and outcome.last_error.startswith("boom")
