@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,7 +22,7 @@ def env(database_url: str) -> dict[str, str]:
     return cli_env(database_url)
 
 
-def assert_one_line_error(result: Any, *fragments: str) -> str:
+def assert_one_line_error(result: subprocess.CompletedProcess[str], *fragments: str) -> str:
     """A failed command: non-zero exit, one `crontick: error: …` line on stderr, no traceback."""
     assert result.returncode != 0, result.stdout
     assert "Traceback" not in result.stderr

@@ -104,7 +104,8 @@ async def taken_over(payload: Any, job: crontick.Job) -> None:
 
 def db_now(conn: psycopg.Connection[Any]) -> datetime:
     """A tick time just after the database's now(), so jobs enqueued with the default run_after are due."""
-    return conn.execute("select now() + interval '1 second'").fetchone()[0]  # type: ignore[index]
+    value: datetime = conn.execute("select now() + interval '1 second'").fetchone()[0]  # type: ignore[index]
+    return value
 
 
 def wait_for(conn: psycopg.Connection[Any], sql: str, expected: Any, what: str, timeout_seconds: float = 30) -> None:

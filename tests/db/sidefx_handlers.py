@@ -28,6 +28,10 @@ async def _connection() -> psycopg.AsyncConnection[Any]:
 @crontick.handler("t_sidefx.record")
 async def record(payload: Any, job: crontick.Job) -> None:
     """Deliberately not idempotent, so a job that ran twice shows up as two rows."""
+    await _record_run(job)
+
+
+async def _record_run(job: crontick.Job) -> None:
     conn = await _connection()
     await conn.execute(
         "insert into side_effects (job_id, pid) values (%(job_id)s, %(pid)s)", {"job_id": job.id, "pid": os.getpid()}
@@ -37,6 +41,6 @@ async def record(payload: Any, job: crontick.Job) -> None:
 @crontick.handler("t_sidefx.hang_once")
 async def hang_once(payload: Any, job: crontick.Job) -> None:
     """Records its run, then hangs on the first attempt: the test kills the tick while it waits."""
-    await record(payload, job)
+    await _record_run(job)
     if job.attempt == 1:
         await asyncio.sleep(3600)

@@ -21,7 +21,7 @@ def assert_json_error(response: httpx.Response, status: int, code: str) -> dict[
     """Every 4xx/5xx is {"error": code, "detail": sentence}; never a traceback, never the secret."""
     assert response.status_code == status, response.text
     assert response.headers["content-type"] == "application/json"
-    body = response.json()
+    body: dict[str, Any] = response.json()
     assert body["error"] == code
     assert isinstance(body["detail"], str) and body["detail"]
     assert "Traceback" not in response.text and TEST_SECRET not in response.text
