@@ -63,6 +63,7 @@ class Provider(ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.calls: Counter[str] = Counter()  # answer kind -> count
         self.requests: Counter[str] = Counter()  # key -> requests
+        self.history: dict[str, list[str]] = {}  # key -> how each request was answered, for the report
         self.deliveries: Counter[str] = Counter()  # key -> deliveries
 
     @property
@@ -87,14 +88,17 @@ class Handler(BaseHTTPRequestHandler):
         roll = random.random()
         with p.lock:
             p.requests[key] += 1
+            history = p.history.setdefault(key, [])
             if roll < p.failure_rate * 0.75:
                 p.calls["500"] += 1
+                history.append(f"{time.time():.3f} 500")
                 answer = None
             else:
                 replay = p.honours_key and p.deliveries[key] > 0
                 if not replay:
                     p.deliveries[key] += 1
                 p.calls["replay" if replay else "delivered"] += 1
+                history.append(f"{time.time():.3f} {'hang' if roll < p.failure_rate else 'ok'}")
                 if roll < p.failure_rate:
                     p.calls["hang"] += 1
                 answer = json.dumps({"id": key, "sid": "SM" + key})
@@ -315,6 +319,14 @@ def report(
     # Each request must belong to an attempt some tick claimed: more requests than attempts for a
     # key would mean two ticks sent the same claim.
     over = [k for k, n in provider.requests.items() if n > (attempts.get(k) or phones.get(k) or 0)]
+    with psycopg.connect(url) as conn:
+        examples = [
+            {"key": k, "answers": provider.history[k], "row": conn.execute(
+                "select r.status, r.attempts, r.maybe_delivered, r.created_at, r.updated_at, r.last_error from reminder_sends r"
+                " join bookings b on b.id = r.booking_id where r.idempotency_key = %s or 'to:' || b.phone = %s", (k, k),
+            ).fetchall()}
+            for k in over[:5]
+        ]
     cancelled_keys = {f"reminder:{b}:24h" for b in cancelled} | {f"to:+3161{b - 1:07d}" for b in cancelled}
     with psycopg.connect(url) as conn:
         sent_rows = conn.execute("select count(*) from reminder_sends where status = 'sent'").fetchone()
@@ -335,6 +347,7 @@ def report(
         "double_deliveries": len(double),
         "requests_per_key_max": max(provider.requests.values(), default=0),
         "keys_with_more_requests_than_claimed_attempts": len(over),
+        "examples_of_such_keys": [json.loads(json.dumps(e, default=str)) for e in examples],
         "cancelled_delivered": len(cancelled_keys & set(provider.deliveries)),
         "sent_rows": sent_rows[0] if sent_rows else 0,
         # As the soak's ticks reported them (a killed worker's last second is lost; the finish is not counted).

@@ -99,6 +99,9 @@ order by b.starts_at, c.id;
 -- crontick.reminders.send_due, once per tick after the sends: every outcome in ONE statement.
 -- Fenced: a row changes only while it is still 'sending' the attempt this tick claimed, so a
 -- tick that outlived its lease changes nothing once another tick has taken the row over.
+-- `mine` locks those rows with SKIP LOCKED: a row another tick has locked is being taken over,
+-- so it counts as fenced, and recording never waits on a lock (which could close a deadlock
+-- with a claim that waits on this statement's own changes).
 -- 'released' means the tick ran out of time before the attempt started: a first attempt is
 -- un-claimed (deleted, as if never claimed) and a later one goes back to its due retry.
 with outcome as (
@@ -107,11 +110,17 @@ with outcome as (
                 %(next_attempt_ats)s::timestamptz[], %(errors)s::text[], %(provider_ids)s::text[],
                 %(ambiguous)s::boolean[])
         as o(id, claimed_attempt, status, next_attempt_at, last_error, provider_message_id, ambiguous)
+), mine as materialized (
+    select r.id, r.attempts = 1 and o.status = 'released' as unclaim
+    from reminder_sends r
+    join outcome o on o.id = r.id
+    where r.status = 'sending' and r.attempts = o.claimed_attempt
+    order by r.id
+    for update of r skip locked
 ), unclaimed as (
     delete from reminder_sends r
-    using outcome o
-    where r.id = o.id and r.status = 'sending' and r.attempts = o.claimed_attempt
-      and o.status = 'released' and r.attempts = 1
+    using mine m
+    where r.id = m.id and m.unclaim
     returning r.id
 ), written as (
     update reminder_sends r set
@@ -124,9 +133,9 @@ with outcome as (
         sent_at = case when o.status = 'sent' then %(now)s::timestamptz end,
         locked_until = null,
         updated_at = %(now)s
-    from outcome o
-    where r.id = o.id and r.status = 'sending' and r.attempts = o.claimed_attempt
-      and not (o.status = 'released' and r.attempts = 1)
+    from mine m
+    join outcome o on o.id = m.id
+    where r.id = m.id and not m.unclaim
     returning r.id
 )
 select id from unclaimed

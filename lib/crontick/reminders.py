@@ -83,8 +83,10 @@ async def send_due(
 ) -> ReminderCounts:
     """Send the reminders due at `now`, at most a batch, in exactly two statements whatever the batch."""
     began = clock()
+    if began >= deadline:
+        return ReminderCounts(more=True)
     channels = {name: delivery.channel(name, settings) for name in settings.reminder_channels}
-    claimed = await claim(conn, settings, channels, now)
+    claimed = await claim(conn, settings, now)
     to_send = [c for c in claimed if c.status == "sending"]
     outcomes = await send_all(to_send, channels, settings, now=now, deadline=deadline, clock=clock)
     written = await record(conn, outcomes, now + timedelta(seconds=clock() - began))
@@ -95,9 +97,7 @@ async def send_due(
     return counts
 
 
-async def claim(
-    conn: psycopg.AsyncConnection[Any], settings: Settings, channels: Mapping[str, delivery.Channel], now: datetime
-) -> list[Claimed]:
+async def claim(conn: psycopg.AsyncConnection[Any], settings: Settings, now: datetime) -> list[Claimed]:
     leads = settings.reminder_leads
     params = {
         "now": now,

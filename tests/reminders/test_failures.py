@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -167,22 +167,53 @@ def test_a_retry_after_a_timeout_whose_booking_was_cancelled_ends_unknown(
     assert len(provider.requests) == 1
 
 
-def test_out_of_time_releases_unstarted_claims_for_the_next_tick(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
-    add_due(conn, 5)
-    settings = settings_for(database_url, provider, "email")
+def send_due_with_clock(
+    database_url: str, settings: Any, readings: list[float], deadline: float, now: datetime = NOW
+) -> reminders.ReminderCounts:
+    """send_due with a clock that returns `readings` in turn, then the last one for ever."""
+    values = iter(readings)
+    last = readings[-1]
 
-    async def out_of_time() -> reminders.ReminderCounts:
+    async def go() -> reminders.ReminderCounts:
         c = await db.connect(database_url)
         try:
-            # The claim happens, then the deadline has passed before any send starts.
-            return await reminders.send_due(c, settings, now=NOW, deadline=0.0, clock=lambda: 1.0)
+            return await reminders.send_due(c, settings, now=now, deadline=deadline, clock=lambda: next(values, last))
         finally:
             await c.close()
 
-    counts = asyncio.run(out_of_time())
+    return asyncio.run(go())
+
+
+def test_out_of_time_releases_unstarted_claims_for_the_next_tick(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+    ids = add_due(conn, 5)
+    settings = settings_for(database_url, provider, "email")
+    # Time is left at the start, so the batch is claimed; the deadline passes before any send starts.
+    counts = send_due_with_clock(database_url, settings, [0.0, 10.0], deadline=5.0)
     assert counts.more and counts.sent == 0 and provider.requests == []
     assert sends(conn) == []  # first attempts are un-claimed, as if never claimed
     assert tick(database_url, settings, NOW).reminders.sent == 5
+    assert sorted(provider.keys()) == sorted(f"reminder:{i}:24h" for i in ids)
+
+
+def test_a_released_retry_goes_back_to_its_due_retry(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+    booking = one_booking(conn)
+    provider.behave = fail_first(1)
+    settings = settings_for(database_url, provider, "email")
+    tick(database_url, settings, NOW)
+    before = send_of(conn, booking)
+    # Claims the due retry (attempt 2), then has no time to send it.
+    counts = send_due_with_clock(database_url, settings, [0.0, 10.0], deadline=5.0, now=later(2))
+    assert counts.more and len(provider.requests) == 1
+    row = send_of(conn, booking)
+    assert (row["status"], row["attempts"], row["last_error"]) == ("failed", 1, before["last_error"])
+    assert row["next_attempt_at"] == later(2) + timedelta(seconds=10)  # due again at once (when the tick recorded it)
+    assert tick(database_url, settings, later(3)).reminders.sent == 1 and send_of(conn, booking)["attempts"] == 2
+
+
+def test_no_time_left_claims_nothing(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+    add_due(conn, 3)
+    counts = send_due_with_clock(database_url, settings_for(database_url, provider), [6.0], deadline=5.0)
+    assert counts.more and sends(conn) == [] and provider.requests == []
 
 
 def test_an_outcome_from_a_tick_that_lost_its_claim_is_fenced_off(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
@@ -192,7 +223,7 @@ def test_an_outcome_from_a_tick_that_lost_its_claim_is_fenced_off(database_url: 
     async def claim_then_lose() -> set[int]:
         c = await db.connect(database_url)
         try:
-            [claimed] = await reminders.claim(c, settings, {"email": reminders.delivery.channel("email", settings)}, NOW)
+            [claimed] = await reminders.claim(c, settings, NOW)
             conn.execute("update reminder_sends set attempts = 2 where id = %s", (claimed.id,))  # another tick took over
             written: set[int] = await reminders.record(c, [reminders.Outcome(claimed.id, 1, "sent")], NOW)
             return written
