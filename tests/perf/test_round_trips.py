@@ -1,0 +1,124 @@
+"""A tick sends the same SQL statements for a batch of 1, 100 or 1,000: round trips do not grow with the work.
+
+Counted on the wire: libpq's trace of the tick's connection records every message the client
+sends, and each statement is one Parse (extended protocol) or one Query (simple protocol).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import tempfile
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import pq
+
+import crontick
+from crontick import db
+from crontick.settings import Settings
+from crontick.tick import TickResult, run_tick
+from tests.conftest import TEST_SECRET, fresh_database
+
+BATCHES = (1, 100, 1000)
+STATEMENT = re.compile(r"^F\t\d+\t(Parse|Query)\t", re.MULTILINE)
+ran: list[int] = []
+
+
+@crontick.handler("t_perf.noop")
+async def noop(payload: Any, job: crontick.Job) -> None:
+    ran.append(payload["n"])
+
+
+def statement_names(trace: str) -> list[str]:
+    """The named query behind each statement in a trace (or its first words, if it is not one)."""
+    names = []
+    starts = [m.start() for m in STATEMENT.finditer(trace)] + [len(trace)]
+    for begin, end in zip(starts, starts[1:]):
+        text = trace[begin:end]
+        # A named query's text up to its first parameter appears verbatim in its Parse message.
+        name = next((n for n, q in db.QUERIES.items() if q.split("%(")[0].strip() in text), None)
+        names.append(name or text.split("\t", 3)[-1][:60])
+    return names
+
+
+def traced_tick(url: str, settings: Settings, now: datetime) -> tuple[TickResult, list[str]]:
+    async def go() -> tuple[TickResult, list[str]]:
+        conn = await db.connect(url)
+        with tempfile.TemporaryFile() as trace:
+            conn.pgconn.trace(trace.fileno())
+            conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+            try:
+                result = await run_tick(conn, settings, now=now, source="test")
+            finally:
+                conn.pgconn.untrace()
+                await conn.close()
+            trace.seek(0)
+            return result, statement_names(trace.read().decode("utf-8", "replace"))
+
+    return asyncio.run(go())
+
+
+def db_now(conn: psycopg.Connection[Any]) -> datetime:
+    row = conn.execute("select now()").fetchone()
+    assert row is not None
+    return row[0]  # type: ignore[no-any-return]
+
+
+def add_due_bookings(conn: psycopg.Connection[Any], count: int, now: datetime) -> None:
+    conn.execute(
+        "insert into bookings (customer_name, email, starts_at)"
+        " select 'Customer ' || g, 'c' || g || '@example.com', %(now)s + interval '2 hours' + g * interval '1 second'"
+        " from generate_series(1, %(n)s) g",
+        {"now": now, "n": count},
+    )
+
+
+def expire_leases(conn: psycopg.Connection[Any], count: int) -> None:
+    """What ticks killed mid-run leave behind: running jobs whose lease has passed."""
+    conn.execute(
+        "update jobs set status = 'running', attempts = 1, locked_until = now() - interval '1 minute'"
+        " where id in (select id from jobs order by id limit %(n)s)",
+        {"n": count},
+    )
+
+
+def one_tick(url: str, conn: psycopg.Connection[Any], batch: int, *, reminders: bool, expired: bool) -> list[str]:
+    ran.clear()
+    crontick.enqueue_many(conn, [("t_perf.noop", {"n": n}) for n in range(batch)])
+    if expired:
+        expire_leases(conn, batch)
+    now = db_now(conn) + timedelta(seconds=1)
+    if reminders:
+        add_due_bookings(conn, batch, now)
+    settings = Settings(database_url=url, cron_secret=TEST_SECRET, batch_size=batch, reminder_channel="console")
+    result, statements = traced_tick(url, settings, now)
+    # The tick really did the whole batch: otherwise an equal count would prove nothing.
+    assert result.jobs.claimed == batch and sorted(ran) == list(range(batch))
+    assert result.jobs.rescued == (batch if expired else 0)
+    assert result.reminders.sent == (batch if reminders else 0)
+    return statements
+
+
+@pytest.mark.parametrize(
+    ("reminders", "expired"),
+    [(False, False), (True, False), (False, True)],
+    ids=["jobs", "jobs+reminders", "jobs+expired-leases"],
+)
+def test_statements_per_tick_do_not_grow_with_the_batch(
+    admin_url: str, template_name: str, reminders: bool, expired: bool
+) -> None:
+    seen: dict[int, list[str]] = {}
+    for batch in BATCHES:
+        with fresh_database(admin_url, template_name) as url, psycopg.connect(url, autocommit=True) as conn:
+            seen[batch] = one_tick(url, conn, batch, reminders=reminders, expired=expired)
+    assert seen[1] == seen[100] == seen[1000], seen
+    statements = seen[1]
+    # One claim and one record of outcomes (with the tick's log row) whatever the batch.
+    assert statements.count("job_record_outcomes") == 1
+    assert statements.count("job_claim_due") == (2 if expired else 1)  # a second claim takes the rescued
+    assert statements.count("job_rescue_expired") == (1 if expired else 0)
+    print(f"statements per tick ({'+'.join(k for k, v in (('reminders', reminders), ('expired', expired)) if v) or 'jobs'}): "
+          f"{len(statements)}: {', '.join(statements)}")
