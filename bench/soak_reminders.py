@@ -82,9 +82,15 @@ class Handler(BaseHTTPRequestHandler):
         return
 
     def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("content-length", 0)))
+        length = int(self.headers.get("content-length", 0))
+        body = self.rfile.read(length)
         p = self.server
-        key = self.headers.get("idempotency-key") or "to:" + parse_qs(body.decode()).get("To", ["?"])[0]
+        key = message_key(self.headers.get("idempotency-key"), body, length)
+        if key is None:  # cut short by a killed worker: a real provider rejects it, and nothing is sent
+            with p.lock:
+                p.calls["malformed"] += 1
+            self._send(400, b'{"message":"incomplete request"}')
+            return
         roll = random.random()
         with p.lock:
             p.requests[key] += 1
@@ -118,6 +124,16 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
         except OSError:
             pass  # the client gave up (timeout) or was killed
+
+
+def message_key(idempotency_key: str | None, body: bytes, length: int) -> str | None:
+    """Email: its Idempotency-Key; SMS: its recipient. None for a body cut short."""
+    if len(body) < length or not body:
+        return None
+    if idempotency_key:
+        return idempotency_key
+    form = parse_qs(body.decode(errors="replace"))
+    return "to:" + form["To"][0] if "To" in form and "Body" in form else None
 
 
 def sim_now(t0: datetime, started: float, scale: float) -> datetime:
