@@ -18,8 +18,8 @@ from typing import Any, Protocol
 import httpx
 
 from . import http
-from .errors import CrontickError, PermanentError
-from .settings import Settings, require_channel, webhook_signing_key
+from .errors import ConfigError, CrontickError, PermanentError
+from .settings import REMINDER_CHANNELS, Settings, require_channel, webhook_signing_key
 
 RETRYABLE_STATUSES = frozenset({408, 429})
 BODY_EXCERPT_BYTES = 500
@@ -166,6 +166,8 @@ def sign(secret: str, msg_id: str, timestamp: int, body: bytes) -> dict[str, str
 
 def channel(name: str, settings: Settings) -> Channel:
     """The channel `name` built from settings; ConfigError names a missing credential."""
+    if name not in REMINDER_CHANNELS:
+        raise ConfigError(f"expected a channel among {', '.join(REMINDER_CHANNELS)}, got: {name!r}")
     require_channel(settings, name)
     sender = settings.email_from or "crontick <reminders@localhost>"
     if name == "email":
