@@ -25,7 +25,11 @@ from .seen import PATH_VARIABLE, Seen
 from .systems import System, all_systems, analyze, clear, crontick_enqueue, crontick_install
 
 FIRST_TICK_JOBS = 100
-HTTP_NAMES = {1: "crontick over HTTP, 1 caller", 4: "crontick over HTTP, 4 callers"}
+HTTP_RUNS = {  # (CRONTICK_BATCH_SIZE, concurrent callers): row name
+    (100, 1): "crontick over HTTP, 1 caller",
+    (100, 4): "crontick over HTTP, 4 callers",
+    (1000, 4): "crontick over HTTP, 4 callers, CRONTICK_BATCH_SIZE=1000",
+}
 
 
 def _int(name: str, default: int) -> int:
@@ -79,19 +83,23 @@ class Bench:
     async def http(self) -> dict[str, dict[str, list[Any]]]:
         url = server.fresh_database(self.admin, "crontick_bench_http")
         await crontick_install(url)
-        raw: dict[str, dict[str, list[Any]]] = {}
-        with http_drain.server(url, self.seen_file) as base:
-            for run in range(self.runs):
-                for callers, name in HTTP_NAMES.items():
-                    entry = raw.setdefault(name, {"drain": [], "problems": []})
-                    await clear(url, "jobs")
-                    self.seen.reset()
-                    await crontick_enqueue(url, self.jobs, self.seen)
-                    await analyze(url)
-                    entry["drain"].append(await http_drain.drain(base, self.jobs, callers))
-                    entry["problems"].append(self.seen.check())
-                    self.log(f"run {run + 1}/{self.runs} {name}: {self.jobs / entry['drain'][-1]:,.0f} jobs/s")
+        raw: dict[str, dict[str, list[Any]]] = {name: {"drain": [], "problems": []} for name in HTTP_RUNS.values()}
+        for batch_size in sorted({batch for batch, _ in HTTP_RUNS}):
+            with http_drain.server(url, self.seen_file, batch_size=batch_size) as base:
+                for run in range(self.runs):
+                    for (batch, callers), name in HTTP_RUNS.items():
+                        if batch == batch_size:
+                            await self.http_run(url, base, callers, raw[name])
+                            self.log(f"run {run + 1}/{self.runs} {name}: {self.jobs / raw[name]['drain'][-1]:,.0f} jobs/s")
         return raw
+
+    async def http_run(self, url: str, base: str, callers: int, entry: dict[str, list[Any]]) -> None:
+        await clear(url, "jobs")
+        self.seen.reset()
+        await crontick_enqueue(url, self.jobs, self.seen)
+        await analyze(url)
+        entry["drain"].append(await http_drain.drain(base, self.jobs, callers))
+        entry["problems"].append(self.seen.check())
 
     async def scale(self, history: int) -> dict[str, Any]:
         empty = server.fresh_database(self.admin, "crontick_bench_scale_empty")
@@ -156,7 +164,7 @@ def assemble(bench: Bench, raw: dict[str, Any], http: dict[str, Any], scaled: di
     rate = {key: drained[n]["jobs_per_second"] for key, n in name.items()}
     ours = rate["crontick"]
     ours_enqueue = enqueue[name["crontick"]]["jobs_per_second"]
-    four = over_http[HTTP_NAMES[4]]["jobs_per_second"]
+    four = over_http[HTTP_RUNS[100, 4]]["jobs_per_second"]
     targets = [
         _target("in-process drain ÷ pgqueuer asyncpg", ours / rate.get("pgqueuer_asyncpg", float("nan")), 1.0, "≥"),
         _target("in-process drain ÷ one-UPDATE-per-batch loop", ours / rate.get("plain_batch", float("nan")), 0.5, "≥"),

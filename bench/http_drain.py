@@ -30,11 +30,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def server(url: str, seen_file: Path, workers: int = 1) -> Iterator[str]:
+def server(url: str, seen_file: Path, *, batch_size: int = 100, workers: int = 1) -> Iterator[str]:
     """`uvicorn crontick.app:app` in a subprocess, configured only through the environment."""
     port = free_port()
     env = {
         **os.environ,
+        "CRONTICK_BATCH_SIZE": str(batch_size),
         "DATABASE_URL": url,
         "CRON_SECRET": SECRET,
         "CRONTICK_HANDLERS": HANDLER_MODULE,

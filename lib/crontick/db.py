@@ -25,6 +25,7 @@ PING_AFTER_IDLE_SECONDS = 10.0
 MIGRATION_LOCK_KEY = 0x63726F6E7469636B  # "crontick"
 
 _NAME_LINE = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
+_COMMENT_LINE = re.compile(r"^[ \t]*--.*(?:\n|$)", re.MULTILINE)
 
 
 def sql_dir() -> Traversable:
@@ -52,8 +53,17 @@ def load_queries() -> dict[str, str]:
         for name, text in parse_queries(f.read_text(encoding="utf-8")).items():
             if name in queries:
                 raise ValueError(f"expected unique query names across sql/*.sql, got {name!r} twice")
-            queries[name] = text
+            queries[name] = without_comment_lines(text)
     return queries
+
+
+def without_comment_lines(text: str) -> str:
+    """A statement without its whole-line comments, which document the .sql file for people.
+
+    The server would lex them on every call (no statement is prepared, for poolers), and
+    psycopg caches its parse of a statement only up to 4 KiB.
+    """
+    return _COMMENT_LINE.sub("", text).strip()
 
 
 QUERIES: Mapping[str, str] = load_queries()
