@@ -23,14 +23,13 @@ import multiprocessing
 import os
 import random
 import signal
-import statistics
+import sys
 import threading
 import time
 from collections import Counter
 from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from multiprocessing.synchronize import Event
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -140,48 +139,56 @@ def sim_now(t0: datetime, started: float, scale: float) -> datetime:
     return t0 + timedelta(seconds=(time.time() - started) * scale)
 
 
-def worker(values: dict[str, Any], t0_iso: str, started: float, scale: float, per_second: int, stop: Event, out: Any) -> None:
+# Each worker writes its counts into shared memory of its own, never through a queue or a lock:
+# a worker killed with SIGKILL while holding a multiprocessing lock would block the others for ever.
+COUNTS = ("ticks", "sent", "failed", "unknown", "retried", "skipped", "errors")
+DURATION_BUCKET_MS = 10
+DURATION_BUCKETS = 1000  # up to 10 s; longer ticks count in the last bucket
+
+
+def worker(
+    values: dict[str, Any], t0_iso: str, started: float, scale: float, per_second: int, stop: Any, counts: Any
+) -> None:
     """Every wall-clock second, start `per_second` ticks at once, each on a free connection of its own."""
     settings = Settings(**values)
     t0 = datetime.fromisoformat(t0_iso)
     logging.getLogger("crontick").setLevel(logging.ERROR)  # one log line per tick × 20 a second drowns the report
 
-    async def main() -> None:
+    def add(name: str, n: int = 1) -> None:
+        counts[COUNTS.index(name)] += n
+
+    async def ticking() -> None:
         conns = [await db.connect(values["database_url"]) for _ in range(per_second * SLOTS_PER_TICK)]
         busy = [False] * len(conns)
-        stats = Counter[str]()
 
         async def one(i: int) -> None:
             busy[i] = True
             try:
                 result = await run_tick(conns[i], settings, now=sim_now(t0, started, scale), source="soak")
-                stats["ticks"] += 1
+                add("ticks")
                 for name in ("sent", "failed", "unknown", "retried"):
-                    stats[name] += getattr(result.reminders, name)
-                out.put(("duration", result.duration_ms))
+                    add(name, getattr(result.reminders, name))
+                counts[len(COUNTS) + min(result.duration_ms // DURATION_BUCKET_MS, DURATION_BUCKETS - 1)] += 1
             except Exception as exc:  # a tick error is reported, and the soak goes on like a scheduler would
-                stats["errors"] += 1
-                out.put(("error", f"{type(exc).__name__}: {exc}"))
+                add("errors")
+                print(f"tick error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
             finally:
                 busy[i] = False
 
         tasks: set[asyncio.Task[None]] = set()
         next_second = time.time()
-        while not stop.is_set():
+        while not stop.value:
             free = [i for i, b in enumerate(busy) if not b]
-            stats["skipped"] += max(0, per_second - len(free))  # every connection still runs a tick
+            add("skipped", max(0, per_second - len(free)))  # every connection still runs a tick
             for i in free[:per_second]:
                 task = asyncio.create_task(one(i))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
             next_second += 1.0
             await asyncio.sleep(max(0.0, next_second - time.time()))
-            out.put(("stats", dict(stats)))
-            stats.clear()
         await asyncio.gather(*tasks)
-        out.put(("stats", dict(stats)))
 
-    asyncio.run(main())
+    asyncio.run(ticking())
 
 
 def seed(url: str, count: int, t0: datetime, window_hours: float) -> set[int]:
@@ -223,25 +230,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         values = settings_values(url, provider.url, args)
 
         ctx = multiprocessing.get_context("spawn")
-        stop, out = ctx.Event(), ctx.Queue()
+        stop = ctx.RawValue("b", 0)
         started = time.time()
         per_worker = max(1, args.ticks_per_second // WORKERS)
+        all_counts: list[Any] = []
 
         def spawn() -> multiprocessing.process.BaseProcess:
-            worker_args = (values, t0.isoformat(), started, args.time_scale, per_worker, stop, out)
+            counts = ctx.RawArray("q", len(COUNTS) + DURATION_BUCKETS)
+            all_counts.append(counts)
+            worker_args = (values, t0.isoformat(), started, args.time_scale, per_worker, stop, counts)
             return ctx.Process(target=worker, args=worker_args)
 
         procs = [spawn() for _ in range(WORKERS)]
         for p in procs:
             p.start()
-        totals: Counter[str] = Counter()
-        durations: list[int] = []
-        errors: Counter[str] = Counter()
         kills = 0
         next_kill = time.time() + args.kill_every if args.kill_every else float("inf")
         end = started + args.seconds
         while time.time() < end:
-            drain_queue(out, totals, durations, errors, timeout=0.2)
+            time.sleep(max(0.0, min(end, next_kill) - time.time()))
             if time.time() >= next_kill:
                 victim = random.randrange(len(procs))
                 os.kill(procs[victim].pid or 0, signal.SIGKILL)
@@ -250,16 +257,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 procs[victim].start()
                 kills += 1
                 next_kill += args.kill_every
-        stop.set()
+        stop.value = 1
         for p in procs:
-            while p.is_alive():
-                drain_queue(out, totals, durations, errors, timeout=0.2)
             p.join()
-        drain_queue(out, totals, durations, errors, timeout=0.5)
+        totals = Counter({name: sum(c[i] for c in all_counts) for i, name in enumerate(COUNTS)})
+        histogram = [sum(c[len(COUNTS) + b] for c in all_counts) for b in range(DURATION_BUCKETS)]
         soak_seconds = time.time() - started
         provider.failure_rate = 0.0
         final = finish(url, values, sim_now(t0, started, args.time_scale))
-        return report(args, provider, cancelled, totals, durations, errors, kills, soak_seconds, final, url)
+        return report(args, provider, cancelled, totals, histogram, kills, soak_seconds, final, url)
 
 
 def settings_values(url: str, provider_url: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -280,21 +286,6 @@ def settings_values(url: str, provider_url: str, args: argparse.Namespace) -> di
         "twilio_auth_token": "soak-token",
         "sms_from": "+15005550006",
     }
-
-
-def drain_queue(out: Any, totals: Counter[str], durations: list[int], errors: Counter[str], timeout: float) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            kind, value = out.get(timeout=max(0.01, deadline - time.time()))
-        except Exception:
-            return
-        if kind == "stats":
-            totals.update(value)
-        elif kind == "duration":
-            durations.append(value)
-        else:
-            errors[value[:120]] += 1
 
 
 def finish(url: str, values: dict[str, Any], now: datetime) -> dict[str, int]:
@@ -323,8 +314,8 @@ def finish(url: str, values: dict[str, Any], now: datetime) -> dict[str, int]:
 
 
 def report(
-    args: argparse.Namespace, provider: Provider, cancelled: set[int], totals: Counter[str], durations: list[int],
-    errors: Counter[str], kills: int, seconds: float, final: dict[str, int], url: str,
+    args: argparse.Namespace, provider: Provider, cancelled: set[int], totals: Counter[str], histogram: list[int],
+    kills: int, seconds: float, final: dict[str, int], url: str,
 ) -> dict[str, Any]:
     double = {k: n for k, n in provider.deliveries.items() if n > 1}
     with psycopg.connect(url) as conn:
@@ -354,8 +345,8 @@ def report(
         "ticks": totals["ticks"],
         "ticks_per_second": round(totals["ticks"] / seconds, 1),
         "ticks_skipped_busy": totals["skipped"],
-        "tick_errors": dict(errors),
-        "tick_ms_p50_p95_max": quantiles(durations),
+        "tick_errors": totals["errors"],  # each one is printed to stderr
+        "tick_ms_p50_p95_max": quantiles(histogram),
         "workers_killed": kills,
         "provider_calls": dict(provider.calls),
         "deliveries": sum(provider.deliveries.values()),
@@ -372,11 +363,19 @@ def report(
     }
 
 
-def quantiles(values: list[int]) -> list[int]:
-    if len(values) < 2:
-        return values
-    q = statistics.quantiles(values, n=20)
-    return [int(statistics.median(values)), int(q[18]), max(values)]
+def quantiles(histogram: list[int]) -> list[int]:
+    """p50, p95 and max tick duration in ms, to the bucket (10 ms)."""
+    total = sum(histogram)
+    if not total:
+        return []
+    marks, seen = (0.5 * total, 0.95 * total), 0
+    found: list[int] = []
+    for bucket, n in enumerate(histogram):
+        seen += n
+        while len(found) < len(marks) and seen >= marks[len(found)]:
+            found.append((bucket + 1) * DURATION_BUCKET_MS)
+    last = max(b for b, n in enumerate(histogram) if n)
+    return [*found, (last + 1) * DURATION_BUCKET_MS]
 
 
 def main() -> None:
