@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 from contextlib import ExitStack
+from pathlib import Path
 from urllib.parse import quote, urlencode
 
 import psycopg
@@ -22,7 +23,7 @@ def admin_url(stack: ExitStack) -> str:
     from crontick import embedded
 
     data_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="crontick-bench-"))
-    return embedded.start(data_dir, cleanup=True)  # type: ignore[arg-type]
+    return embedded.start(Path(data_dir), cleanup=True)
 
 
 def fresh_database(admin: str, name: str) -> str:

@@ -108,13 +108,15 @@ def enqueue_many(
 ) -> list[int]:
     """Add many (type, payload) jobs in one statement; returns their ids in order."""
     _check_options("enqueue_many", run_after, max_attempts)
-    rows = [[type, payload] for type, payload in jobs]
+    rows = jobs if isinstance(jobs, list) else list(jobs)
     for type, _ in rows:
-        _check_type(type, "enqueue_many")
+        if not isinstance(type, str) or not type:
+            _check_type(type, "enqueue_many")
     if not rows:
         return []
-    # One JSON document for the whole list: serialised once in C, where a jsonb[] array
-    # would quote and escape every payload separately (about 6x slower for 10,000 jobs).
+    # One JSON document for the whole list (each (type, payload) pair becomes an array),
+    # serialised once in C, where a jsonb[] array would quote and escape every payload
+    # separately (about 6x slower for 10,000 jobs).
     params = {"jobs": Jsonb(rows), "run_after": run_after, "max_attempts": max_attempts}
     return [r[0] for r in conn.execute(query("job_insert_many"), params, binary=True).fetchall()]
 
