@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
+import weakref
 from collections.abc import Mapping
 from importlib import resources
 from importlib.abc import Traversable
@@ -58,12 +60,14 @@ def load_queries() -> dict[str, str]:
 
 
 def without_comment_lines(text: str) -> str:
-    """A statement without its whole-line comments, which document the .sql file for people.
+    """A statement without its whole-line comments and indentation, which are there for people.
 
     The server would lex them on every call (no statement is prepared, for poolers), and
-    psycopg caches its parse of a statement only up to 4 KiB.
+    psycopg caches its parse of a statement only up to 4 KiB. No query of ours has a string
+    literal spanning lines, so stripping each line changes no value.
     """
-    return _COMMENT_LINE.sub("", text).strip()
+    lines = (line.strip() for line in _COMMENT_LINE.sub("", text).splitlines())
+    return "\n".join(line for line in lines if line)
 
 
 QUERIES: Mapping[str, str] = load_queries()
@@ -92,17 +96,29 @@ class Database:
         self._url = url
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._last_used = 0.0
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
 
     async def connection(self) -> psycopg.AsyncConnection[Any]:
-        conn = self._conn
-        if conn is not None and not conn.closed and not conn.broken:
-            if time.monotonic() - self._last_used < PING_AFTER_IDLE_SECONDS or await _alive(conn):
-                self._last_used = time.monotonic()
-                return conn
-            await self.discard()
-        self._conn = await connect(self._url)
-        self._last_used = time.monotonic()
-        return self._conn
+        # One opener at a time: two requests reaching a cold instance together share one
+        # connection instead of each opening one and leaking the loser's.
+        async with self._lock():
+            conn = self._conn
+            if conn is not None and not conn.closed and not conn.broken:
+                if time.monotonic() - self._last_used < PING_AFTER_IDLE_SECONDS or await _alive(conn):
+                    self._last_used = time.monotonic()
+                    return conn
+                await self.discard()
+            self._conn = await connect(self._url)
+            self._last_used = time.monotonic()
+            return self._conn
+
+    def _lock(self) -> asyncio.Lock:
+        """A lock per event loop (an asyncio.Lock is bound to the loop that first uses it)."""
+        loop = asyncio.get_running_loop()
+        lock = self._locks.get(loop)
+        if lock is None:
+            lock = self._locks[loop] = asyncio.Lock()
+        return lock
 
     async def discard(self) -> None:
         """Drop the connection after an error; the next call opens a fresh one."""

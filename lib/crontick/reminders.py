@@ -18,7 +18,7 @@ from psycopg.rows import class_row
 from . import backoff, delivery
 from .db import query
 from .errors import ConfigError, PermanentError
-from .runner import _scrub
+from .runner import scrub
 from .settings import Settings
 
 log = logging.getLogger("crontick")
@@ -139,7 +139,7 @@ async def send_all(
         if isinstance(result, delivery.Delivered):
             return Outcome(c.id, c.attempts, "sent", provider_message_id=result.provider_message_id)
         finished = now + timedelta(seconds=clock() - began)
-        return decide(c, Failure(result.kind, _scrub(result.error, settings.secrets)), finished, rand())
+        return decide(c, Failure(result.kind, scrub(result.error, settings.secrets)), finished, rand())
 
     return list(await asyncio.gather(*(one(c) for c in claimed)))
 

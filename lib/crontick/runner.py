@@ -46,7 +46,7 @@ async def run_batch(
         entry = handlers.get(job.type)
         policy = entry.retry if entry else backoff.DEFAULT_POLICY
         decision = backoff.after_failure(job.attempt, job.max_attempts, policy, finished, rand(), permanent)
-        text = _scrub(error, secrets)
+        text = scrub(error, secrets)
         if isinstance(decision, backoff.Retry):
             return Outcome(job.id, job.attempt, "pending", job.attempt, decision.run_after, text)
         return Outcome(job.id, job.attempt, "failed", job.attempt, None, text)
@@ -129,7 +129,7 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _scrub(text: str, secrets: Sequence[str]) -> str:
+def scrub(text: str, secrets: Sequence[str]) -> str:
     """Remove every configured secret from error text before it is stored, and cap its length."""
     for secret in secrets:
         text = text.replace(secret, "[redacted]")

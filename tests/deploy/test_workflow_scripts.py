@@ -83,13 +83,16 @@ def test_the_oidc_variant_requests_an_id_token_and_stores_no_secret_token() -> N
     assert "CRON_SECRET" not in (workflows.WORKFLOWS / "tick-oidc.yml").read_text().split("\nname:", 1)[1]
 
 
-def test_ci_runs_make_test_against_a_postgres_service() -> None:
+def test_ci_runs_the_ci_script_against_a_postgres_service() -> None:
     workflow = workflows.load("ci.yml")
     (job,) = workflow["jobs"].values()
     assert job["services"]["postgres"]["image"].startswith("postgres:")
     assert "5432:5432" in job["services"]["postgres"]["ports"]
     assert job["env"]["CRONTICK_TEST_DATABASE_URL"].startswith("postgresql://postgres:postgres@localhost:5432/")
-    assert any(str(s.get("run", "")).startswith("make test") for s in job["steps"])
+    assert any(str(s.get("run", "")).strip() == "./.ci/run" for s in job["steps"])
+    # .ci/run installs PgBouncer (for tests/pooler) and then runs the README's `make test`.
+    ci_run = (workflows.WORKFLOWS.parent.parent / ".ci" / "run").read_text()
+    assert "make test" in ci_run and "pgbouncer" in ci_run
     assert job["timeout-minutes"] > 0
 
 

@@ -3,8 +3,10 @@
 Here `database_url` (and so `conn`, and every app or CLI started from it) reaches PostgreSQL
 through PgBouncer, so each test in this folder proves that crontick keeps no session state:
 no named prepared statements, no LISTEN, no SET outside a transaction, advisory locks only at
-transaction scope. PgBouncer must be installed (`apt-get install pgbouncer`; .ci/run does it):
-without it these tests fail, they never skip.
+transaction scope. PgBouncer must be installed (`apt-get install pgbouncer`; .ci/run does it).
+In CI (.ci/run sets CRONTICK_REQUIRE_PGBOUNCER=1) a missing PgBouncer fails these tests. On a
+developer's fresh machine, where `make test` must pass with nothing but Python installed, they
+are skipped with a message saying how to run them.
 """
 
 from __future__ import annotations
@@ -44,12 +46,14 @@ def pgbouncer_binary() -> str:
     found = os.environ.get("CRONTICK_PGBOUNCER") or shutil.which("pgbouncer")
     found = found or next((p for p in SEARCH_PATHS if os.path.exists(p)), None)
     if not found:
-        pytest.fail(
+        message = (
             "expected PgBouncer for the pooler tests, got none on PATH or in /usr/sbin: install it "
             "(apt-get install pgbouncer, or brew install pgbouncer; .ci/run installs it), "
-            "or point CRONTICK_PGBOUNCER at the binary",
-            pytrace=False,
+            "or point CRONTICK_PGBOUNCER at the binary"
         )
+        if os.environ.get("CRONTICK_REQUIRE_PGBOUNCER"):
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message + " (CI sets CRONTICK_REQUIRE_PGBOUNCER=1 and fails instead)")
     return found
 
 
