@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import email.policy
 import hashlib
 import hmac
 import json
@@ -11,8 +10,6 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from email.message import EmailMessage
-from email.utils import formatdate
 from typing import Any, Protocol
 
 import httpx
@@ -29,7 +26,6 @@ TWILIO_API_VERSION = "2010-04-01"
 # message's stable key (Resend's Idempotency-Key, Standard Webhooks' webhook-id), or, for the
 # console, a repeat harms no one. Twilio takes no key, so an ambiguous SMS is never resent.
 IDEMPOTENT_CHANNELS = frozenset({"email", "webhook", "console"})
-CONSOLE_POLICY = email.policy.default.clone(utf8=True)  # UTF-8 headers and body, "\n" lines: readable as printed
 
 
 class DeliveryFailed(CrontickError):
@@ -141,7 +137,14 @@ class ConsoleChannel:
     name: str = "console"
 
     async def send(self, message: Message, timeout_seconds: float) -> Delivered:
-        mime = EmailMessage(policy=CONSOLE_POLICY)
+        # Imported here: the email package costs cold-start time on every host, and only the
+        # console channel (a developer's terminal) uses it.
+        import email.policy
+        from email.message import EmailMessage
+        from email.utils import formatdate
+
+        policy = email.policy.default.clone(utf8=True)  # UTF-8 headers and body, "\n" lines: readable as printed
+        mime = EmailMessage(policy=policy)
         mime["Subject"] = message.subject
         mime["From"] = message.sender or self.sender
         mime["To"] = message.to

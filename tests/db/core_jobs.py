@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -41,6 +42,11 @@ def ok_sync(payload: Any, job: crontick.Job) -> None:
 @crontick.handler("t_core.fail")
 def fail(payload: Any, job: crontick.Job) -> None:
     raise ValueError(f"boom on attempt {job.attempt}")
+
+
+@crontick.handler("t_core.exits")
+def exits(payload: Any, job: crontick.Job) -> None:
+    sys.exit("a library called sys.exit() inside the handler")
 
 
 @crontick.handler("t_core.permanent")

@@ -56,6 +56,17 @@ def test_permanent_error_fails_at_once(database_url: str, conn: psycopg.Connecti
     assert row["last_error"] == "PermanentError: expected a user that exists, got: user 7 was deleted"
 
 
+def test_sys_exit_in_a_handler_is_a_retried_failure_not_a_dead_tick(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    job_id = crontick.enqueue(conn, "t_core.exits", {})
+    ok_id = crontick.enqueue(conn, "t_core.ok", {})
+    result = tick(database_url, now=db_now(conn))
+    assert (result.jobs.claimed, result.jobs.retried, result.jobs.succeeded) == (2, 1, 1)
+    row = job_row(conn, job_id)
+    assert (row["status"], row["locked_until"]) == ("pending", None)
+    assert row["last_error"] == "SystemExit: a library called sys.exit() inside the handler"
+    assert job_row(conn, ok_id)["status"] == "done"
+
+
 def test_handler_exception_is_retried_about_a_minute_later(database_url: str, conn: psycopg.Connection[Any]) -> None:
     job_id = crontick.enqueue(conn, "t_core.fail", {})
     now = db_now(conn)
