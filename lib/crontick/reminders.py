@@ -165,7 +165,7 @@ async def attempt(
         return Failure("definite", f"booking {c.booking_id}: {exc}")
     except TimeoutError:
         return Failure("ambiguous", f"booking {c.booking_id}: {channel.name}: stopped mid-call at the tick's time budget")
-    except Exception as exc:  # DeliveryUnknown, or anything else once the request may have left
+    except Exception as exc:  # DeliveryUnknown, or anything else once the request may have left  # noqa: BLE001
         return Failure("ambiguous", f"booking {c.booking_id}: {type(exc).__name__}: {exc}")
 
 

@@ -100,7 +100,7 @@ async def _attempt(job: Job, clock: Callable[[], float]) -> tuple[str | None, bo
         if limit is None or not limit.expired():  # the handler's own timeout (a socket's, say)
             return _describe(exc), False
         return f"TimeoutError: job {job.id} ({job.type}) was stopped after {entry.timeout_seconds:.1f} s (its handler's timeout_seconds)", False
-    except (Exception, SystemExit) as exc:  # any failure, even sys.exit() in a handler, is recorded and retried
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure, even sys.exit() in a handler, is recorded and retried
         return _describe(exc), False
     finally:
         elapsed = clock() - began
