@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from . import auth, handlers
+from . import auth, handlers, logs
 from .db import Database
 from .errors import ConfigError, CrontickError, DatabaseUnavailable
 from .settings import Settings
@@ -40,7 +40,7 @@ class Runtime:
             self.db = Database(self.settings.require_database_url())
         except ConfigError as exc:
             self.problem = str(exc)
-            log.error('{"event": "misconfigured", "detail": "%s"}', exc)
+            logs.error("misconfigured", detail=str(exc))
 
 
 async def tick(request: Request) -> JSONResponse:
@@ -61,22 +61,22 @@ async def tick(request: Request) -> JSONResponse:
         # outage there is a 503 the scheduler retries, not a 401 that looks like a bad secret.
         decision = await auth.authorize(request, body, settings, rt.db)
         if not decision.ok:
-            log.warning('{"event": "tick_refused", "reason": "%s", "client": "%s"}', decision.reason, _client(request))
+            logs.warning("tick_refused", reason=decision.reason, client=_client(request))
             return error(401, "unauthorized", "a valid credential is required to run a tick", {"WWW-Authenticate": "Bearer"})
         conn = await rt.db.connection()
         result = await run_tick(conn, settings, source=decision.method or "http")
     except DatabaseUnavailable as exc:
         await rt.db.discard()
-        log.error('{"event": "database_unavailable", "detail": "%s"}', exc)
+        logs.error("database_unavailable", detail=str(exc))
         return error(
             503, "database_unavailable", "the database cannot be reached; the scheduler should retry later",
             {"Retry-After": str(RETRY_AFTER_SECONDS)},
         )
     except ConfigError as exc:  # found only on connecting, e.g. a DATABASE_URL psycopg cannot parse
-        log.error('{"event": "misconfigured", "detail": "%s"}', exc)
+        logs.error("misconfigured", detail=str(exc))
         return error(503, "misconfigured", f"crontick is not configured: {exc}")
     except CrontickError as exc:
-        log.error('{"event": "tick_error", "detail": "%s"}', exc)
+        logs.error("tick_error", detail=str(exc))
         return error(500, "tick_failed", str(exc))
     return JSONResponse(result.to_json())
 
@@ -99,7 +99,7 @@ async def health(request: Request) -> JSONResponse:
         )
     except Exception as exc:  # psycopg errors mid-query: report unhealthy, never a traceback  # noqa: BLE001
         await rt.db.discard()
-        log.error('{"event": "health_error", "detail": "%s: %s"}', type(exc).__name__, exc)
+        logs.error("health_error", detail=f"{type(exc).__name__}: {exc}")
         return JSONResponse({"ok": False, "last_tick_at": None, "error": "database_error", "detail": type(exc).__name__}, 503)
     last = row[0] if row else None
     return JSONResponse({"ok": True, "last_tick_at": last.isoformat() if last else None})
@@ -118,7 +118,10 @@ async def http_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def internal_error(request: Request, exc: Exception) -> JSONResponse:
-    log.exception("unhandled error in %s", request.url.path, exc_info=exc)
+    import traceback
+
+    logs.error("internal_error", path=request.url.path, error=type(exc).__name__,
+               traceback="".join(traceback.format_exception(exc)))
     return error(500, "internal_error", "the request failed; the server log has the details")
 
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import logging
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -15,13 +13,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import psycopg
 from psycopg.rows import class_row
 
-from . import backoff, delivery
+from . import backoff, delivery, logs
 from .db import query
 from .errors import ConfigError, PermanentError
 from .runner import scrub
 from .settings import Settings
 
-log = logging.getLogger("crontick")
 
 STATUSES = ("sending", "sent", "failed", "unknown")
 MAX_ATTEMPTS = backoff.DEFAULT_MAX_ATTEMPTS
@@ -93,7 +90,7 @@ async def send_due(
     counts = _count(claimed, outcomes, written, more=len(claimed) >= settings.batch_size or clock() >= deadline)
     fenced = [o.id for o in outcomes if o.id not in written]
     if fenced:
-        log.warning(json.dumps({"event": "reminders_fenced", "reminder_send_ids": fenced}))
+        logs.warning("reminders_fenced", reminder_send_ids=fenced)
     return counts
 
 
@@ -266,7 +263,7 @@ def booking_zone(booking_id: int, name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError):
-        log.warning(json.dumps({"event": "unknown_time_zone", "booking_id": booking_id, "time_zone": name, "fallback": "UTC"}))
+        logs.warning("unknown_time_zone", booking_id=booking_id, time_zone=name, fallback="UTC")
         return UTC_ZONE
 
 

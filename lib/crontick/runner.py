@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import random
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
-from . import backoff, handlers
+from . import backoff, handlers, logs
 from .errors import PermanentError
 from .handlers import Handler, Job
 from .queue import Outcome
 
-log = logging.getLogger("crontick")
 
 SLOW_JOB_SECONDS = 8.0
 LAST_ERROR_MAX_CHARS = 2000
@@ -105,7 +103,7 @@ async def _attempt(job: Job, clock: Callable[[], float]) -> tuple[str | None, bo
     finally:
         elapsed = clock() - began
         if elapsed > SLOW_JOB_SECONDS:
-            log.warning('{"event": "slow_job", "job_id": %d, "type": "%s", "seconds": %.1f}', job.id, job.type, elapsed)
+            logs.warning("slow_job", job_id=job.id, type=job.type, seconds=round(elapsed, 1))
     return None, False
 
 

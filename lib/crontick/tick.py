@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -12,11 +10,10 @@ from typing import Any
 
 import psycopg
 
-from . import handlers, queue, reminders, runner
+from . import handlers, logs, queue, reminders, runner
 from .errors import CrontickError, DatabaseUnavailable
 from .settings import Settings
 
-log = logging.getLogger("crontick")
 
 # In `crontick tick --drain`, how often reminders are looked at again between batches of jobs.
 REMINDER_RECHECK_SECONDS = 1.0
@@ -105,8 +102,8 @@ async def run_tick(
     more = recorded.jobs_due or sent.more or out_of_time or job_counts.released > 0
     result = TickResult(job_counts, sent, more, duration_ms)
     if job_counts.fenced:
-        log.warning('{"event": "fenced", "count": %d}', job_counts.fenced)
-    log.info(json.dumps({"event": "tick", "source": source, **result.to_json()}))
+        logs.warning("fenced", count=job_counts.fenced)
+    logs.info("tick", source=source, **result.to_json())
     return result
 
 
