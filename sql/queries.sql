@@ -47,7 +47,16 @@ with expired as materialized (
             || ' (the tick running it was stopped before it could record an outcome)',
         updated_at = %(now)s
     from expired where j.id = expired.id
-    returning j.status
+    returning j.id, j.type, j.status, j.attempts, j.last_error
+), alerted as (
+    -- crontick.alerts: a job failed here for good raises its job_failed alert in this statement (an outbox).
+    insert into crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
+    select 'job_failed', 'job:' || r.id, %(now)s,
+        jsonb_build_object('job_id', r.id, 'job_type', r.type, 'attempts', r.attempts, 'error', left(r.last_error, 500)),
+        %(now)s, %(now)s, %(now)s
+    from rescued r
+    where r.status = 'failed'
+    on conflict on constraint crontick_alerts_once do nothing
 )
 select count(*) filter (where status = 'pending') as retried,
        count(*) filter (where status = 'failed') as failed
@@ -109,7 +118,7 @@ with outcome as materialized (
         updated_at = %(now)s
     from outcome o
     where j.id = o.id and j.status = 'running' and j.attempts = o.claimed_attempt
-    returning j.id
+    returning j.id, j.type, j.status, j.attempts, j.last_error
 ), counts as (
     select
         count(*) filter (where w.id is not null and o.status = 'done') as succeeded,
@@ -125,10 +134,50 @@ with outcome as materialized (
         %(summary)s::jsonb || jsonb_build_object('jobs', %(jobs)s::jsonb || to_jsonb(c))
     from counts c
     where %(log)s::boolean
+), job_alerts as (
+    -- crontick.alerts: each job written 'failed' raises one job_failed alert here (an outbox).
+    insert into crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
+    select 'job_failed', 'job:' || w.id, %(now)s,
+        jsonb_build_object('job_id', w.id, 'job_type', w.type, 'attempts', w.attempts, 'error', left(w.last_error, 500)),
+        %(now)s, %(now)s, %(now)s
+    from written w
+    where w.status = 'failed'
+    on conflict on constraint crontick_alerts_once do nothing
+    returning 1
+), silence as (
+    -- crontick.alerts: this tick ends a silence of the scheduler when the tick before it (this
+    -- statement's snapshot does not see its own log row) finished more than silent_after ago.
+    -- The silence is named by that earlier tick, so concurrent ticks after it raise one alert,
+    -- and only the tick whose insert won reports silent_seconds (and logs scheduler_silent).
+    insert into crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
+    select 'scheduler_silent', 'scheduler', p.finished_at,
+        jsonb_build_object('silent_seconds', round(extract(epoch from %(started_at)s::timestamptz - p.finished_at)),
+                           'last_tick_at', p.finished_at, 'silent_after_seconds', %(silent_after)s::float8),
+        %(now)s, %(now)s, %(now)s
+    from (select max(finished_at) as finished_at from crontick_ticks) p
+    where %(log)s::boolean
+      and p.finished_at < %(started_at)s::timestamptz - make_interval(secs => %(silent_after)s::float8)
+    on conflict on constraint crontick_alerts_once do nothing
+    returning (body ->> 'silent_seconds')::float8 as silent_seconds
 )
 select array(select id from written) as written,
     c.succeeded, c.retried, c.failed, c.released, c.fenced,
-    coalesce((select min(run_after) from jobs where status = 'pending') <= %(now)s, false) as jobs_due
+    coalesce((select min(run_after) from jobs where status = 'pending') <= %(now)s, false) as jobs_due,
+    (select silent_seconds from silence) as silent_seconds,
+    -- crontick.alerts: whether to send, read from the first entry of a partial index (or from
+    -- what this statement wrote), so a tick with nothing pending spends no statement on alerts.
+    exists (select 1 from job_alerts) or exists (select 1 from silence)
+        or coalesce((select min(next_attempt_at) from crontick_alerts where status = 'pending') <= %(now)s, false)
+        as alerts_due,
+    -- crontick.retention: whether any table holds a row past its keep period, each read as the
+    -- first entry of an index; null cutoffs (a record without the tick) make it false.
+    coalesce((select min(updated_at) from jobs where status = 'done') < %(done_before)s::timestamptz, false)
+        or coalesce((select min(updated_at) from jobs where status = 'failed') < %(failed_before)s::timestamptz, false)
+        or coalesce((select min(finished_at) from crontick_ticks) < %(kept_before)s::timestamptz, false)
+        or coalesce((select min(updated_at) from crontick_alerts) < %(kept_before)s::timestamptz, false)
+        or coalesce((select min(updated_at) from reminder_sends where status <> 'sending' and next_attempt_at is null)
+                    < %(kept_before)s::timestamptz, false)
+        as retention_due
 from counts c;
 
 -- name: tick_last

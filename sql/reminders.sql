@@ -63,6 +63,20 @@ with overdue as materialized (
     where r.id = o.id
     returning r.id, r.booking_id, r.kind, r.channel, r.status, r.attempts, r.max_attempts, r.maybe_delivered,
               r.idempotency_key, r.created_at
+), settled_alerts as (
+    -- crontick.alerts: a reminder settled here as a final 'failed' or 'unknown' raises its alert
+    -- in this statement (an outbox), once per reminder outcome.
+    insert into crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
+    select 'reminder_' || s.status, 'reminder:' || s.booking_id || ':' || s.kind, %(now)s,
+        jsonb_build_object('booking_id', s.booking_id, 'kind', s.kind, 'channel', s.channel, 'attempts', s.attempts,
+            'error', case when s.status = 'unknown'
+                then 'attempt ' || s.attempts || ' was still sending when its lease ended; it may have reached the customer'
+                else 'not retried: ' || o.reason end),
+        %(now)s, %(now)s, %(now)s
+    from settled s
+    join overdue o on o.id = s.id
+    where s.status in ('failed', 'unknown')
+    on conflict on constraint crontick_alerts_once do nothing
 ), fresh as materialized (
     select b.id as booking_id, k.kind,
         coalesce(
@@ -136,7 +150,18 @@ with outcome as (
     from mine m
     join outcome o on o.id = m.id
     where r.id = m.id and not m.unclaim
-    returning r.id
+    returning r.id, r.booking_id, r.kind, r.channel, r.status, r.attempts, r.next_attempt_at, r.last_error
+), alerted as (
+    -- crontick.alerts: an outcome written as a final 'failed' (no retry due) or 'unknown' raises
+    -- its alert in this statement (an outbox), once per reminder outcome.
+    insert into crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
+    select 'reminder_' || w.status, 'reminder:' || w.booking_id || ':' || w.kind, %(now)s,
+        jsonb_build_object('booking_id', w.booking_id, 'kind', w.kind, 'channel', w.channel, 'attempts', w.attempts,
+                           'error', left(w.last_error, 500)),
+        %(now)s, %(now)s, %(now)s
+    from written w
+    where w.status = 'unknown' or (w.status = 'failed' and w.next_attempt_at is null)
+    on conflict on constraint crontick_alerts_once do nothing
 )
 select id from unclaimed
 union all

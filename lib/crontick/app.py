@@ -13,6 +13,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from . import auth, handlers, logs
+from . import health as health_check
 from .db import Database
 from .errors import ConfigError, CrontickError, DatabaseUnavailable
 from .settings import Settings
@@ -82,15 +83,12 @@ async def tick(request: Request) -> JSONResponse:
 
 
 async def health(request: Request) -> JSONResponse:
-    from .db import query
-
     rt: Runtime = request.app.state.runtime
     if rt.problem or rt.db is None:
         return JSONResponse({"ok": False, "last_tick_at": None, "error": "misconfigured", "detail": rt.problem}, 503)
     try:
         conn = await rt.db.connection()
-        cur = await conn.execute(query("tick_last"))
-        row = await cur.fetchone()
+        status = await health_check.read(conn, rt.settings)
     except DatabaseUnavailable:
         await rt.db.discard()
         return JSONResponse(
@@ -101,8 +99,9 @@ async def health(request: Request) -> JSONResponse:
         await rt.db.discard()
         logs.error("health_error", detail=f"{type(exc).__name__}: {exc}")
         return JSONResponse({"ok": False, "last_tick_at": None, "error": "database_error", "detail": type(exc).__name__}, 503)
-    last = row[0] if row else None
-    return JSONResponse({"ok": True, "last_tick_at": last.isoformat() if last else None})
+    # strict=1: an uptime monitor pages on the 503 while the scheduler is silent.
+    stale_status = 503 if status.stale and health_check.strict(request.query_params.get("strict")) else 200
+    return JSONResponse(status.to_json(), stale_status)
 
 
 async def http_error(request: Request, exc: Exception) -> JSONResponse:

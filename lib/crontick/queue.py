@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -159,6 +159,9 @@ class TickLog(NamedTuple):
     summary: dict[str, Any]  # the tick's JSON summary; its job counts are filled in by the statement
     claimed: int
     rescued: int
+    # The statement's extra checks: silent_after (seconds) and the retention cutoffs
+    # done_before, failed_before and kept_before (crontick.upkeep.checks builds them).
+    checks: Mapping[str, Any] | None = None
 
 
 class Recorded(NamedTuple):
@@ -169,6 +172,9 @@ class Recorded(NamedTuple):
     released: int
     fenced: int  # outcomes not written: another tick had taken the job over
     jobs_due: bool  # pending jobs are due at `now`, so the caller has more to do
+    silent_seconds: float | None = None  # this tick ended a silence of the scheduler this long (and raised its alert)
+    alerts_due: bool = False  # pending alerts are due: the tick sends them
+    retention_due: bool = False  # some table holds rows past their keep period
 
 
 async def record(
@@ -181,6 +187,7 @@ async def record(
     ]
     params: dict[str, Any] = {
         "now": now, "outcomes": Json(rows), "log": False, "started_at": None, "source": None, "summary": None, "jobs": None,
+        "silent_after": None, "done_before": None, "failed_before": None, "kept_before": None,
     }
     if tick is not None:
         params.update(
@@ -189,6 +196,7 @@ async def record(
             source=tick.source,
             summary=Jsonb(tick.summary),
             jobs=Jsonb({"claimed": tick.claimed, "rescued": tick.rescued}),
+            **(tick.checks or {}),
         )
     cur = await conn.execute(query("job_record_outcomes"), params)
     row = await cur.fetchone()

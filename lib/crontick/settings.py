@@ -33,6 +33,10 @@ REMINDER_TEMPLATE_VARIABLES = (
 )
 DEFAULT_REMINDER_SUBJECT = "Reminder: your appointment {day} at {time}"
 DEFAULT_REMINDER_TEMPLATE = "Hi {first_name}, a reminder: your appointment is {day}, {date} at {time} ({zone})."
+# Health, alerts and retention: a tick is expected this often; finished jobs are kept this long.
+DEFAULT_EXPECTED_INTERVAL_SECONDS = 900.0
+DEFAULT_KEEP_DONE_DAYS = 7.0
+DEFAULT_KEEP_FAILED_DAYS = 30.0
 _KIND = re.compile(r"^([1-9][0-9]*)([mhd])$")
 _KIND_UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400}
 
@@ -73,6 +77,12 @@ class Settings:
     # The base URL schedulers call (https://app.example.com): QStash signs the full URL it calls and
     # short-lived tokens name it as their audience. Unset: taken from the request (x-forwarded-*).
     public_url: str | None = None
+    # Health, alerts and retention (crontick.health, crontick.alerts, crontick.retention).
+    expected_interval_seconds: float = DEFAULT_EXPECTED_INTERVAL_SECONDS
+    alert_webhook_url: str | None = field(default=None, repr=False)  # a Slack URL's path is its secret
+    alert_webhook_secret: str | None = field(default=None, repr=False)
+    keep_done_days: float = DEFAULT_KEEP_DONE_DAYS
+    keep_failed_days: float = DEFAULT_KEEP_FAILED_DAYS
 
     @property
     def auth_configured(self) -> bool:
@@ -98,6 +108,8 @@ class Settings:
             self.twilio_auth_token,
             self.qstash_current_signing_key,
             self.qstash_next_signing_key,
+            self.alert_webhook_url,
+            self.alert_webhook_secret,
         )
         return tuple(v for v in values if v)
 
@@ -145,6 +157,14 @@ class Settings:
             github_oidc_refs=_list(env, "CRONTICK_GITHUB_OIDC_REFS"),
             github_oidc_workflows=_list(env, "CRONTICK_GITHUB_OIDC_WORKFLOWS"),
             public_url=_base_url(env, "CRONTICK_PUBLIC_URL"),
+            # Health, alerts and retention.
+            expected_interval_seconds=_number(
+                env, "CRONTICK_EXPECTED_INTERVAL_SECONDS", DEFAULT_EXPECTED_INTERVAL_SECONDS, minimum=60
+            ),
+            alert_webhook_url=_alert_url(env, "CRONTICK_ALERT_WEBHOOK_URL"),
+            alert_webhook_secret=_signing_secret(env, "CRONTICK_ALERT_WEBHOOK_SECRET"),
+            keep_done_days=_number(env, "CRONTICK_KEEP_DONE_DAYS", DEFAULT_KEEP_DONE_DAYS, minimum=0),
+            keep_failed_days=_number(env, "CRONTICK_KEEP_FAILED_DAYS", DEFAULT_KEEP_FAILED_DAYS, minimum=0),
         )
         if settings.github_oidc_repository and not settings.github_oidc_audience:
             raise ConfigError(
@@ -219,6 +239,29 @@ def _database_url(env: Mapping[str, str]) -> str | None:
         except psycopg.ProgrammingError as exc:
             raise DatabaseUrlError(url, exc) from None  # not chained: psycopg's text may quote the password
     return url
+
+
+def _alert_url(env: Mapping[str, str], name: str) -> str | None:
+    """CRONTICK_ALERT_WEBHOOK_URL, checked now; the message never repeats it (a Slack URL's path is a secret)."""
+    value = _text(env, name)
+    if value is not None:
+        parts = urlsplit(value)
+        if parts.scheme not in ("https", "http") or not parts.netloc:
+            raise ConfigError(
+                f"{name}: expected an http:// or https:// URL such as https://hooks.slack.com/services/…, "
+                f"got: a value starting {value[:8]!r}"
+            )
+    return value
+
+
+def _signing_secret(env: Mapping[str, str], name: str) -> str | None:
+    value = _text(env, name)
+    if value is not None:
+        try:
+            webhook_signing_key(value)
+        except ValueError as exc:
+            raise ConfigError(f"{name}: {exc}") from None
+    return value
 
 
 def kind_lead(kind: str) -> timedelta:

@@ -10,7 +10,7 @@ from typing import Any
 
 import psycopg
 
-from . import handlers, logs, queue, reminders, runner
+from . import handlers, logs, queue, reminders, runner, upkeep
 from .errors import CrontickError, DatabaseUnavailable
 from .settings import Settings
 
@@ -84,8 +84,11 @@ async def run_tick(
         )
         duration_ms = int((clock() - t0) * 1000)
         partial = TickResult(JobCounts(), sent, False, duration_ms).to_json()
-        tick_log = queue.TickLog(now, source, partial, claimed=len(jobs), rescued=rescued.total)
+        tick_log = queue.TickLog(
+            now, source, partial, claimed=len(jobs), rescued=rescued.total, checks=upkeep.checks(settings, now)
+        )
         recorded = await queue.record(conn, outcomes, now + timedelta(milliseconds=duration_ms), tick_log)
+        await upkeep.after_record(conn, settings, recorded, now=now, deadline=deadline, clock=clock)
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailable(exc) from exc
     except psycopg.errors.UndefinedTable as exc:

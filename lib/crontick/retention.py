@@ -1,0 +1,89 @@
+"""Retention: delete finished jobs, tick records and old bookkeeping in bounded batches inside a tick's budget."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+
+from . import logs
+from .db import query
+from .settings import Settings
+
+BATCH_SIZE = 5000  # rows per table per tick: ~0.1-0.3 s here, so a million clear in 200 ticks
+KEEP_BOOKKEEPING = timedelta(days=30)  # tick records, finished reminder sends and alerts
+MIN_SECONDS = 1.0  # left of the tick's budget, or deleting waits for a later tick
+MARGIN_SECONDS = 0.25  # of the budget kept back from the delete's statement_timeout
+# After a run that found less than a full batch anywhere, this process leaves retention alone
+# this long, even if the record statement still sees an expired row (one it could not delete:
+# locked, or a reminder send whose booking was moved into the future).
+QUIET_SECONDS = 600.0
+
+_quiet_until = float("-inf")
+
+
+@dataclass(frozen=True)
+class Deleted:
+    done_jobs: int = 0
+    failed_jobs: int = 0
+    ticks: int = 0
+    alerts: int = 0
+    reminder_sends: int = 0
+
+    @property
+    def full(self) -> bool:
+        """Some table gave a whole batch, so more is probably waiting: run again next tick."""
+        counts: dict[str, int] = asdict(self)
+        return max(counts.values()) >= BATCH_SIZE
+
+
+def cutoffs(settings: Settings, now: datetime) -> dict[str, datetime]:
+    """What is expired at `now`: rows last changed before these instants (a pure function)."""
+    return {
+        "done_before": now - timedelta(days=settings.keep_done_days),
+        "failed_before": now - timedelta(days=settings.keep_failed_days),
+        "kept_before": now - KEEP_BOOKKEEPING,
+    }
+
+
+async def run(
+    conn: psycopg.AsyncConnection[Any], settings: Settings, *, now: datetime, deadline: float, clock: Callable[[], float]
+) -> Deleted | None:
+    """Delete one bounded batch per table, if the budget allows; never raises for a slow or failed delete.
+
+    Returns None when it did not run (quiet, or too little budget left).
+    """
+    global _quiet_until
+    started = clock()
+    remaining = deadline - started
+    if started < _quiet_until or remaining < MIN_SECONDS:
+        return None
+    timeout_ms = max(int((remaining - MARGIN_SECONDS) * 1000), 1)
+    try:
+        async with conn.transaction():
+            await conn.execute(query("retention_statement_timeout"), {"ms": timeout_ms})
+            cur = await conn.execute(query("retention_delete"), {**cutoffs(settings, now), "limit": BATCH_SIZE})
+            row = await cur.fetchone()
+    except psycopg.errors.QueryCanceled:
+        logs.warning("retention_stopped", detail=f"the delete outran the tick's budget ({timeout_ms} ms); a later tick resumes")
+        _quiet_until = clock() + QUIET_SECONDS
+        return None
+    except psycopg.errors.IntegrityError as exc:  # e.g. a table of the app's own references a job: never fail the tick
+        logs.error("retention_error", detail=f"{type(exc).__name__}: {exc}")
+        _quiet_until = clock() + QUIET_SECONDS
+        return None
+    assert row is not None  # the statement always returns its one row
+    deleted = Deleted(*row)
+    if not deleted.full:
+        _quiet_until = clock() + QUIET_SECONDS
+    logs.info("retention", **asdict(deleted), duration_ms=int((clock() - started) * 1000))
+    return deleted
+
+
+def reset() -> None:
+    """Forget the quiet period (tests, and a process that knows it just inserted expired rows)."""
+    global _quiet_until
+    _quiet_until = float("-inf")

@@ -1,0 +1,43 @@
+"""After a tick's outcomes are recorded: report a silence, send due alerts, delete expired rows, within the budget."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+from . import alerts, health, logs, retention
+from .queue import Recorded
+from .settings import Settings
+
+
+def checks(settings: Settings, now: datetime) -> dict[str, Any]:
+    """The parameters of the record statement's own checks: a silence, and rows past their keep period."""
+    return {"silent_after": health.stale_after_seconds(settings), **retention.cutoffs(settings, now)}
+
+
+async def after_record(
+    conn: psycopg.AsyncConnection[Any],
+    settings: Settings,
+    recorded: Recorded,
+    *,
+    now: datetime,
+    deadline: float,
+    clock: Callable[[], float],
+) -> None:
+    """Costs no statement when the record statement found nothing to do: no alert due, nothing expired.
+
+    Alerts go before retention: they are news, and deleting old rows can wait a tick. Neither
+    fails the tick: an unreachable alert endpoint is retried later, a slow delete is cut short.
+    """
+    if recorded.silent_seconds is not None:
+        logs.warning("scheduler_silent", silent_seconds=recorded.silent_seconds,
+                     silent_after_seconds=health.stale_after_seconds(settings))
+    if recorded.alerts_due and settings.alert_webhook_url:
+        sent = await alerts.deliver(conn, settings, now=now, deadline=deadline, clock=clock)
+        if sent.sent or sent.retried or sent.failed:
+            logs.info("alerts", sent=sent.sent, retried=sent.retried, failed=sent.failed)
+    if recorded.retention_due:
+        await retention.run(conn, settings, now=now, deadline=deadline, clock=clock)
