@@ -58,11 +58,3 @@ update crontick_alerts a set
 from outcome o
 where a.id = o.id and a.status = 'pending' and a.attempts = o.attempt
 returning a.id, a.status;
-
--- name: alert_list
--- crontick alerts [--status S]: the newest alerts, for a person (and tests) to read.
-select id, event, subject, occurred_at, body, status, attempts, next_attempt_at, sent_at, last_error
-from crontick_alerts
-where %(status)s::text is null or status = %(status)s
-order by id desc
-limit %(limit)s;

@@ -87,8 +87,9 @@ async def run_tick(
         tick_log = queue.TickLog(
             now, source, partial, claimed=len(jobs), rescued=rescued.total, checks=upkeep.checks(settings, now)
         )
-        recorded = await queue.record(conn, outcomes, now + timedelta(milliseconds=duration_ms), tick_log)
-        await upkeep.after_record(conn, settings, recorded, now=now, deadline=deadline, clock=clock)
+        finished_at = now + timedelta(milliseconds=duration_ms)
+        recorded = await queue.record(conn, outcomes, finished_at, tick_log)
+        await upkeep.after_record(conn, settings, recorded, now=finished_at, deadline=deadline, clock=clock)
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailable(exc) from exc
     except psycopg.errors.UndefinedTable as exc:
