@@ -11,7 +11,7 @@ from werkzeug import Response
 
 import crontick
 from crontick import alerts as alerts_module
-from tests.alerts.support import ALERT_PATH, alert_settings, alerts, make_alerts_due, received_alerts, verified
+from tests.alerts.support import alert_settings, alerts, make_alerts_due, received_alerts, verified
 from tests.db import core_jobs  # noqa: F401  (registers the t_core.* job types)
 from tests.http.http_checks import AUTH, TICK, LiveApp
 from tests.reminders.support import Provider, Received
