@@ -44,7 +44,7 @@ order by id;
 -- attempt this tick claimed, so a tick that outlived its lease changes nothing. A failure with
 -- a retry_at waits for it; without one (the last attempt, or a refusal) the alert is closed
 -- as failed, and raises no further alert.
-with outcome as (
+with delivery as (
     select *
     from unnest(%(ids)s::bigint[], %(attempts)s::int[], %(sent)s::boolean[], %(retry_ats)s::timestamptz[],
                 %(errors)s::text[]) as o(id, attempt, sent, retry_at, error)
@@ -55,6 +55,6 @@ update crontick_alerts a set
     next_attempt_at = coalesce(o.retry_at, a.next_attempt_at),
     last_error = coalesce(o.error, a.last_error),
     updated_at = %(now)s
-from outcome o
+from delivery o
 where a.id = o.id and a.status = 'pending' and a.attempts = o.attempt
 returning a.id, a.status;

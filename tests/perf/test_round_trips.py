@@ -17,10 +17,11 @@ import pytest
 from psycopg import pq
 
 import crontick
-from crontick import db
+from crontick import alerts as crontick_alerts
+from crontick import db, retention
 from crontick.settings import Settings
 from crontick.tick import TickResult, run_tick
-from tests.conftest import TEST_SECRET, fresh_database
+from tests.conftest import TEST_SECRET, free_port, fresh_database
 
 BATCHES = (1, 100, 1000)
 STATEMENT = re.compile(r"^F\t\d+\t(Parse|Query)\t", re.MULTILINE)
@@ -30,6 +31,12 @@ ran: list[int] = []
 @crontick.handler("t_perf.noop")
 async def noop(payload: Any, job: crontick.Job) -> None:
     ran.append(payload["n"])
+
+
+@crontick.handler("t_perf.fail")
+async def fail(payload: Any, job: crontick.Job) -> None:
+    ran.append(payload["n"])
+    raise crontick.PermanentError("expected nothing, got: a failure that raises an alert")
 
 
 def statement_names(trace: str) -> list[str]:
@@ -85,40 +92,60 @@ def expire_leases(conn: psycopg.Connection[Any], count: int) -> None:
     )
 
 
-def one_tick(url: str, conn: psycopg.Connection[Any], batch: int, *, reminders: bool, expired: bool) -> list[str]:
+def one_tick(
+    url: str, conn: psycopg.Connection[Any], batch: int, *, reminders: bool, expired: bool, alerts: bool = False,
+    old_rows: bool = False,
+) -> list[str]:
     ran.clear()
-    crontick.enqueue_many(conn, [("t_perf.noop", {"n": n}) for n in range(batch)])
+    retention.reset()
+    crontick.enqueue_many(conn, [("t_perf.fail" if alerts else "t_perf.noop", {"n": n}) for n in range(batch)])
     if expired:
         expire_leases(conn, batch)
     now = db_now(conn) + timedelta(seconds=1)
     if reminders:
         add_due_bookings(conn, batch, now)
-    settings = Settings(database_url=url, cron_secret=TEST_SECRET, batch_size=batch, reminder_channel="console")
+    if old_rows:  # more expired done jobs than one retention batch
+        conn.execute(
+            "insert into jobs (type, payload, status, updated_at) select 'old', '{}', 'done', %(t)s"
+            " from generate_series(1, %(n)s)", {"t": now - timedelta(days=30), "n": retention.BATCH_SIZE + batch},
+        )
+    # Alerts go to a closed port: each send fails at once, and is recorded as a retry.
+    settings = Settings(database_url=url, cron_secret=TEST_SECRET, batch_size=batch, reminder_channel="console",
+                        alert_webhook_url=f"http://127.0.0.1:{free_port()}/alerts" if alerts else None)
     result, statements = traced_tick(url, settings, now)
     # The tick really did the whole batch: otherwise an equal count would prove nothing.
     assert result.jobs.claimed == batch and sorted(ran) == list(range(batch))
+    assert result.jobs.failed == (batch if alerts else 0)
     assert result.jobs.rescued == (batch if expired else 0)
     assert result.reminders.sent == (batch if reminders else 0)
     return statements
 
 
 @pytest.mark.parametrize(
-    ("reminders", "expired"),
-    [(False, False), (True, False), (False, True)],
-    ids=["jobs", "jobs+reminders", "jobs+expired-leases"],
+    ("reminders", "expired", "alerts", "old_rows"),
+    [(False, False, False, False), (True, False, False, False), (False, True, False, False),
+     (False, False, True, False), (False, False, False, True)],
+    ids=["jobs", "jobs+reminders", "jobs+expired-leases", "jobs+alerts", "jobs+retention"],
 )
 def test_statements_per_tick_do_not_grow_with_the_batch(
-    admin_url: str, template_name: str, reminders: bool, expired: bool
+    admin_url: str, template_name: str, reminders: bool, expired: bool, alerts: bool, old_rows: bool
 ) -> None:
     seen: dict[int, list[str]] = {}
     for batch in BATCHES:
         with fresh_database(admin_url, template_name) as url, psycopg.connect(url, autocommit=True) as conn:
-            seen[batch] = one_tick(url, conn, batch, reminders=reminders, expired=expired)
+            seen[batch] = one_tick(url, conn, batch, reminders=reminders, expired=expired, alerts=alerts, old_rows=old_rows)
+            if alerts:  # every final failure raised its alert, and the tick tried a bounded batch of them
+                tried = conn.execute("select count(*) filter (where attempts = 1), count(*) from crontick_alerts").fetchone()
+                assert tried == (min(batch, crontick_alerts.BATCH_SIZE), batch)
     assert seen[1] == seen[100] == seen[1000], seen
     statements = seen[1]
     # One claim and one record of outcomes (with the tick's log row) whatever the batch.
     assert statements.count("job_record_outcomes") == 1
     assert statements.count("job_claim_due") == (2 if expired else 1)  # a second claim takes the rescued
     assert statements.count("job_rescue_expired") == (1 if expired else 0)
-    print(f"statements per tick ({'+'.join(k for k, v in (('reminders', reminders), ('expired', expired)) if v) or 'jobs'}): "
+    # Alerts and retention cost nothing unless the record statement says they have work.
+    assert statements.count("alert_claim_due") == statements.count("alert_record_outcomes") == (1 if alerts else 0)
+    assert statements.count("retention_delete") == (1 if old_rows else 0)
+    kinds = (("reminders", reminders), ("expired", expired), ("alerts", alerts), ("retention", old_rows))
+    print(f"statements per tick ({'+'.join(k for k, v in kinds if v) or 'jobs'}): "
           f"{len(statements)}: {', '.join(statements)}")
