@@ -71,7 +71,7 @@ async def run(
         logs.warning("retention_stopped", detail=f"the delete outran the tick's budget ({timeout_ms} ms); a later tick resumes")
         _quiet_until = clock() + QUIET_SECONDS
         return None
-    except psycopg.errors.IntegrityError as exc:  # e.g. a table of the app's own references a job: never fail the tick
+    except psycopg.Error as exc:  # e.g. an app table referencing a job, a deadlock: never fail the tick over it
         logs.error("retention_error", detail=f"{type(exc).__name__}: {exc}")
         _quiet_until = clock() + QUIET_SECONDS
         return None

@@ -36,8 +36,12 @@ async def after_record(
         logs.warning("scheduler_silent", silent_seconds=recorded.silent_seconds,
                      silent_after_seconds=health.stale_after_seconds(settings))
     if recorded.alerts_due and settings.alert_webhook_url:
-        sent = await alerts.deliver(conn, settings, now=now, deadline=deadline, clock=clock)
-        if sent.sent or sent.retried or sent.failed:
-            logs.info("alerts", sent=sent.sent, retried=sent.retried, failed=sent.failed)
+        try:
+            sent = await alerts.deliver(conn, settings, now=now, deadline=deadline, clock=clock)
+        except psycopg.Error as exc:  # the outcomes are recorded; a later tick sends the alerts
+            logs.error("alerts_error", detail=f"{type(exc).__name__}: {exc}")
+        else:
+            if sent.sent or sent.retried or sent.failed:
+                logs.info("alerts", sent=sent.sent, retried=sent.retried, failed=sent.failed)
     if recorded.retention_due:
         await retention.run(conn, settings, now=now, deadline=deadline, clock=clock)

@@ -124,3 +124,17 @@ def test_cutoffs_follow_the_settings() -> None:
         "kept_before": datetime(2026, 10, 31, 12, tzinfo=UTC),
     }
     assert retention.Deleted(done_jobs=retention.BATCH_SIZE).full and not retention.Deleted(ticks=1).full
+
+
+def test_a_table_of_the_app_referencing_an_expired_job_never_fails_the_tick(
+    database_url: str, conn: psycopg.Connection[Any], events: Events
+) -> None:
+    now = db_now(conn)
+    expired_done_jobs(conn, 10, now)
+    conn.execute("create table app_audit (job_id bigint references jobs (id))")  # no ON DELETE: it blocks the delete
+    conn.execute("insert into app_audit select min(id) from jobs")
+    result = tick(database_url, settings_for(database_url), now=now)
+    assert result.jobs.claimed == 0
+    [error] = events.named("retention_error")
+    assert "ForeignKeyViolation" in error["detail"] and "app_audit" in error["detail"]
+    assert count(conn, "select count(*) from jobs") == 10  # the whole batch rolled back, nothing half-done
