@@ -53,7 +53,7 @@ with declared as materialized (
 select now() as now,
     coalesce((select digest from recorded), (select digest from crontick_schedule_declared)) as digest,
     (select count(*) from dormant) as dormant,
-    coalesce((select json_agg(json_build_array(d.name, d.cron, d.time_zone, d.evaluated_until)) from (
+    coalesce((select json_agg(json_build_array(d.name, d.cron, d.time_zone, d.evaluated_until) order by d.name) from (
         select name, cron, time_zone, evaluated_until from synced
         union all
         select name, cron, time_zone, evaluated_until from crontick_schedules
@@ -76,6 +76,9 @@ with plan as materialized (
         (p ->> 4)::timestamptz as cursor_to, (p ->> 5)::timestamptz as next_at, p ->> 6 as job_type,
         p -> 7 as payload, p -> 8 as enqueue, p -> 9 as skipped
     from jsonb_array_elements(%(plans)s::jsonb) p
+), locked as materialized (
+    -- Rows are locked in name order, so two ticks evaluating several schedules cannot deadlock.
+    select name from crontick_schedules where name in (select name from plan) order by name for update
 ), advanced as (
     update crontick_schedules s set
         evaluated_until = p.cursor_to,
@@ -83,7 +86,7 @@ with plan as materialized (
         last_slot = coalesce((p.enqueue ->> 0)::timestamptz, s.last_slot),
         updated_at = now()
     from plan p
-    where s.name = p.name and s.evaluated_until = p.cursor_was and s.cron = p.cron and s.time_zone = p.time_zone
+    where s.name = p.name and s.name in (select name from locked) and s.evaluated_until = p.cursor_was and s.cron = p.cron and s.time_zone = p.time_zone
         and p.cursor_to >= s.evaluated_until and p.cursor_to <= now() and s.next_at <> 'infinity'
     returning s.name
 ), slot as (
@@ -119,7 +122,9 @@ select (select count(*) from job) as enqueued,
 
 -- name: schedule_list
 -- crontick schedules: each stored schedule's cursor, next and last slot.
-select name, cron, time_zone, catch_up, job_type, evaluated_until, next_at, last_slot,
+-- next_at is null unless finite ('-infinity': not computed yet; 'infinity': no longer declared).
+select name, cron, time_zone, catch_up, job_type, evaluated_until,
+    case when isfinite(next_at) then next_at end as next_at, last_slot,
     previous_cron, previous_time_zone, changed_at
 from crontick_schedules
 order by name;

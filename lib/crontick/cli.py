@@ -1,4 +1,4 @@
-"""The `crontick` command: migrate, serve, dev, tick, enqueue, jobs, retry, token."""
+"""The `crontick` command: migrate, serve, dev, tick, enqueue, jobs, retry, token, schedules."""
 
 from __future__ import annotations
 
@@ -80,6 +80,10 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--audience", help="the app's base URL, e.g. https://app.example.com (default: CRONTICK_PUBLIC_URL)")
     k.add_argument("--ttl", type=int, default=60, help="lifetime in seconds, at most 300 (default 60)")
     k.set_defaults(func=cmd_token)
+
+    from . import schedules_cli  # the schedules subcommand (issue 8)
+
+    schedules_cli.add_parser(sub, cmd_schedules)
     return p
 
 
@@ -183,6 +187,20 @@ def cmd_token(args: argparse.Namespace) -> int:
     if not 1 <= args.ttl <= MAX_TOKEN_TTL_SECONDS:
         raise CrontickError(f"--ttl: expected 1 to {MAX_TOKEN_TTL_SECONDS} seconds, got: {args.ttl}")
     print(mint_token(settings.cron_secret, audience.rstrip("/"), ttl_seconds=args.ttl))
+    return 0
+
+
+def cmd_schedules(args: argparse.Namespace) -> int:
+    from datetime import UTC
+
+    from . import schedules_cli
+
+    settings = _settings()
+    handlers.load_modules(settings.handler_modules)
+    if args.start is not None or args.until is not None:
+        schedules_cli.print_window(args)  # pure: no database
+    else:
+        schedules_cli.print_listing(schedules_cli.listing(settings.database_url, datetime.now(UTC)), args.json)
     return 0
 
 
