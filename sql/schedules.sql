@@ -70,7 +70,10 @@ select now() as now,
 -- database's now(), so a tick whose clock is ahead cannot run a slot early. The slot rows'
 -- primary key is the second guard: a job is inserted only for a slot row this statement
 -- inserted (the conditional insert graphile-worker uses). Each slot row's job id is drawn
--- first, so slot and job name each other.
+-- first, so slot and job name each other. A plan's jobs are due from its newest slot, not
+-- now(): the tick's claim compares run_after with the tick's own start time, which is before
+-- this statement, and the slot due now must be claimed by this same tick. Sharing one
+-- run_after, they are claimed in id order: newest first.
 with plan as materialized (
     select p ->> 0 as name, p ->> 1 as cron, p ->> 2 as time_zone, (p ->> 3)::timestamptz as cursor_was,
         (p ->> 4)::timestamptz as cursor_to, (p ->> 5)::timestamptz as next_at, p ->> 6 as job_type,
@@ -104,7 +107,7 @@ with plan as materialized (
     returning schedule, slot, job_id
 ), job as (
     insert into jobs (id, type, payload, run_after, scheduled_for, schedule)
-    select s.job_id, p.job_type, coalesce(p.payload, '{}'::jsonb), now(), s.slot, s.schedule
+    select s.job_id, p.job_type, coalesce(p.payload, '{}'::jsonb), (p.enqueue ->> 0)::timestamptz, s.slot, s.schedule
     from slot s join plan p on p.name = s.schedule
     returning id
 ), skip as (
