@@ -234,6 +234,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
 
     demo.seed(url)
     handlers.load_modules(settings.handler_modules)
+    demo.declare_schedules()  # `crontick schedules` in another shell lists it only with CRONTICK_HANDLERS set
     from .app import create_app
 
     base = f"http://{DEV_HOST}:{args.port}"

@@ -45,7 +45,7 @@ def test_schedule_statements_do_not_grow_with_schedules_or_missed_slots(
     settings = Settings(database_url=database_url, cron_secret=TEST_SECRET, batch_size=1)
     first, names = traced_tick(database_url, settings, datetime.now(UTC))  # syncs: new schedules start now
     assert names.count("schedule_due") == 1 and first.schedules.enqueued == 0
-    idle, names = traced_tick(database_url, settings, datetime.now(UTC))
+    _idle, names = traced_tick(database_url, settings, datetime.now(UTC))
     assert [n for n in names if n.startswith("schedule_")] == ["schedule_due"]  # nothing due: one statement
     conn.execute(
         "update crontick_schedules set evaluated_until = evaluated_until - make_interval(secs => %(s)s), next_at = '-infinity'",
