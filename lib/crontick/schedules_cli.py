@@ -57,7 +57,8 @@ def print_window(args: argparse.Namespace) -> None:
         print(json.dumps(found))
         return
     for s in schedules.declared():
-        print(f"{s.name}  {s.cron}  {s.time_zone}  ({len(found[s.name])} slots)")
+        n = len(found[s.name])
+        print(f"{s.name}  {s.cron}  {s.time_zone}  ({n} slot{'s' * (n != 1)})")
         for text in found[s.name]:
             print(f"  {text}  {_local(datetime.fromisoformat(text), s.time_zone)}")
 
@@ -99,7 +100,7 @@ def print_listing(items: list[dict[str, Any]], as_json: bool) -> None:
         print("no schedules declared (declare them with crontick.schedule(...) in a module named in CRONTICK_HANDLERS)")
     for i in items:
         print(f"{i['name']}  {i['cron']!r}  {i['time_zone']}  catch_up={i['catch_up']}  job={i['job_type']}")
-        print(f"  last: {i['last_slot'] or '-':<21} {i['last_slot_local'] or ''}")
+        print(f"  last: {i['last_slot'] or '-':<21} {i['last_slot_local'] or ''}".rstrip())
         due = "  (due: the next tick enqueues it)" if i["due"] else ""
         print(f"  next: {i['next_slot'] or 'never':<21} {i['next_slot_local'] or ''}{due}")
         if i["changed_at"]:
