@@ -107,7 +107,10 @@ def print_listing(items: list[dict[str, Any]], as_json: bool) -> None:
             print(f"  changed at {i['changed_at']} (was {i['previous_cron']!r})")
         for d in i["recent"]:
             span = d["slot"] if d["slot_count"] == 1 else f"{d['slot']} .. {d['last_slot']}"
-            what = f"job {d['job_id']}" if d["outcome"] == "enqueued" else f"{d['slot_count']}{'+' * d['count_is_lower_bound']} slot(s)"
+            n = d["slot_count"]
+            what = f"job {d['job_id']}" if d["outcome"] == "enqueued" else (
+                f"{n}{'+' * d['count_is_lower_bound']} slot{'s' * (n != 1)}"
+            )
             print(f"    {d['outcome']:<12} {span}  {what}")
 
 
