@@ -94,6 +94,14 @@ def digest(items: list[Schedule]) -> str:
     return hashlib.sha256(json.dumps([s.as_row() for s in items]).encode()).hexdigest()[:32]
 
 
+def needs_sync(conn: psycopg.AsyncConnection[Any]) -> bool:
+    """True while this process has declarations it has not yet sent to this database. An idle-tick
+    probe that skips run_due when no schedule is due (`exists (select 1 from crontick_schedules
+    where next_at <= now())`) must still call it while this is true, or new schedules never start."""
+    items = declared()
+    return bool(items) and (conn.info.dsn, digest(items)) not in _synced
+
+
 async def run_due(conn: psycopg.AsyncConnection[Any], *, grace_seconds: float = slots.DEFAULT_GRACE_SECONDS) -> ScheduleCounts:
     """Enqueue the due slots of every declared schedule: no statement when none is declared, one
     when none is due, two when some are, however many schedules and missed slots there are.

@@ -99,7 +99,7 @@ async def run_tick(
         recorded = await queue.record(conn, outcomes, now + timedelta(milliseconds=duration_ms), tick_log)
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailable(exc) from exc
-    except psycopg.errors.UndefinedTable as exc:
+    except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn) as exc:
         raise CrontickError("the crontick tables are missing: run `crontick migrate` against DATABASE_URL") from exc
     job_counts = JobCounts(
         claimed=len(jobs),

@@ -233,3 +233,29 @@ def test_a_schedule_no_longer_declared_goes_dormant_and_keeps_its_slots(
     rows = conn.execute("select name, next_at = 'infinity' from crontick_schedules order by name").fetchall()
     assert rows == [("gone", True), ("stays", False)]
     assert conn.execute("select count(*) from crontick_schedule_slots where schedule = 'gone'").fetchone() == (2,)
+
+
+def test_a_process_resyncs_when_another_version_synced_other_declarations(
+    database_url: str, conn: psycopg.Connection[Any], declare: Any
+) -> None:
+    declare("report", "0 * * * *")
+
+    async def needs() -> bool:
+        c = await db.connect(database_url)
+        try:
+            return schedules.needs_sync(c)
+        finally:
+            await c.close()
+
+    assert asyncio.run(needs())
+    tick(database_url)
+    assert not asyncio.run(needs())
+    # Another version of the app (a deploy in progress) synced its own definition of "report".
+    conn.execute("update crontick_schedule_declared set digest = 'other-version'")
+    conn.execute("update crontick_schedules set cron = '15 * * * *', next_at = '-infinity'")
+    assert tick(database_url) == (0, 0)  # not ours: left alone, and noticed
+    assert asyncio.run(needs())
+    tick(database_url)  # syncs ours again
+    row = conn.execute("select cron, previous_cron, d.digest = %(d)s from crontick_schedules, crontick_schedule_declared d",
+                       {"d": schedules.digest(schedules.declared())}).fetchone()
+    assert row == ("0 * * * *", "15 * * * *", True)
