@@ -2,18 +2,46 @@
 
 from __future__ import annotations
 
+import asyncio
+import re
+import tempfile
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
 import pytest
+from psycopg import pq
 
 import crontick
-from crontick import schedules
+from crontick import db, schedules
 from crontick.settings import Settings
+from crontick.tick import TickResult, run_tick
 from tests.conftest import TEST_SECRET
-from tests.perf.test_round_trips import traced_tick
+
+# Each statement is one Parse (extended protocol) or Query (simple protocol) message on the wire.
+MESSAGE = re.compile(r"^F\t\d+\t(?:Parse|Query)\t(.*)$", re.MULTILINE)
+SCHEDULE_QUERIES = {name: text.split("%(")[0].strip() for name, text in db.QUERIES.items() if name.startswith("schedule_")}
+
+
+def traced_tick(url: str, settings: Settings) -> tuple[TickResult, list[str]]:
+    """One tick, and the schedule queries it sent, in order (read from libpq's trace of its connection)."""
+
+    async def go() -> tuple[TickResult, list[str]]:
+        conn = await db.connect(url)
+        with tempfile.TemporaryFile() as trace:
+            conn.pgconn.trace(trace.fileno())
+            conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+            try:
+                result = await run_tick(conn, settings, source="test")
+            finally:
+                conn.pgconn.untrace()
+                await conn.close()
+            trace.seek(0)
+            sent = [m.group(1) for m in MESSAGE.finditer(trace.read().decode("utf-8", "replace"))]
+        # The trace quotes the text with escapes, so match on the first line of each query.
+        return result, [n for text in sent for n, q in SCHEDULE_QUERIES.items() if q.splitlines()[0] in text]
+
+    return asyncio.run(go())
 
 
 @pytest.fixture
@@ -43,16 +71,16 @@ def test_schedule_statements_do_not_grow_with_schedules_or_missed_slots(
 ) -> None:
     many(count)
     settings = Settings(database_url=database_url, cron_secret=TEST_SECRET, batch_size=1)
-    first, names = traced_tick(database_url, settings, datetime.now(UTC))  # syncs: new schedules start now
-    assert names.count("schedule_due") == 1 and first.schedules.enqueued == 0
-    _idle, names = traced_tick(database_url, settings, datetime.now(UTC))
-    assert [n for n in names if n.startswith("schedule_")] == ["schedule_due"]  # nothing due: one statement
+    first, names = traced_tick(database_url, settings)  # syncs: new schedules start now
+    assert names == ["schedule_due", "schedule_apply"] and first.schedules.enqueued == 0  # apply: the next_at of each
+    _idle, names = traced_tick(database_url, settings)
+    assert names == ["schedule_due"]  # nothing due: one statement
     conn.execute(
         "update crontick_schedules set evaluated_until = evaluated_until - make_interval(secs => %(s)s), next_at = '-infinity'",
         {"s": sleep_hours * 3600},
     )
-    busy, names = traced_tick(database_url, settings, datetime.now(UTC))
-    assert [n for n in names if n.startswith("schedule_")] == ["schedule_due", "schedule_apply"]
+    busy, names = traced_tick(database_url, settings)
+    assert names == ["schedule_due", "schedule_apply"]
     per_all = min(int(sleep_hours * 60), 100)
     assert busy.schedules.enqueued == (count // 2) * per_all + (count - count // 2)
     # Whatever the sleep, each schedule writes its enqueued slots plus at most one row per reason.
