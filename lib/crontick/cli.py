@@ -199,8 +199,11 @@ def cmd_schedules(args: argparse.Namespace) -> int:
     handlers.load_modules(settings.handler_modules)
     if args.start is not None or args.until is not None:
         schedules_cli.print_window(args)  # pure: no database
-    else:
-        schedules_cli.print_listing(schedules_cli.listing(settings.database_url, datetime.now(UTC)), args.json)
+    elif settings.database_url:
+        with _sync_connect(settings.database_url) as conn:
+            schedules_cli.print_listing(schedules_cli.listing(conn, datetime.now(UTC)), args.json)
+    else:  # no database: the definitions and their next slot only
+        schedules_cli.print_listing(schedules_cli.listing(None, datetime.now(UTC)), args.json)
     return 0
 
 

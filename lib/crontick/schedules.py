@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 import psycopg
+from cronsim import CronSimError
 from psycopg.types.json import Jsonb
 
 from . import logs, slots
@@ -144,7 +145,11 @@ def _plan(entry: list[Any], now: datetime, grace_seconds: float) -> list[Any] | 
     if s is None or (s.cron, s.time_zone) != (cron, time_zone):
         return None  # declared by another version of the app; that version's ticks decide it
     cursor = datetime.fromisoformat(cursor_text)
-    p = slots.plan(s.cron, s.time_zone, s.catch_up, cursor, now, grace_seconds=grace_seconds)
+    try:
+        p = slots.plan(s.cron, s.time_zone, s.catch_up, cursor, now, grace_seconds=grace_seconds)
+    except (CronSimError, ValueError, OverflowError) as exc:  # checked at load, so a bug: never fail the tick for it
+        logs.error("schedule_failed", schedule=name, error=f"{type(exc).__name__}: {exc}")
+        return None
     return [
         name, cron, time_zone, cursor_text, now.isoformat(), p.next_at and p.next_at.isoformat(),
         s.job_type, s.payload,

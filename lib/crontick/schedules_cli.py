@@ -63,16 +63,18 @@ def print_window(args: argparse.Namespace) -> None:
             print(f"  {text}  {_local(datetime.fromisoformat(text), s.time_zone)}")
 
 
-def listing(url: str | None, now: datetime) -> list[dict[str, Any]]:
-    """Each declared schedule with its stored state (when DATABASE_URL is set) and next slot."""
+def listing(conn: psycopg.Connection[Any] | None, now: datetime) -> list[dict[str, Any]]:
+    """Each declared schedule with its stored state (given a connection) and next slot."""
     stored: dict[str, dict[str, Any]] = {}
     recent: dict[str, list[dict[str, Any]]] = {}
-    if url:
-        with psycopg.connect(url, prepare_threshold=None, connect_timeout=db.CONNECT_TIMEOUT_SECONDS) as conn:
-            cur = conn.cursor(row_factory=dict_row)
+    if conn is not None:
+        cur = conn.cursor(row_factory=dict_row)
+        try:
             stored = {r["name"]: r for r in cur.execute(db.query("schedule_list")).fetchall()}
             for r in cur.execute(db.query("schedule_recent_slots"), {"per_schedule": RECENT_PER_SCHEDULE}).fetchall():
                 recent.setdefault(r.pop("name"), []).append(r)
+        except psycopg.errors.UndefinedTable as exc:
+            raise CrontickError("schedules: the schedule tables are missing: run `crontick migrate` against DATABASE_URL") from exc
     out = []
     for s in schedules.declared():
         row = stored.get(s.name)

@@ -40,15 +40,23 @@ def test_window_json_shows_a_dst_week_without_a_database() -> None:
 
 def test_window_errors_are_one_clear_line() -> None:
     env = cli_env(None, CRONTICK_HANDLERS=HANDLERS)
-    bad_iso, backwards, half, dates = crontick_many(
+    bad_iso, backwards, half, dates, no_db = crontick_many(
         [
             ["schedules", "--from", "29/03/2026", "--until", "2026-03-30", "--json"],
             ["schedules", "--from", "2026-03-30", "--until", "2026-03-29", "--json"],
             ["schedules", "--from", "2026-03-30"],
             ["schedules", "--from", "2026-03-28", "--until", "2026-03-30", "--json"],
+            ["schedules", "--json"],
         ],
         env=env,
     )
+    # Without DATABASE_URL the listing still shows each definition and its next slot.
+    assert no_db.returncode == 0, no_db.stderr
+    listed = json.loads(no_db.stdout)
+    assert [(s["name"], s["seen_by_a_tick"], s["last_slot"]) for s in listed] == [
+        ("half-hourly", False, None), ("nightly-report", False, None), ("ny-morning", False, None),
+    ]
+    assert listed[0]["next_slot"][13:] in (":00:00Z", ":30:00Z") and listed[1]["next_slot"][13:] == ":30:00Z"
     assert bad_iso.returncode == 2 and bad_iso.stdout == ""
     assert "argument --from: expected an ISO-8601 time such as 2026-03-28T00:00Z" in bad_iso.stderr
     assert "'29/03/2026'" in bad_iso.stderr and "Traceback" not in bad_iso.stderr
