@@ -6,7 +6,9 @@ from typing import Any
 
 import crontick
 
-crontick.schedule("every-minute", "* * * * *", "t_sched.noop", {"from": "test"})
+# catch_up="all": should the racing ticks start after the next minute too, the boundary slot is still enqueued
+# (with "latest" it would be coalesced into the newer one).
+crontick.schedule("every-minute", "* * * * *", "t_sched.noop", {"from": "test"}, catch_up="all")
 
 
 @crontick.handler("t_sched.noop")
