@@ -33,6 +33,7 @@ REMINDER_TEMPLATE_VARIABLES = (
 )
 DEFAULT_REMINDER_SUBJECT = "Reminder: your appointment {day} at {time}"
 DEFAULT_REMINDER_TEMPLATE = "Hi {first_name}, a reminder: your appointment is {day}, {date} at {time} ({zone})."
+DEFAULT_SCHEDULE_GRACE_SECONDS = 900.0  # schedules: catch_up="skip" runs a slot at most this late
 # Health, alerts and retention: a tick is expected this often; finished jobs are kept this long.
 DEFAULT_EXPECTED_INTERVAL_SECONDS = 900.0
 DEFAULT_KEEP_DONE_DAYS = 7.0
@@ -77,6 +78,8 @@ class Settings:
     # The base URL schedulers call (https://app.example.com): QStash signs the full URL it calls and
     # short-lived tokens name it as their audience. Unset: taken from the request (x-forwarded-*).
     public_url: str | None = None
+    # Schedules (crontick.schedules): how old the newest missed slot of a catch_up="skip" schedule may be and still run.
+    schedule_grace_seconds: float = DEFAULT_SCHEDULE_GRACE_SECONDS
     # Health, alerts and retention (crontick.health, crontick.alerts, crontick.retention).
     expected_interval_seconds: float = DEFAULT_EXPECTED_INTERVAL_SECONDS
     alert_webhook_url: str | None = field(default=None, repr=False)  # a Slack URL's path is its secret
@@ -157,6 +160,10 @@ class Settings:
             github_oidc_refs=_list(env, "CRONTICK_GITHUB_OIDC_REFS"),
             github_oidc_workflows=_list(env, "CRONTICK_GITHUB_OIDC_WORKFLOWS"),
             public_url=_base_url(env, "CRONTICK_PUBLIC_URL"),
+            # Schedules
+            schedule_grace_seconds=_number(
+                env, "CRONTICK_SCHEDULE_GRACE_SECONDS", DEFAULT_SCHEDULE_GRACE_SECONDS, minimum=1
+            ),
             # Health, alerts and retention.
             expected_interval_seconds=_number(
                 env, "CRONTICK_EXPECTED_INTERVAL_SECONDS", DEFAULT_EXPECTED_INTERVAL_SECONDS, minimum=60
