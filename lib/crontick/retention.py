@@ -17,12 +17,18 @@ BATCH_SIZE = 5000  # rows per table per tick: ~0.1-0.3 s here, so a million clea
 KEEP_BOOKKEEPING = timedelta(days=30)  # tick records, finished reminder sends and alerts
 MIN_SECONDS = 1.0  # left of the tick's budget, or deleting waits for a later tick
 MARGIN_SECONDS = 0.25  # of the budget kept back from the delete's statement_timeout
-# After a run that found less than a full batch anywhere, this process leaves retention alone
-# this long, even if the record statement still sees an expired row (one it could not delete:
-# locked, or a reminder send whose booking was moved into the future).
+# How often a process has the record statement look for expired rows (an index probe per table:
+# cheap, but `crontick tick --drain` records many times a second). After a full batch it looks
+# again on the next tick, so a backlog drains tick after tick.
+PROBE_SECONDS = 60.0
+# After a run that found less than a full batch anywhere (or failed), the process does not look
+# for this long: a row the probe sees but the delete cannot take (locked, or a reminder send
+# whose booking was moved into the future) must not cost a statement on every tick.
 QUIET_SECONDS = 600.0
 
-_quiet_until = float("-inf")
+# Tick times (`now`), per process: no probe before _probe_from, unless the clock went back past _paused_at.
+_probe_from: datetime | None = None
+_paused_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -49,17 +55,26 @@ def cutoffs(settings: Settings, now: datetime) -> dict[str, datetime]:
     }
 
 
+def probe(settings: Settings, now: datetime) -> dict[str, datetime | None]:
+    """The record statement's retention cutoffs for this tick, or nulls (which it folds away) between probes."""
+    if _probe_from is not None and _paused_at is not None and _paused_at <= now < _probe_from:
+        return dict.fromkeys(("done_before", "failed_before", "kept_before"))
+    _pause(now, PROBE_SECONDS)
+    return dict(cutoffs(settings, now))
+
+
 async def run(
     conn: psycopg.AsyncConnection[Any], settings: Settings, *, now: datetime, deadline: float, clock: Callable[[], float]
 ) -> Deleted | None:
     """Delete one bounded batch per table, if the budget allows; never raises for a slow or failed delete.
 
-    Returns None when it did not run (quiet, or too little budget left).
+    Returns None when it did not run (too little budget left) or was cut short.
     """
-    global _quiet_until
+    global _probe_from
     started = clock()
     remaining = deadline - started
-    if started < _quiet_until or remaining < MIN_SECONDS:
+    if remaining < MIN_SECONDS:
+        _probe_from = None  # look again next tick
         return None
     timeout_ms = max(int((remaining - MARGIN_SECONDS) * 1000), 1)
     try:
@@ -69,21 +84,28 @@ async def run(
             row = await cur.fetchone()
     except psycopg.errors.QueryCanceled:
         logs.warning("retention_stopped", detail=f"the delete outran the tick's budget ({timeout_ms} ms); a later tick resumes")
-        _quiet_until = clock() + QUIET_SECONDS
+        _pause(now, QUIET_SECONDS)
         return None
     except psycopg.Error as exc:  # e.g. an app table referencing a job, a deadlock: never fail the tick over it
         logs.error("retention_error", detail=f"{type(exc).__name__}: {exc}")
-        _quiet_until = clock() + QUIET_SECONDS
+        _pause(now, QUIET_SECONDS)
         return None
     assert row is not None  # the statement always returns its one row
     deleted = Deleted(*row)
-    if not deleted.full:
-        _quiet_until = clock() + QUIET_SECONDS
+    if deleted.full:
+        _probe_from = None
+    else:
+        _pause(now, QUIET_SECONDS)
     logs.info("retention", **asdict(deleted), duration_ms=int((clock() - started) * 1000))
     return deleted
 
 
+def _pause(now: datetime, seconds: float) -> None:
+    global _probe_from, _paused_at
+    _probe_from, _paused_at = now + timedelta(seconds=seconds), now
+
+
 def reset() -> None:
-    """Forget the quiet period (tests, and a process that knows it just inserted expired rows)."""
-    global _quiet_until
-    _quiet_until = float("-inf")
+    """Forget the pause (tests, and a process that knows it just made rows expire)."""
+    global _probe_from, _paused_at
+    _probe_from = _paused_at = None

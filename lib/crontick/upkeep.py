@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -12,10 +12,17 @@ from . import alerts, health, logs, retention
 from .queue import Recorded
 from .settings import Settings
 
+# Per process: when its last recorded tick finished. While that is less than the silence threshold
+# ago, no tick can follow a silence, so the record statement skips that check (a null it folds away).
+_last_finished_at: datetime | None = None
+
 
 def checks(settings: Settings, now: datetime) -> dict[str, Any]:
     """The parameters of the record statement's own checks: a silence, and rows past their keep period."""
-    return {"silent_after": health.stale_after_seconds(settings), **retention.cutoffs(settings, now)}
+    silent_after = health.stale_after_seconds(settings)
+    last = _last_finished_at
+    recent = last is not None and last <= now < last + timedelta(seconds=silent_after)
+    return {"silent_after": None if recent else silent_after, **retention.probe(settings, now)}
 
 
 async def after_record(
@@ -32,6 +39,8 @@ async def after_record(
     Alerts go before retention: they are news, and deleting old rows can wait a tick. Neither
     fails the tick: an unreachable alert endpoint is retried later, a slow delete is cut short.
     """
+    global _last_finished_at
+    _last_finished_at = now
     if recorded.silent_seconds is not None:
         logs.warning("scheduler_silent", silent_seconds=recorded.silent_seconds,
                      silent_after_seconds=health.stale_after_seconds(settings))

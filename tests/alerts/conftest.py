@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from pytest_httpserver import HTTPServer
 
-from crontick import retention
+from crontick import retention, upkeep
 from tests.reminders.support import Provider
 
 
@@ -26,7 +26,8 @@ def receiver_server() -> Iterator[Provider]:
 
 
 @pytest.fixture
-def receiver(receiver_server: Provider) -> Provider:
+def receiver(receiver_server: Provider, monkeypatch: pytest.MonkeyPatch) -> Provider:
     receiver_server.reset()
     retention.reset()
+    monkeypatch.setattr(upkeep, "_last_finished_at", None)  # this process has not ticked: silences are checked
     return receiver_server

@@ -80,16 +80,26 @@ def test_a_million_expired_rows_clear_in_bounded_batches_within_each_tick_budget
           f"slowest {max(walls) * 1000:.0f} ms, median batch {sorted(r['duration_ms'] for r in runs)[len(runs) // 2]} ms")
 
 
-def test_nothing_expired_costs_no_retention_statement(database_url: str, conn: psycopg.Connection[Any], events: Events) -> None:
+def test_retention_runs_only_when_a_probe_finds_expired_rows(database_url: str, conn: psycopg.Connection[Any], events: Events) -> None:
     now = db_now(conn)
     conn.execute("insert into jobs (type, payload, status, updated_at) values ('x', '{}', 'done', %(t)s)",
                  {"t": now - timedelta(days=6)})
     tick(database_url, settings_for(database_url), now=now)
     assert events.named("retention") == []
-    # The same row is expired under a shorter keep period.
-    tick(database_url, settings_for(database_url, keep_done_days=5), now=now + timedelta(seconds=1))
+    # The same row is expired under a shorter keep period, but the process looks only once a minute.
+    shorter = settings_for(database_url, keep_done_days=5)
+    tick(database_url, shorter, now=now + timedelta(seconds=1))
+    assert events.named("retention") == []
+    tick(database_url, shorter, now=now + timedelta(seconds=retention.PROBE_SECONDS + 1))
     [run] = events.named("retention")
     assert run["done_jobs"] == 1
+    # Less than a full batch: the process goes quiet, and later ticks do not even look.
+    conn.execute("insert into jobs (type, payload, status, updated_at) values ('x', '{}', 'done', %(t)s)",
+                 {"t": now - timedelta(days=6)})
+    tick(database_url, shorter, now=now + timedelta(seconds=2 * retention.PROBE_SECONDS + 2))
+    assert len(events.named("retention")) == 1
+    tick(database_url, shorter, now=now + timedelta(seconds=retention.QUIET_SECONDS + 120))
+    assert [r["done_jobs"] for r in events.named("retention")] == [1, 1]
 
 
 def test_a_delete_that_outruns_the_budget_is_cut_short_and_the_tick_still_succeeds(
