@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from . import auth, handlers, logs
+from . import auth, handlers, inbound, kick, logs
 from .db import Database
 from .errors import ConfigError, CrontickError, DatabaseUnavailable
 from .settings import Settings
@@ -113,7 +113,7 @@ async def http_error(request: Request, exc: Exception) -> JSONResponse:
     if exc.status_code == 405:
         detail = f"{request.method} is not allowed on {request.url.path}; use {headers.get('Allow', 'GET, POST')}"
     elif exc.status_code == 404:
-        detail = f"nothing at {request.url.path}; the endpoints are /api/cron/tick and /api/health"
+        detail = f"nothing at {request.url.path}; the endpoints are /api/cron/tick, /api/health and /api/hooks/{{name}}"
     return error(exc.status_code, codes.get(exc.status_code, "http_error"), detail, headers)
 
 
@@ -153,11 +153,13 @@ def create_app(settings: Settings | None = None) -> Starlette:
         routes=[
             Route("/api/cron/tick", tick, methods=["GET", "POST"]),
             Route("/api/health", health, methods=["GET"]),
+            Route("/api/hooks/{name}", inbound.endpoint, methods=["POST"]),
         ],
         exception_handlers={HTTPException: http_error, Exception: internal_error},
         lifespan=lifespan,
     )
     app.state.runtime = runtime
+    kick.attach(runtime)
     return app
 
 

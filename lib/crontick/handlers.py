@@ -23,6 +23,7 @@ class Job:
     attempt: int
     max_attempts: int
     created_at: datetime
+    snoozes: int = 0  # times this job has snoozed (raise crontick.Snooze) so far
 
 
 HandlerFunc = Callable[[Any, Job], Awaitable[None] | None]

@@ -73,6 +73,8 @@ class Settings:
     # The base URL schedulers call (https://app.example.com): QStash signs the full URL it calls and
     # short-lived tokens name it as their audience. Unset: taken from the request (x-forwarded-*).
     public_url: str | None = None
+    # Prompt start (crontick.kick): off | inline | http. from_env picks it per host when CRONTICK_KICK is unset.
+    kick: str = "inline"
 
     @property
     def auth_configured(self) -> bool:
@@ -145,7 +147,14 @@ class Settings:
             github_oidc_refs=_list(env, "CRONTICK_GITHUB_OIDC_REFS"),
             github_oidc_workflows=_list(env, "CRONTICK_GITHUB_OIDC_WORKFLOWS"),
             public_url=_base_url(env, "CRONTICK_PUBLIC_URL"),
+            kick=_kick_mode(env),
         )
+        if settings.kick == "http" and env.get("CRONTICK_KICK") and not (settings.cron_secret and settings.public_url):
+            raise ConfigError(
+                "CRONTICK_KICK: expected CRON_SECRET and CRONTICK_PUBLIC_URL to be set for the http kick "
+                "(it calls the app's own tick URL with a token signed with CRON_SECRET), got: "
+                + ("no CRONTICK_PUBLIC_URL" if settings.cron_secret else "no CRON_SECRET")
+            )
         if settings.github_oidc_repository and not settings.github_oidc_audience:
             raise ConfigError(
                 "CRONTICK_GITHUB_OIDC_AUDIENCE: expected the audience your workflow requests (e.g. your app's URL) "
@@ -219,6 +228,21 @@ def _database_url(env: Mapping[str, str]) -> str | None:
         except psycopg.ProgrammingError as exc:
             raise DatabaseUrlError(url, exc) from None  # not chained: psycopg's text may quote the password
     return url
+
+
+# Prompt start (crontick.kick): the kick modes, and the default per host.
+KICK_MODES = ("off", "inline", "http")
+
+
+def _kick_mode(env: Mapping[str, str]) -> str:
+    """CRONTICK_KICK, else per host: http on AWS Lambda (it freezes once the handler returns), else
+    inline (a long-running server, and Vercel, which waits for an ASGI app's background work)."""
+    value = (_text(env, "CRONTICK_KICK") or "").lower()
+    if not value:
+        return "http" if _text(env, "AWS_LAMBDA_FUNCTION_NAME") else "inline"
+    if value not in KICK_MODES:
+        raise ConfigError(f"CRONTICK_KICK: expected one of {', '.join(KICK_MODES)}, got: {value!r}")
+    return value
 
 
 def kind_lead(kind: str) -> timedelta:
