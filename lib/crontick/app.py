@@ -12,9 +12,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from . import auth, handlers, inbound, kick, logs
+from . import auth, handlers, logs
 from .db import Database
 from .errors import ConfigError, CrontickError, DatabaseUnavailable
+from .inbound import endpoint as inbound_endpoint
+from .kick import attach as attach_kick
 from .settings import Settings
 from .tick import run_tick
 
@@ -153,13 +155,13 @@ def create_app(settings: Settings | None = None) -> Starlette:
         routes=[
             Route("/api/cron/tick", tick, methods=["GET", "POST"]),
             Route("/api/health", health, methods=["GET"]),
-            Route("/api/hooks/{name}", inbound.endpoint, methods=["POST"]),
+            Route("/api/hooks/{name}", inbound_endpoint, methods=["POST"]),
         ],
         exception_handlers={HTTPException: http_error, Exception: internal_error},
         lifespan=lifespan,
     )
     app.state.runtime = runtime
-    kick.attach(runtime)
+    attach_kick(runtime)
     return app
 
 

@@ -170,9 +170,9 @@ async def endpoint(request: Request) -> Response:
 
 
 async def _kick(rt: Runtime) -> None:
-    from . import kick
+    from .kick import after_commit
 
-    await kick.after_commit(rt)
+    await after_commit(rt)
 
 
 def _public_url(request: Request, rt: Runtime) -> str:
