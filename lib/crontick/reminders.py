@@ -137,7 +137,7 @@ async def send_all(
         if isinstance(result, delivery.Delivered):
             return Outcome(c.id, c.attempts, "sent", provider_message_id=result.provider_message_id)
         finished = now + timedelta(seconds=clock() - began)
-        return decide(c, Failure(result.kind, scrub(result.error, settings.secrets)), finished, rand())
+        return decide(c, Failure(result.kind, scrub(result.error, settings.secrets), result.retry_after_seconds), finished, rand())
 
     return list(await asyncio.gather(*(one(c) for c in claimed)))
 
