@@ -9,11 +9,11 @@ import time
 from typing import Any
 from urllib.parse import urlencode
 
+import crontick
 import httpx
+from crontick.settings import Settings
 from twilio.request_validator import RequestValidator
 
-import crontick
-from crontick.settings import Settings
 from tests.conftest import TEST_SECRET
 
 PUBLIC_URL = "https://app.example.com"
@@ -41,18 +41,25 @@ async def record(payload: Any, job: crontick.Job) -> None:
 
 
 def settings_for(url: str, **changes: Any) -> Settings:
-    return Settings(database_url=url, cron_secret=TEST_SECRET, public_url=PUBLIC_URL, **changes)
+    return Settings(database_url=url, cron_secret=TEST_SECRET, **{"public_url": PUBLIC_URL, **changes})
 
 
 def twilio_form(sid: str, body: str = "hello") -> dict[str, str]:
     return {"MessageSid": sid, "From": "whatsapp:+31612345678", "To": "whatsapp:+14155238886", "Body": body}
 
 
-def twilio_post(client: httpx.Client, base: str, form: dict[str, str], hook: str = "t-twilio", token: str = TWILIO_TOKEN) -> httpx.Response:
+def twilio_request(form: dict[str, str], hook: str = "t-twilio", token: str = TWILIO_TOKEN,
+                   public_url: str = PUBLIC_URL) -> tuple[str, bytes, dict[str, str]]:
+    """(path, body, headers) of a webhook as Twilio signs it for `public_url`."""
     path = f"/api/hooks/{hook}"
-    signature = RequestValidator(token).compute_signature(PUBLIC_URL + path, form)
-    return client.post(base + path, content=urlencode(form), headers={
-        "X-Twilio-Signature": signature, "Content-Type": "application/x-www-form-urlencoded"})
+    signature = RequestValidator(token).compute_signature(public_url + path, form)
+    return path, urlencode(form).encode(), {"X-Twilio-Signature": signature, "Content-Type": "application/x-www-form-urlencoded"}
+
+
+def twilio_post(client: httpx.Client, base: str, form: dict[str, str], hook: str = "t-twilio", token: str = TWILIO_TOKEN,
+                public_url: str = PUBLIC_URL) -> httpx.Response:
+    path, body, headers = twilio_request(form, hook, token, public_url)
+    return client.post(base + path, content=body, headers=headers)
 
 
 def stripe_headers(body: bytes, secret: str = STRIPE_SECRET, at: int | None = None) -> dict[str, str]:

@@ -6,19 +6,26 @@ import json
 import time
 from typing import Any
 
+import crontick
 import httpx
 import psycopg
 import pytest
 import standardwebhooks
-
-import crontick
 from crontick.errors import ConfigError
+
 from tests.conftest import free_port
 from tests.db.core_jobs import tick
 from tests.http.http_checks import LiveApp, assert_json_error
 from tests.http.tcp_proxy import TcpProxy
 from tests.inbound.support import (
-    BEARER_SECRET, GITHUB_SECRET, STANDARD_SECRET, runs, settings_for, stripe_headers, twilio_form, twilio_post,
+    BEARER_SECRET,
+    GITHUB_SECRET,
+    STANDARD_SECRET,
+    runs,
+    settings_for,
+    stripe_headers,
+    twilio_form,
+    twilio_post,
 )
 
 

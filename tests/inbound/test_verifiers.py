@@ -12,9 +12,8 @@ from urllib.parse import urlencode
 import pytest
 import standardwebhooks
 import stripe
-from twilio.request_validator import RequestValidator
-
 from crontick import verify
+from twilio.request_validator import RequestValidator
 
 TOKEN = "12345678901234567890123456789012"
 URL = "https://app.example.com/api/hooks/whatsapp"
