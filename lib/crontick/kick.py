@@ -17,6 +17,10 @@ if TYPE_CHECKING:
 # A burst's kicks run one after another in a process, never side by side: at most this many
 # ticks follow one kick (each tick takes a batch; the rest waits for the scheduled tick).
 MAX_TICKS_PER_KICK = 20
+# Kicks that arrive while a tick runs make one more tick, started at least this long after the
+# previous one: a burst of 500 webhooks in a second starts a handful of ticks, each taking what
+# has arrived, while a lone event is still started at once.
+MIN_KICK_INTERVAL_SECONDS = 0.25
 # The http kick waits this long for the tick's answer, then lets it run on without us: the
 # webhook that caused it must answer fast, and on Lambda Mangum holds the answer until we return.
 HTTP_KICK_WAIT_SECONDS = 1.0
@@ -81,17 +85,20 @@ async def _coalesced(one_round: Callable[[], Awaitable[bool]], mode: str) -> Non
     if not coalescer.begin():
         return
     rounds = 0
+    loop = asyncio.get_running_loop()
     try:
         while True:
             rounds += 1
+            started = loop.time()
             more = await one_round()
             if rounds >= MAX_TICKS_PER_KICK:
                 coalescer.end()
                 return
-            if more:  # the tick left due work behind: take the next batch now
+            if more:  # a full batch: a backlog is waiting, take the next batch now
                 continue
             if not coalescer.again():
                 return
+            await asyncio.sleep(max(0.0, started + MIN_KICK_INTERVAL_SECONDS - loop.time()))
     except Exception as exc:  # noqa: BLE001 - a kick must never fail the request that caused it
         coalescer.end()
         logs.warning("kick_failed", mode=mode, error=f"{type(exc).__name__}: {exc}")
@@ -108,7 +115,7 @@ async def _tick_inline(rt: Runtime) -> bool:
     except DatabaseUnavailable:
         await rt.db.discard()
         raise
-    return result.more and result.jobs.claimed > 0
+    return result.jobs.claimed >= rt.settings.batch_size  # a full batch: a backlog is waiting
 
 
 async def _tick_http(settings: Settings) -> bool:
@@ -129,7 +136,7 @@ async def _tick_http(settings: Settings) -> bool:
         return False
     if not response.is_success:
         raise CrontickError(f"expected 2xx from {url}, got HTTP {response.status_code}: {response.text[:200]}")
-    return bool(response.json().get("more")) and bool(response.json().get("jobs", {}).get("claimed"))
+    return int(response.json().get("jobs", {}).get("claimed", 0)) >= settings.batch_size
 
 
 async def kick_async() -> None:

@@ -17,11 +17,18 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-
 from crontick import aws
 from crontick.app import create_app
+
 from tests.conftest import ROOT, TEST_SECRET, free_port, serve, url_of
-from tests.inbound.support import TWILIO_TOKEN, runs, settings_for, twilio_form, twilio_post, twilio_request
+from tests.inbound.support import (
+    TWILIO_TOKEN,
+    runs,
+    settings_for,
+    twilio_form,
+    twilio_post,
+    twilio_request,
+)
 
 PROMPT_SECONDS = 2.0
 EVENTS = 5
