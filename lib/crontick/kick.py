@@ -66,8 +66,8 @@ _runtime: Runtime | None = None
 _threads: list[threading.Thread] = []
 
 
-def attach(runtime: Runtime) -> None:
-    """The app's runtime, so `crontick.kick()` from user code uses its settings and connection."""
+def attach(runtime: Runtime | None) -> None:
+    """The app's runtime, so `crontick.kick()` from user code uses its settings and connection (None: read the env)."""
     global _runtime
     _runtime = runtime
 

@@ -89,7 +89,7 @@ def test_crontick_serve_starts_the_handler_within_two_seconds_of_the_200(served:
             response = twilio_post(client, base, twilio_form(f"SMserve{n}"), hook="wa")
             answered = time.time()
             assert response.status_code == 200 and response.text == "<Response></Response>"
-            start = wait_until(lambda: _started(log, f"SMserve{n}"), timeout=5)
+            start = wait_until(lambda n=n: _started(log, f"SMserve{n}"), timeout=5)
             latencies.append(max(0.0, start - answered))
     report("crontick serve, inline", latencies)
     assert max(latencies) < PROMPT_SECONDS
@@ -120,7 +120,7 @@ def test_http_kick_calls_the_apps_own_tick_url_with_a_one_use_token(database_url
             answered = time.monotonic()
             assert response.status_code == 200
             [(job_id,)] = conn.execute("select job_id from crontick_inbound_events where event_id = %(e)s", {"e": f"SMhttp{n}"}).fetchall()
-            latencies.append(max(0.0, wait_until(lambda: _run_started(job_id), timeout=5) - answered))
+            latencies.append(max(0.0, wait_until(lambda job_id=job_id: _run_started(job_id), timeout=5) - answered))
     report("http kick", latencies)
     assert max(latencies) < PROMPT_SECONDS
     ticks = conn.execute("select source from crontick_ticks").fetchall()
@@ -201,7 +201,7 @@ def test_lambda_kicks_a_separate_invocation_through_its_own_url(
                 assert answer["statusCode"] == 200 and answer["body"] == "<Response></Response>", answer
                 [(job_id,)] = conn.execute("select job_id from crontick_inbound_events where event_id = %(e)s",
                                            {"e": f"SMlambda{n}"}).fetchall()
-                latencies.append(wait_until(lambda: _run_started(job_id), timeout=5) - invoked)
+                latencies.append(wait_until(lambda job_id=job_id: _run_started(job_id), timeout=5) - invoked)
     finally:
         webhook_instance.close()
         stand_in.instance.close()
