@@ -27,11 +27,10 @@ if not settings.configured:
         }},
     )
 
-from django.db import connection, transaction  # noqa: E402 - after settings
-from django.http import HttpRequest, JsonResponse  # noqa: E402
-from django.urls import path  # noqa: E402
-
-import crontick  # noqa: E402
+import crontick
+from django.db import connection, transaction
+from django.http import HttpRequest, JsonResponse
+from django.urls import path
 
 sent: list[str] = []  # what the handler did, for the example's test
 

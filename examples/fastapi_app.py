@@ -8,11 +8,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import psycopg
-from fastapi import BackgroundTasks, FastAPI
-
 import crontick
+import psycopg
 from crontick.app import app as crontick_app
+from fastapi import BackgroundTasks, FastAPI
 
 app = FastAPI()
 sent: list[str] = []  # what the handler did, for the example's test
