@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from crontick import cli
 from twilio.request_validator import RequestValidator
 
-from crontick import cli
-from tests.conftest import ROOT, TEST_SECRET, free_port, url_of
+from tests.conftest import TEST_SECRET, free_port, url_of
 
 
 def test_crontick_dev_prints_a_signed_curl_whose_reply_prints_within_seconds(
