@@ -210,3 +210,33 @@ def test_lambda_kicks_a_separate_invocation_through_its_own_url(
     assert max(latencies) < PROMPT_SECONDS
     assert webhook_instance.app().state.runtime.settings.kick == "http"  # chosen for Lambda without CRONTICK_KICK
     assert {t[0] for t in conn.execute("select source from crontick_ticks").fetchall()} == {"token"}
+
+
+# --- Vercel: api/hooks/[name].py loaded by file path, as Vercel's runtime does; it waits for background work ----
+
+
+def test_vercel_function_kicks_inline_after_the_response(
+    database_url: str, conn: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.deploy.test_vercel_function import load_vercel_function
+
+    runs.clear()
+    for name, value in {"DATABASE_URL": url_of(database_url), "CRON_SECRET": TEST_SECRET, "VERCEL": "1",
+                        "CRONTICK_PUBLIC_URL": "https://app.example.com", "CRONTICK_HANDLERS": "tests.inbound.support"}.items():
+        monkeypatch.setenv(name, value)
+    for name in ("CRONTICK_KICK", "AWS_LAMBDA_FUNCTION_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    function = load_vercel_function("api/hooks/[name].py")
+    monkeypatch.setattr(function.app, "_app", None)  # a cold instance
+    latencies = []
+    with serve(function.app) as base, httpx.Client() as client:
+        for n in range(EVENTS):
+            response = twilio_post(client, base, twilio_form(f"SMvercel{n}"))
+            answered = time.monotonic()
+            assert response.status_code == 200, response.text
+            [(job_id,)] = conn.execute("select job_id from crontick_inbound_events where event_id = %(e)s", {"e": f"SMvercel{n}"}).fetchall()
+            latencies.append(max(0.0, wait_until(lambda job_id=job_id: _run_started(job_id), timeout=5) - answered))
+    report("vercel function, inline after the response", latencies)
+    assert max(latencies) < PROMPT_SECONDS
+    assert function.app._app.state.runtime.settings.kick == "inline"
+    assert {t[0] for t in conn.execute("select source from crontick_ticks").fetchall()} == {"kick"}
