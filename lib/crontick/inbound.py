@@ -162,6 +162,9 @@ async def endpoint(request: Request) -> Response:
         logs.error("database_unavailable", detail=str(exc), hook=name)
         return _error(503, "database_unavailable", "the database cannot be reached; nothing was recorded, send the event again later",
                       {"Retry-After": str(RETRY_AFTER_SECONDS)})
+    except psycopg.errors.UndefinedTable:
+        logs.error("misconfigured", detail="crontick_inbound_events is missing", hook=name)
+        return _error(503, "misconfigured", "the crontick tables are missing or out of date: run `crontick migrate` against DATABASE_URL")
     logs.info("inbound", hook=name, event_id=event_id, job_id=job_id, duplicate=not new)
     background = BackgroundTask(_kick, rt) if new else None
     if hook.verify == "twilio":

@@ -13,7 +13,7 @@ import pytest
 import standardwebhooks
 from crontick.errors import ConfigError
 
-from tests.conftest import free_port
+from tests.conftest import TEST_SECRET, free_port
 from tests.db.core_jobs import tick
 from tests.http.http_checks import LiveApp, assert_json_error
 from tests.http.tcp_proxy import TcpProxy
@@ -179,3 +179,19 @@ def test_declaration_fails_fast_naming_the_variable(monkeypatch: pytest.MonkeyPa
         from crontick.inbound import forget
 
         forget("t-env")
+
+
+def test_a_hook_without_its_secret_fails_closed_at_startup(
+    live_app: LiveApp, database_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    module = tmp_path / "hooks_without_secret.py"
+    module.write_text("import crontick\ncrontick.inbound('t-nosecret', 'x', verify='stripe')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("STRIPE_WEBHOOK_SECRET", raising=False)
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    monkeypatch.setenv("CRON_SECRET", TEST_SECRET)
+    monkeypatch.setenv("CRONTICK_HANDLERS", "hooks_without_secret")
+    with live_app(None) as base, httpx.Client() as c:
+        hook = c.post(base + "/api/hooks/t-nosecret", content=b'{"id": "evt_1"}', headers={"Stripe-Signature": "t=1,v1=00"})
+    body = assert_json_error(hook, 503, "misconfigured")
+    assert "STRIPE_WEBHOOK_SECRET" in body["detail"]
