@@ -189,7 +189,7 @@ def check(hook: Hook, request: Request, url: str, body: bytes, now: float) -> No
     """Run the hook's verifier; raises verify.Refused with the reason."""
     h = request.headers
     if hook.verify == "twilio":
-        fields = {} if "bodySHA256=" in url else verify.form_fields(body)
+        fields = {} if _signed_body_hash(url) else verify.form_fields(body)
         verify.twilio(hook.secret, url, fields, h.get("x-twilio-signature"), body,
                       settings_header=h.get("x-twilio-webhooks-signature-settings"))
     elif hook.verify == "stripe":
@@ -205,7 +205,7 @@ def check(hook: Hook, request: Request, url: str, body: bytes, now: float) -> No
 def parse(hook: Hook, request: Request, url: str, body: bytes) -> tuple[Any, str | None]:
     """(the event as JSON, its provider event id or None when the sender gave none)."""
     h = request.headers
-    form = "bodySHA256=" not in url and (
+    form = not _signed_body_hash(url) and (
         hook.verify == "twilio" or h.get("content-type", "").startswith("application/x-www-form-urlencoded")
     )
     event = _form_object(body) if form else _json(body)
@@ -225,6 +225,13 @@ def parse(hook: Hook, request: Request, url: str, body: bytes) -> tuple[Any, str
     if event_id is not None and not 1 <= len(event_id) <= MAX_EVENT_ID_CHARS:
         raise BadEvent(f"expected an event id of 1 to {MAX_EVENT_ID_CHARS} characters, got: {len(event_id)}")
     return event, event_id or None
+
+
+def _signed_body_hash(url: str) -> bool:
+    """Twilio signs a JSON body through the URL's bodySHA256 parameter instead of form fields."""
+    from urllib.parse import parse_qs, urlsplit
+
+    return "bodySHA256" in parse_qs(urlsplit(url).query)
 
 
 def _form_object(body: bytes) -> dict[str, Any]:

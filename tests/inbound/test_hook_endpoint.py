@@ -195,3 +195,25 @@ def test_a_hook_without_its_secret_fails_closed_at_startup(
         hook = c.post(base + "/api/hooks/t-nosecret", content=b'{"id": "evt_1"}', headers={"Stripe-Signature": "t=1,v1=00"})
     body = assert_json_error(hook, 503, "misconfigured")
     assert "STRIPE_WEBHOOK_SECRET" in body["detail"]
+
+
+def test_twilio_json_body_signed_through_body_sha256_over_http(
+    live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    import hashlib
+
+    from twilio.request_validator import RequestValidator
+
+    from tests.inbound.support import PUBLIC_URL, TWILIO_TOKEN
+
+    body = json.dumps({"CallSid": "CA1", "Status": "completed"}).encode()
+    path = "/api/hooks/t-twilio?bodySHA256=" + hashlib.sha256(body).hexdigest()
+    signature = RequestValidator(TWILIO_TOKEN).compute_signature(PUBLIC_URL + path, {})
+    headers = {"X-Twilio-Signature": signature, "Content-Type": "application/json"}
+    with live_app(settings_for(database_url, kick="off")) as base, httpx.Client() as c:
+        ok = c.post(base + path, content=body, headers=headers)
+        tampered = c.post(base + path, content=body.replace(b"completed", b"failed"), headers=headers)
+    assert ok.status_code == 200 and ok.text == "<Response></Response>"
+    assert_json_error(tampered, 401, "unauthorized")
+    [(_, _, payload, _)] = jobs(conn)
+    assert payload["event_id"] == "CA1" and payload["event"] == {"CallSid": "CA1", "Status": "completed"}
