@@ -63,7 +63,7 @@ from rescued;
 -- `id = any(array(...))` makes the UPDATE find its rows by primary key whatever the table
 -- statistics say (a join may be planned as a scan of the whole table).
 -- The batch comes back as one JSON array of [id, type, payload, attempts, max_attempts,
--- created_at]: one value to decode instead of six per job.
+-- created_at, snoozes]: one value to decode instead of seven per job.
 with due as materialized (
     select id from jobs
     where status = 'pending' and run_after <= %(now)s
@@ -92,7 +92,7 @@ select
 -- The counts are made here from what was written, so a fenced outcome counts only as fenced.
 -- jobs_due tells the tick whether to answer more: true. /api/health reads the log.
 -- The outcomes arrive as one JSON array of [id, claimed_attempt, status, attempts, run_after,
--- last_error]: serialised once, in C, where six arrays would be encoded element by element.
+-- last_error, snoozed]: serialised once, in C, where seven arrays would be encoded element by element.
 with outcome as materialized (
     select (o ->> 0)::bigint as id, (o ->> 1)::int as claimed_attempt, o ->> 2 as status,
         (o ->> 3)::int as attempts, (o ->> 4)::timestamptz as run_after, o ->> 5 as last_error,
