@@ -20,6 +20,7 @@ import pytest
 from crontick import aws
 from crontick.app import create_app
 
+from tests.auth.client import LogLines, crontick_log  # noqa: F401 - fixture
 from tests.conftest import ROOT, TEST_SECRET, free_port, serve, url_of
 from tests.inbound.support import (
     TWILIO_TOKEN,
@@ -130,7 +131,7 @@ def test_http_kick_calls_the_apps_own_tick_url_with_a_one_use_token(database_url
 
 
 def test_failed_http_kick_is_logged_and_leaves_the_work_for_the_scheduled_tick(
-    database_url: str, conn: psycopg.Connection[Any], capfd: pytest.CaptureFixture[str]
+    database_url: str, conn: psycopg.Connection[Any], crontick_log: LogLines  # noqa: F811
 ) -> None:
     nowhere = f"http://127.0.0.1:{free_port()}"  # the public URL points at nothing
     with serve(create_app(settings_for(database_url, kick="http", public_url=nowhere))) as base, httpx.Client() as client:
@@ -138,7 +139,7 @@ def test_failed_http_kick_is_logged_and_leaves_the_work_for_the_scheduled_tick(
         time.sleep(0.5)  # the kick runs after the answer; give it time to fail
     assert response.status_code == 200
     assert conn.execute("select status from jobs").fetchall() == [("pending",)]
-    assert '"event": "kick_failed"' in capfd.readouterr().err
+    assert any('"event": "kick_failed"' in line for line in crontick_log.lines)
 
 
 # --- AWS Lambda: the kick is a separate invocation, here through a local stand-in for the function URL ----
