@@ -9,6 +9,7 @@ from .handlers import Job, handler
 from .inbound import inbound
 from .kick import kick, kick_async
 from .queue import enqueue, enqueue_many
+from .schedules import schedule
 
 __all__ = [
     "CrontickError",
@@ -25,6 +26,7 @@ __all__ = [
     "inbound",
     "kick",
     "kick_async",
+    "schedule",
 ]
 
 del _builtin

@@ -12,6 +12,7 @@ from .db import query
 from .handlers import Job, handler
 from .inbound import inbound
 from .queue import enqueue
+from .schedules import schedule
 
 log = logging.getLogger("crontick")
 
@@ -37,6 +38,21 @@ def flaky(payload: Any, job: Job) -> None:
     if job.attempt < 2:
         raise RuntimeError(f"demo.flaky: failing attempt {job.attempt} on purpose; it retries in about a minute")
     print(f"[demo.flaky] job {job.id}: succeeded on attempt {job.attempt}", flush=True)
+
+
+@handler("demo.heartbeat")
+def heartbeat(payload: Any, job: Job) -> None:
+    slot = job.scheduled_for.strftime("%Y-%m-%d %H:%M UTC") if job.scheduled_for else "no slot"
+    print(f"[demo.heartbeat] job {job.id}: schedule {job.schedule!r}, slot {slot}: {payload.get('message')}", flush=True)
+
+
+def declare_schedules() -> None:
+    """The demo's recurring job. `crontick dev` calls this; importing the module declares nothing,
+    so a process that imports it for its handlers (a test, say) does not tick a schedule it never asked for."""
+    schedule(
+        "demo.quarter-hourly", "*/15 * * * *", "demo.heartbeat", {"message": "hello from a schedule"},
+        time_zone="Europe/Amsterdam",
+    )
 
 
 DEMO_WHATSAPP_FROM = "whatsapp:+14155238886"  # Twilio's WhatsApp sandbox number
