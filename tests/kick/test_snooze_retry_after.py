@@ -118,3 +118,14 @@ def test_retry_after_parsing() -> None:
     assert delivery.retry_after_seconds(past, now) == 0.0
     for junk in (None, "", "soon", "-5", "1.5e3"):
         assert delivery.retry_after_seconds(junk, now) is None
+
+
+def test_after_failure_waits_the_longer_of_backoff_and_retry_after() -> None:
+    from crontick import backoff
+
+    now = datetime(2026, 11, 30, 12, tzinfo=UTC)
+    policy = backoff.Schedule((60.0,), jitter_fraction=0.0)
+    assert backoff.after_failure(1, 4, policy, now, 0.5, retry_after_seconds=120) == backoff.Retry(now + timedelta(seconds=120))
+    assert backoff.after_failure(1, 4, policy, now, 0.5, retry_after_seconds=5) == backoff.Retry(now + timedelta(seconds=60))
+    assert backoff.after_failure(1, 4, policy, now, 0.5) == backoff.Retry(now + timedelta(seconds=60))
+    assert backoff.after_failure(4, 4, policy, now, 0.5, retry_after_seconds=120) == backoff.Fail()  # the last attempt still fails
