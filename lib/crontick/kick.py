@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from . import logs
-from .errors import ConfigError, CrontickError
+from .errors import CrontickError
 
 if TYPE_CHECKING:
     from .app import Runtime
@@ -145,12 +145,16 @@ async def kick_async() -> None:
     It runs the tick (inline) or sends it (http) before returning, so call it after the
     response where you can (FastAPI/Starlette BackgroundTasks; Vercel waits for those).
     """
-    await after_commit(_current_runtime())
+    rt = _current_runtime()
+    if rt is not None:
+        await after_commit(rt)
 
 
 def kick() -> None:
     """Like kick_async, for sync code (a Django view's transaction.on_commit): runs in a thread, returns at once."""
     rt = _current_runtime()
+    if rt is None:
+        return
     if coalescer.running:
         coalescer.begin()  # marks one more round for the kick in flight
         return
@@ -184,12 +188,15 @@ def wait_for_threads(timeout: float = 10.0) -> None:
         _threads.pop().join(timeout)
 
 
-def _current_runtime() -> Runtime:
+def _current_runtime() -> Runtime | None:
+    """The attached app's runtime, else one read from the environment; None (logged) when misconfigured:
+    a kick runs after the caller's commit, so it must never fail the caller."""
     global _runtime
     if _runtime is None:
         from .app import Runtime
 
         _runtime = Runtime(None)
     if _runtime.problem:
-        raise ConfigError(f"crontick.kick: crontick is not configured: {_runtime.problem}")
+        logs.warning("kick_failed", mode="none", error=f"crontick is not configured: {_runtime.problem}")
+        return None
     return _runtime

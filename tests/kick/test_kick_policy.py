@@ -94,3 +94,19 @@ def test_a_full_batch_chains_at_once_but_stops_at_the_bound(monkeypatch: Any) ->
 
     asyncio.run(_coalesced(backlog, "inline"))
     assert len(rounds) == 5 and not coalescer.running
+
+
+def test_kick_never_raises_into_the_caller_when_crontick_is_misconfigured(
+    monkeypatch: pytest.MonkeyPatch, crontick_log: LogLines  # noqa: F811
+) -> None:
+    import crontick
+    from crontick.kick import attach
+
+    monkeypatch.setenv("CRON_SECRET", "too-short")
+    attach(None)
+    try:
+        crontick.kick()  # e.g. from a Django on_commit: an exception here would fail the committed request
+        asyncio.run(crontick.kick_async())
+    finally:
+        attach(None)
+    assert sum('"event": "kick_failed"' in line and "CRON_SECRET" in line for line in crontick_log.lines) == 2
