@@ -14,7 +14,6 @@ from . import handlers, logs, queue, reminders, runner
 from .errors import CrontickError, DatabaseUnavailable
 from .settings import Settings
 
-
 # In `crontick tick --drain`, how often reminders are looked at again between batches of jobs.
 REMINDER_RECHECK_SECONDS = 1.0
 

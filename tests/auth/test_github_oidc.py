@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
