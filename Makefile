@@ -27,6 +27,15 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
+## The docs site (mkdocs-material, --strict) into .crontick/site; reference pages are generated from the code.
+DOCS_STAMP := $(VENV)/.docs-installed
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,docs]'
+	@touch $@
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir .crontick/site
+
 ## Benchmark against procrastinate, pgqueuer and plain psycopg loops (CRONTICK_BENCH_DATABASE_URL or embedded).
 ## Its peers live in their own venv, so they never slow the runtime venv's imports (cold start is measured there).
 BENCH_VENV := .crontick/bench-venv

@@ -61,6 +61,7 @@ async def run_tick(
     source: str = "http",
     clock: Callable[[], float] = time.monotonic,
     send_reminders: bool = True,
+    execution_id: str | None = None,
 ) -> TickResult:
     """Do one bounded unit of due work, in a constant number of statements whatever the batch size:
     the reminders' own, then one claim (plus a rescue and a second claim only when a lease has
@@ -68,7 +69,10 @@ async def run_tick(
 
     Reminders go first: they are due at a time a customer sees, and a batch of slow jobs must
     not use up the budget before them. `send_reminders=False` leaves them to a later tick.
+    `execution_id` (a Vercel Schedules run's id) is stored in the tick's row and log line, so
+    duplicate deliveries of one run can be told apart from separate runs.
     """
+    run = {"execution_id": execution_id} if execution_id else {}
     now = now or datetime.now(UTC)
     t0 = clock()
     deadline = t0 + settings.time_budget_seconds
@@ -82,7 +86,7 @@ async def run_tick(
             jobs, now=now, deadline=deadline, concurrency=settings.concurrency, secrets=settings.secrets, clock=clock
         )
         duration_ms = int((clock() - t0) * 1000)
-        partial = TickResult(JobCounts(), sent, False, duration_ms).to_json()
+        partial = TickResult(JobCounts(), sent, False, duration_ms).to_json() | run
         tick_log = queue.TickLog(now, source, partial, claimed=len(jobs), rescued=rescued.total)
         recorded = await queue.record(conn, outcomes, now + timedelta(milliseconds=duration_ms), tick_log)
     except psycopg.OperationalError as exc:
@@ -102,7 +106,7 @@ async def run_tick(
     result = TickResult(job_counts, sent, more, duration_ms)
     if job_counts.fenced:
         logs.warning("fenced", count=job_counts.fenced)
-    logs.info("tick", source=source, **result.to_json())
+    logs.info("tick", source=source, **run, **result.to_json())
     return result
 
 
