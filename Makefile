@@ -36,6 +36,18 @@ $(DOCS_STAMP): $(STAMP)
 docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir .crontick/site
 
+## What users install: build the wheel and sdist into dist/, install the wheel (with its dev extra) into a fresh
+## venv and run the suite against it from here, where lib/ is not on sys.path (tests/packaging checks that).
+WHEEL_VENV := .crontick/wheel-venv
+test-wheel: $(STAMP)
+	rm -rf dist $(WHEEL_VENV)
+	$(BIN)/python -m build --outdir dist >/dev/null
+	@ls -l dist
+	$(PYTHON) -m venv $(WHEEL_VENV)
+	$(WHEEL_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(WHEEL_VENV)/bin/python -m pip install --quiet "$$(ls dist/crontick-*.whl)[dev]"
+	CRONTICK_TEST_WHEEL="$$(ls dist/crontick-*.whl)" CRONTICK_TEST_INSTALLED=wheel $(WHEEL_VENV)/bin/python -m pytest -q
+
 ## Benchmark against procrastinate, pgqueuer and plain psycopg loops (CRONTICK_BENCH_DATABASE_URL or embedded).
 ## Its peers live in their own venv, so they never slow the runtime venv's imports (cold start is measured there).
 BENCH_VENV := .crontick/bench-venv
