@@ -92,3 +92,22 @@ def test_the_nav_names_only_markdown_pages_and_the_existing_ones_build() -> None
     assert written - set(listed) == set(), "every page is in the nav"
     for required in ("index.md", "configuration.md", "cli.md", "api.md", "deploy/vercel.md", "upgrading.md"):
         assert required in written
+
+
+def test_the_benchmarks_page_renders_the_committed_results() -> None:
+    page = gen.bench_results()
+    assert page.startswith("```text") and "crontick ÷ it" in page and "enqueue" in page
+
+
+def test_the_nav_hook_leaves_out_pages_not_written_yet() -> None:
+    spec = importlib.util.spec_from_file_location("crontick_docs_hooks", ROOT / "docs" / "hooks.py")
+    assert spec is not None and spec.loader is not None
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    nav = [
+        {"Home": "index.md"},
+        {"Later": "not-written-yet.md"},
+        {"Guide": [{"Jobs": "jobs.md"}, {"Admin": "also-not-yet.md"}]},
+        {"Empty": [{"Gone": "none-of-these.md"}]},
+    ]
+    assert hooks._present(nav, ROOT / "docs") == [{"Home": "index.md"}, {"Guide": [{"Jobs": "jobs.md"}]}]
