@@ -16,7 +16,13 @@ from tests.auth.client import LogLines
 from tests.conftest import ROOT, TEST_SECRET, serve
 from tests.deploy.test_vercel_function import _fresh_app, load_vercel_function
 
-SCHEDULES_HEADERS = {"user-agent": "vercel-cron/1.0", "authorization": f"Bearer {TEST_SECRET}"}
+# A path target "calls your route the same way a Cron Job does" (vercel.com/docs/schedules/migrate-from-cron-jobs).
+SCHEDULE = "7,22,37,52 * * * *"
+SCHEDULES_HEADERS = {
+    "user-agent": "vercel-cron/1.0",
+    "x-vercel-cron-schedule": SCHEDULE,
+    "authorization": f"Bearer {TEST_SECRET}",
+}
 
 
 def tick_rows(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
