@@ -14,24 +14,15 @@ import psycopg
 from psycopg.rows import class_row
 
 from . import backoff, delivery, logs
+from .counts import ReminderCounts
 from .db import query
 from .errors import ConfigError, PermanentError
 from .runner import scrub
 from .settings import Settings
 
-
 STATUSES = ("sending", "sent", "failed", "unknown")
 MAX_ATTEMPTS = backoff.DEFAULT_MAX_ATTEMPTS
 UTC_ZONE = ZoneInfo("UTC")
-
-
-@dataclass(frozen=True)
-class ReminderCounts:
-    sent: int = 0
-    failed: int = 0  # failed for good: a 4xx, the last attempt, or the booking went away before a retry
-    unknown: int = 0  # may have been delivered; left for a person to decide, never resent automatically
-    retried: int = 0  # failed this time, retry scheduled with backoff
-    more: bool = False
 
 
 @dataclass(frozen=True)

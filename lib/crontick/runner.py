@@ -13,7 +13,6 @@ from .errors import PermanentError
 from .handlers import Handler, Job
 from .queue import Outcome
 
-
 SLOW_JOB_SECONDS = 8.0
 LAST_ERROR_MAX_CHARS = 2000
 

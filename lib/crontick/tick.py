@@ -10,10 +10,10 @@ from typing import Any
 
 import psycopg
 
-from . import handlers, logs, queue, reminders, runner
+from . import handlers, logs, queue, runner
+from .counts import ReminderCounts
 from .errors import CrontickError, DatabaseUnavailable
 from .settings import Settings
-
 
 # In `crontick tick --drain`, how often reminders are looked at again between batches of jobs.
 REMINDER_RECHECK_SECONDS = 1.0
@@ -33,7 +33,7 @@ class JobCounts:
 @dataclass(frozen=True)
 class TickResult:
     jobs: JobCounts = field(default_factory=JobCounts)
-    reminders: reminders.ReminderCounts = field(default_factory=reminders.ReminderCounts)
+    reminders: ReminderCounts = field(default_factory=ReminderCounts)
     more: bool = False
     duration_ms: int = 0
 
@@ -48,7 +48,7 @@ class TickResult:
         rem = {k: v + getattr(other.reminders, k) for k, v in asdict(self.reminders).items() if k != "more"}
         return TickResult(
             jobs=jobs,
-            reminders=reminders.ReminderCounts(**rem, more=other.reminders.more),
+            reminders=ReminderCounts(**rem, more=other.reminders.more),
             more=other.more,
             duration_ms=self.duration_ms + other.duration_ms,
         )
@@ -74,8 +74,11 @@ async def run_tick(
     t0 = clock()
     deadline = t0 + settings.time_budget_seconds
     try:
-        sent = reminders.ReminderCounts()
+        sent = ReminderCounts()
         if send_reminders:
+            # Imported here, with its channels: a tick that finds no reminder due never loads them.
+            from . import reminders
+
             sent = await reminders.send_due(conn, settings, now=now, deadline=deadline, clock=clock)
         out_of_time = clock() >= deadline
         jobs, rescued = ([], queue.RescueCounts(0, 0)) if out_of_time else await _claim(conn, settings, now)
