@@ -119,16 +119,25 @@ with outcome as materialized (
         count(*) filter (where w.id is null) as fenced
     from outcome o
     left join written w on w.id = o.id
+), next_job as (
+    -- For the summary's next_due_at: the snapshot does not see this statement's own writes,
+    -- so the batch's retries (and releases, due now) are counted from the outcomes.
+    select least(
+        (select min(run_after) from jobs where status = 'pending'),
+        (select min(coalesce(o.run_after, %(now)s)) from outcome o where o.status = 'pending')
+    ) as at
 ), logged as (
     insert into crontick_ticks (started_at, finished_at, source, summary)
     select %(started_at)s::timestamptz, %(now)s, %(source)s::text,
-        %(summary)s::jsonb || jsonb_build_object('jobs', %(jobs)s::jsonb || to_jsonb(c))
-    from counts c
+        %(summary)s::jsonb || jsonb_build_object('jobs', %(jobs)s::jsonb || to_jsonb(c),
+                                                 'next_due_at', least(n.at, %(next_reminder_at)s::timestamptz))
+    from counts c, next_job n
     where %(log)s::boolean
 )
 select array(select id from written) as written,
     c.succeeded, c.retried, c.failed, c.released, c.fenced,
-    coalesce((select min(run_after) from jobs where status = 'pending') <= %(now)s, false) as jobs_due
+    coalesce((select min(run_after) from jobs where status = 'pending') <= %(now)s, false) as jobs_due,
+    (select at from next_job) as next_job_at
 from counts c;
 
 -- name: tick_last
@@ -154,3 +163,56 @@ returning id;
 -- name: job_get_status
 -- crontick retry: explain why a job could not be retried.
 select status from jobs where id = %(id)s;
+
+-- name: tick_probe
+-- Tick, first statement: is anything due, and when is the next thing due? One row of cheap
+-- checks, each reading the first entry of a partial index (min(), not exists, so the plan
+-- stays the same whatever the statistics say). When no check finds work, the same statement
+-- writes the tick's log row, and the tick ends there: an idle tick is one round trip.
+-- The tick then runs only the steps whose check found work (crontick.tick.run_tick).
+--
+-- Adding a per-tick step (schedules, an alerts outbox, retention, ...): add ONE column to
+-- `probe`, a boolean `<step>_due` (e.g. exists (select 1 from crontick_schedules where
+-- next_at <= %(now)s)) or a timestamp `<step>_at` compared with %(now)s; add it to `idle`
+-- below; add a timestamp to next_due_at when the step has a time of its own; then read it in
+-- crontick.probe.Probe. previous_tick_at (the last tick's finished_at, read before this
+-- tick's own row exists) is there for scheduler-silence detection.
+with probe as materialized (
+    select
+        (select min(run_after) from jobs where status = 'pending') as next_job_at,
+        coalesce((select min(locked_until) from jobs where status = 'running') < %(now)s, false) as leases_expired,
+        -- Reminders, as reminder_claim_due finds them: a row of an earlier tick that needs a
+        -- decision (its lease ended mid-send, or its retry is due), or a confirmed booking
+        -- inside a kind's window that has no row for that kind yet.
+        coalesce((select min(locked_until) from reminder_sends where status = 'sending') < %(now)s, false)
+        or coalesce((select min(next_attempt_at) from reminder_sends
+                     where status = 'failed' and next_attempt_at is not null) <= %(now)s, false)
+        or exists (
+            select 1 from bookings b
+            join unnest(%(kinds)s::text[], %(leads)s::interval[], %(floors)s::interval[]) as k(kind, lead, floor)
+                on b.starts_at > %(now)s::timestamptz + k.floor and b.starts_at <= %(now)s::timestamptz + k.lead
+            where b.status = 'confirmed'
+              and not exists (select 1 from reminder_sends r where r.booking_id = b.id and r.kind = k.kind)
+        ) as reminders_due,
+        -- When the next reminder falls due: a retry, or a booking entering a kind's window.
+        least(
+            (select min(next_attempt_at) from reminder_sends where status = 'failed' and next_attempt_at > %(now)s),
+            (select min(s.starts_at - k.lead)
+             from unnest(%(kinds)s::text[], %(leads)s::interval[]) as k(kind, lead)
+             cross join lateral (
+                 select min(starts_at) as starts_at from bookings
+                 where status = 'confirmed' and starts_at > %(now)s::timestamptz + k.lead
+             ) s)
+        ) as next_reminder_at,
+        (select max(finished_at) from crontick_ticks) as previous_tick_at
+), idle as (
+    select p.*, not (coalesce(p.next_job_at <= %(now)s, false) or p.leases_expired or p.reminders_due) as idle
+    from probe p
+), logged as (
+    insert into crontick_ticks (started_at, finished_at, source, summary)
+    select %(now)s, %(now)s, %(source)s::text,
+        %(summary)s::jsonb || jsonb_build_object('next_due_at', least(i.next_job_at, i.next_reminder_at))
+    from idle i
+    where i.idle
+)
+select idle, next_job_at, leases_expired, reminders_due, next_reminder_at, previous_tick_at from idle;

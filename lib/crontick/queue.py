@@ -159,6 +159,7 @@ class TickLog(NamedTuple):
     summary: dict[str, Any]  # the tick's JSON summary; its job counts are filled in by the statement
     claimed: int
     rescued: int
+    next_reminder_at: datetime | None = None  # for the summary's next_due_at (the statement adds the jobs')
 
 
 class Recorded(NamedTuple):
@@ -169,6 +170,7 @@ class Recorded(NamedTuple):
     released: int
     fenced: int  # outcomes not written: another tick had taken the job over
     jobs_due: bool  # pending jobs are due at `now`, so the caller has more to do
+    next_job_at: datetime | None  # the earliest run_after of a pending job, this batch's retries included
 
 
 async def record(
@@ -181,6 +183,7 @@ async def record(
     ]
     params: dict[str, Any] = {
         "now": now, "outcomes": Json(rows), "log": False, "started_at": None, "source": None, "summary": None, "jobs": None,
+        "next_reminder_at": None,
     }
     if tick is not None:
         params.update(
@@ -189,6 +192,7 @@ async def record(
             source=tick.source,
             summary=Jsonb(tick.summary),
             jobs=Jsonb({"claimed": tick.claimed, "rescued": tick.rescued}),
+            next_reminder_at=tick.next_reminder_at,
         )
     cur = await conn.execute(query("job_record_outcomes"), params)
     row = await cur.fetchone()

@@ -17,6 +17,7 @@ from . import backoff, delivery, logs
 from .counts import ReminderCounts
 from .db import query
 from .errors import ConfigError, PermanentError
+from .probe import reminder_windows
 from .runner import scrub
 from .settings import Settings
 
@@ -86,15 +87,11 @@ async def send_due(
 
 
 async def claim(conn: psycopg.AsyncConnection[Any], settings: Settings, now: datetime) -> list[Claimed]:
-    leads = settings.reminder_leads
     params = {
         "now": now,
         "limit": settings.batch_size,
         "lease_until": now + timedelta(seconds=settings.lease_seconds),
-        "kinds": [kind for kind, _ in leads],
-        "leads": [lead for _, lead in leads],
-        # Longest first, so each kind's window ends where the next shorter one's begins.
-        "floors": [lead for _, lead in leads[1:]] + [timedelta(0)],
+        **reminder_windows(settings),
         "channels": list(settings.reminder_channels),
         "idempotent": sorted(delivery.IDEMPOTENT_CHANNELS),
         "max_attempts": MAX_ATTEMPTS,

@@ -1,4 +1,4 @@
-"""One tick: send due reminders, claim and run a batch of jobs (rescuing expired leases), record it all."""
+"""One tick: probe for due work, send due reminders, claim and run a batch of jobs (rescuing expired leases), record it all."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import psycopg
 
-from . import handlers, logs, queue, runner
+from . import handlers, logs, probe, queue, runner
 from .counts import ReminderCounts
 from .errors import CrontickError, DatabaseUnavailable
 from .settings import Settings
@@ -36,14 +36,17 @@ class TickResult:
     reminders: ReminderCounts = field(default_factory=ReminderCounts)
     more: bool = False
     duration_ms: int = 0
+    next_due_at: datetime | None = None  # when work is next due (now, while `more`); None: nothing pending
 
     def to_json(self) -> dict[str, Any]:
         rem = asdict(self.reminders)
         rem.pop("more", None)
-        return {"jobs": asdict(self.jobs), "reminders": rem, "more": self.more, "duration_ms": self.duration_ms}
+        due = self.next_due_at.isoformat() if self.next_due_at else None
+        return {"jobs": asdict(self.jobs), "reminders": rem, "more": self.more, "duration_ms": self.duration_ms,
+                "next_due_at": due}
 
     def __add__(self, other: TickResult) -> TickResult:
-        """Sum two results (for `crontick tick --drain`); `more` is the later one's."""
+        """Sum two results (for `crontick tick --drain`); `more` and `next_due_at` are the later one's."""
         jobs = JobCounts(**{k: v + getattr(other.jobs, k) for k, v in asdict(self.jobs).items()})
         rem = {k: v + getattr(other.reminders, k) for k, v in asdict(self.reminders).items() if k != "more"}
         return TickResult(
@@ -51,6 +54,7 @@ class TickResult:
             reminders=ReminderCounts(**rem, more=other.reminders.more),
             more=other.more,
             duration_ms=self.duration_ms + other.duration_ms,
+            next_due_at=other.next_due_at,
         )
 
 
@@ -63,9 +67,12 @@ async def run_tick(
     clock: Callable[[], float] = time.monotonic,
     send_reminders: bool = True,
 ) -> TickResult:
-    """Do one bounded unit of due work, in a constant number of statements whatever the batch size:
-    the reminders' own, then one claim (plus a rescue and a second claim only when a lease has
-    expired), then one statement that records every outcome and the tick itself.
+    """Do one bounded unit of due work, in a constant number of statements whatever the batch size.
+
+    First the probe, one statement: when nothing is due it also writes the tick's log row, and
+    the tick ends there (an idle tick is one round trip). Otherwise only the steps it found work
+    for: the reminders' own two statements; one claim (plus a rescue and a second claim only
+    when a lease has expired); then one statement that records every outcome and the tick.
 
     Reminders go first: they are due at a time a customer sees, and a batch of slow jobs must
     not use up the budget before them. `send_reminders=False` leaves them to a later tick.
@@ -74,20 +81,29 @@ async def run_tick(
     t0 = clock()
     deadline = t0 + settings.time_budget_seconds
     try:
+        found = await probe.look(conn, settings, now, source, TickResult().to_json())
+        if found.idle:
+            return _done(TickResult(duration_ms=int((clock() - t0) * 1000), next_due_at=found.next_due_at), source)
+        # Whether there is anything to do is decided here, step by step, from the probe's checks.
+        # A new per-tick step adds its `if found.<step>_due:` call (into its own module) below.
         sent = ReminderCounts()
-        if send_reminders:
+        if send_reminders and found.reminders_due:
             # Imported here, with its channels: a tick that finds no reminder due never loads them.
             from . import reminders
 
             sent = await reminders.send_due(conn, settings, now=now, deadline=deadline, clock=clock)
         out_of_time = clock() >= deadline
-        jobs, rescued = ([], queue.RescueCounts(0, 0)) if out_of_time else await _claim(conn, settings, now)
+        has_jobs = found.jobs_due(now) or found.leases_expired
+        jobs: list[handlers.Job] = []
+        rescued = queue.RescueCounts(0, 0)
+        if has_jobs and not out_of_time:
+            jobs, rescued = await _claim(conn, settings, now)
         outcomes = await runner.run_batch(
             jobs, now=now, deadline=deadline, concurrency=settings.concurrency, secrets=settings.secrets, clock=clock
         )
         duration_ms = int((clock() - t0) * 1000)
         partial = TickResult(JobCounts(), sent, False, duration_ms).to_json()
-        tick_log = queue.TickLog(now, source, partial, claimed=len(jobs), rescued=rescued.total)
+        tick_log = queue.TickLog(now, source, partial, len(jobs), rescued.total, found.next_reminder_at)
         recorded = await queue.record(conn, outcomes, now + timedelta(milliseconds=duration_ms), tick_log)
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailable(exc) from exc
@@ -103,9 +119,15 @@ async def run_tick(
         fenced=recorded.fenced,
     )
     more = recorded.jobs_due or sent.more or out_of_time or job_counts.released > 0
-    result = TickResult(job_counts, sent, more, duration_ms)
+    next_due_at = now if more else min(
+        (t for t in (recorded.next_job_at, found.next_reminder_at) if t is not None), default=None
+    )
     if job_counts.fenced:
         logs.warning("fenced", count=job_counts.fenced)
+    return _done(TickResult(job_counts, sent, more, duration_ms, next_due_at), source)
+
+
+def _done(result: TickResult, source: str) -> TickResult:
     logs.info("tick", source=source, **result.to_json())
     return result
 

@@ -120,5 +120,46 @@ def test_statements_per_tick_do_not_grow_with_the_batch(
     assert statements.count("job_record_outcomes") == 1
     assert statements.count("job_claim_due") == (2 if expired else 1)  # a second claim takes the rescued
     assert statements.count("job_rescue_expired") == (1 if expired else 0)
+    # The probe comes first, and a step it found nothing for sends nothing.
+    assert statements[0] == "tick_probe" and statements.count("tick_probe") == 1
+    assert statements.count("reminder_claim_due") == (1 if reminders else 0)
     print(f"statements per tick ({'+'.join(k for k, v in (('reminders', reminders), ('expired', expired)) if v) or 'jobs'}): "
           f"{len(statements)}: {', '.join(statements)}")
+
+
+def ticks_logged(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
+    return [r[0] for r in conn.execute("select summary from crontick_ticks order by id").fetchall()]
+
+
+def test_an_idle_tick_is_one_statement_that_also_logs_it(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    settings = Settings(database_url=database_url, cron_secret=TEST_SECRET, reminder_channel="console")
+    result, statements = traced_tick(database_url, settings, db_now(conn))
+    assert statements == ["tick_probe"]
+    assert result == TickResult(duration_ms=result.duration_ms)  # nothing done, nothing pending
+    assert [t["next_due_at"] for t in ticks_logged(conn)] == [None]  # /api/health still sees the tick
+
+
+def test_an_idle_tick_says_when_work_is_next_due(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    now = db_now(conn)
+    job_at, starts_at = now + timedelta(hours=3), now + timedelta(hours=26)
+    crontick.enqueue(conn, "t_perf.noop", {"n": 1}, run_after=job_at)
+    conn.execute("update jobs set status = 'done'")  # a finished job is no work
+    crontick.enqueue(conn, "t_perf.noop", {"n": 2}, run_after=job_at + timedelta(hours=1))
+    conn.execute("insert into bookings (customer_name, starts_at) values ('Ada', %(s)s)", {"s": starts_at})
+    settings = Settings(database_url=database_url, cron_secret=TEST_SECRET, reminder_channel="console")
+
+    result, statements = traced_tick(database_url, settings, now)
+    assert statements == ["tick_probe"]
+    # The booking's 24h reminder falls due at 02:00 from now, before the job (04:00).
+    assert result.next_due_at == starts_at - timedelta(hours=24)
+    assert result.to_json()["next_due_at"] == (starts_at - timedelta(hours=24)).isoformat()
+    logged = datetime.fromisoformat(ticks_logged(conn)[-1]["next_due_at"])
+    assert logged == starts_at - timedelta(hours=24)
+
+    # Two hours on, the reminder is due: the tick sends it and goes on to record, then names the job.
+    later = now + timedelta(hours=2, seconds=1)
+    result, statements = traced_tick(database_url, settings, later)
+    assert result.reminders.sent == 1 and result.jobs.claimed == 0
+    assert "job_claim_due" not in statements  # the probe found no job due: no claim
+    assert result.next_due_at == job_at + timedelta(hours=1)
+    assert datetime.fromisoformat(ticks_logged(conn)[-1]["next_due_at"]) == job_at + timedelta(hours=1)

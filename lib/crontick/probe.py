@@ -1,0 +1,52 @@
+"""The tick's first statement: what is due (jobs, expired leases, reminders), when the next thing falls due, and the idle tick's log row."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from .db import query
+from .settings import Settings
+
+
+class Probe(NamedTuple):
+    """One row of sql/queries.sql `tick_probe`. A new per-tick step adds its column here and there."""
+
+    idle: bool  # nothing is due: the probe has written this tick's log row, and the tick is over
+    next_job_at: datetime | None  # the earliest run_after of a pending job (at or before now: due)
+    leases_expired: bool  # a running job's lease has passed: rescue
+    reminders_due: bool
+    next_reminder_at: datetime | None  # when the next reminder falls due, strictly after now
+    previous_tick_at: datetime | None  # the last tick's finished_at, before this one's row
+
+    def jobs_due(self, now: datetime) -> bool:
+        return self.next_job_at is not None and self.next_job_at <= now
+
+    @property
+    def next_due_at(self) -> datetime | None:
+        return min((t for t in (self.next_job_at, self.next_reminder_at) if t is not None), default=None)
+
+
+def reminder_windows(settings: Settings) -> dict[str, list[Any]]:
+    """Each reminder kind with its window, (now + floor, now + lead], as the claim and the probe take them."""
+    leads = settings.reminder_leads
+    return {
+        "kinds": [kind for kind, _ in leads],
+        "leads": [lead for _, lead in leads],
+        # Longest first, so each kind's window ends where the next shorter one's begins.
+        "floors": [lead for _, lead in leads[1:]] + [timedelta(0)],
+    }
+
+
+async def look(
+    conn: psycopg.AsyncConnection[Any], settings: Settings, now: datetime, source: str, idle_summary: dict[str, Any]
+) -> Probe:
+    """Run the probe; `idle_summary` is the log row it writes when it finds nothing due."""
+    params = {"now": now, "source": source, "summary": Jsonb(idle_summary), **reminder_windows(settings)}
+    cur = await conn.execute(query("tick_probe"), params)
+    row = await cur.fetchone()
+    assert row is not None  # the statement always returns its one row
+    return Probe(*row)
