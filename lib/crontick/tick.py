@@ -66,6 +66,7 @@ async def run_tick(
     source: str = "http",
     clock: Callable[[], float] = time.monotonic,
     send_reminders: bool = True,
+    jobs_due: bool = False,
 ) -> TickResult:
     """Do one bounded unit of due work, in a constant number of statements whatever the batch size.
 
@@ -76,12 +77,13 @@ async def run_tick(
 
     Reminders go first: they are due at a time a customer sees, and a batch of slow jobs must
     not use up the budget before them. `send_reminders=False` leaves them to a later tick.
+    `jobs_due=True` (from drain(), whose last tick left jobs due) skips the probe and claims.
     """
     now = now or datetime.now(UTC)
     t0 = clock()
     deadline = t0 + settings.time_budget_seconds
     try:
-        found = await probe.look(conn, settings, now, source, TickResult().to_json())
+        found = probe.JOBS_DUE if jobs_due else await probe.look(conn, settings, now, source, TickResult().to_json())
         if found.idle:
             return _done(TickResult(duration_ms=int((clock() - t0) * 1000), next_due_at=found.next_due_at), source)
         # Whether there is anything to do is decided here, step by step, from the probe's checks.
@@ -154,15 +156,22 @@ async def drain(
     Reminders are looked at on the first tick, then again after a full batch of them or once
     REMINDER_RECHECK_SECONDS have passed: a backlog of quick jobs drains without a reminder
     statement per batch, and no reminder waits longer than it would have had the drain ended.
+    After a tick that left work due, the next one skips the probe and claims at once (two
+    statements a batch, not three); the drain ends only on a probed tick, so its summary's
+    next_due_at counts reminders too.
     """
     total = TickResult()
     checked_at: float | None = None
+    left_work = False
     for _ in range(max_ticks):
         remind = checked_at is None or time.monotonic() - checked_at >= REMINDER_RECHECK_SECONDS
-        result = await run_tick(conn, settings, source=source, send_reminders=remind)
+        skip_probe = left_work and not remind
+        result = await run_tick(conn, settings, source=source, send_reminders=remind, jobs_due=skip_probe)
         total = total + result
         if remind:
             checked_at = None if result.reminders.more else time.monotonic()
-        if not result.more or (result.jobs.claimed == 0 and not result.reminders.sent and not result.jobs.rescued):
+        stalled = result.jobs.claimed == 0 and not result.reminders.sent and not result.jobs.rescued
+        left_work = result.more and not stalled
+        if not left_work and not skip_probe:
             break
     return total
