@@ -166,47 +166,44 @@ select status from jobs where id = %(id)s;
 
 -- name: tick_probe
 -- Tick, first statement: is anything due, and when is the next thing due? One row of cheap
--- checks, each reading the first entry of a partial index (min(), not exists, so the plan
--- stays the same whatever the statistics say). When no check finds work, the same statement
--- writes the tick's log row, and the tick ends there: an idle tick is one round trip.
--- The tick then runs only the steps whose check found work (crontick.tick.run_tick).
+-- checks, each reading the first entry of an index (min(), not exists, so the plan stays the
+-- same whatever the statistics say). When no check finds work, the same statement writes the
+-- tick's log row, and the tick ends there: an idle tick is one round trip. Otherwise the tick
+-- runs only the steps whose check found work (crontick.tick.run_tick).
 --
 -- Adding a per-tick step (schedules, an alerts outbox, retention, ...): add ONE column to
--- `probe`, a boolean `<step>_due` (e.g. exists (select 1 from crontick_schedules where
--- next_at <= %(now)s)) or a timestamp `<step>_at` compared with %(now)s; add it to `idle`
--- below; add a timestamp to next_due_at when the step has a time of its own; then read it in
--- crontick.probe.Probe. previous_tick_at (the last tick's finished_at, read before this
--- tick's own row exists) is there for scheduler-silence detection.
+-- `probe`, a timestamp `<step>_at` (e.g. (select min(next_at) from crontick_schedules)) or a
+-- boolean `<step>_due` (e.g. exists (select 1 from <outbox> where status = 'pending')); add
+-- it to `idle` below (a timestamp as `coalesce(<step>_at <= %(now)s, false)`) and, for a
+-- timestamp, to next_due_at; then read it in crontick.probe.Probe. previous_tick_at (the last
+-- tick's finished_at, read before this tick's own row exists) is there for scheduler-silence
+-- detection.
 with probe as materialized (
     select
         (select min(run_after) from jobs where status = 'pending') as next_job_at,
         coalesce((select min(locked_until) from jobs where status = 'running') < %(now)s, false) as leases_expired,
-        -- Reminders, as reminder_claim_due finds them: a row of an earlier tick that needs a
-        -- decision (its lease ended mid-send, or its retry is due), or a confirmed booking
-        -- inside a kind's window that has no row for that kind yet.
+        -- Reminders, as reminder_claim_due finds them: a row still 'sending' after its lease (its
+        -- tick died mid-send), a failed row whose retry comes due, or, per kind, the first
+        -- confirmed booking past the kind's floor without that kind's row (due once it is
+        -- inside the window, at starts_at - lead).
         coalesce((select min(locked_until) from reminder_sends where status = 'sending') < %(now)s, false)
-        or coalesce((select min(next_attempt_at) from reminder_sends
-                     where status = 'failed' and next_attempt_at is not null) <= %(now)s, false)
-        or exists (
-            select 1 from bookings b
-            join unnest(%(kinds)s::text[], %(leads)s::interval[], %(floors)s::interval[]) as k(kind, lead, floor)
-                on b.starts_at > %(now)s::timestamptz + k.floor and b.starts_at <= %(now)s::timestamptz + k.lead
-            where b.status = 'confirmed'
-              and not exists (select 1 from reminder_sends r where r.booking_id = b.id and r.kind = k.kind)
-        ) as reminders_due,
-        -- When the next reminder falls due: a retry, or a booking entering a kind's window.
+            as reminder_lease_expired,
         least(
-            (select min(next_attempt_at) from reminder_sends where status = 'failed' and next_attempt_at > %(now)s),
-            (select min(s.starts_at - k.lead)
-             from unnest(%(kinds)s::text[], %(leads)s::interval[]) as k(kind, lead)
+            (select min(next_attempt_at) from reminder_sends where status = 'failed' and next_attempt_at is not null),
+            (select min(u.first_at - k.lead)
+             from unnest(%(kinds)s::text[], %(leads)s::interval[], %(floors)s::interval[]) as k(kind, lead, floor)
              cross join lateral (
-                 select min(starts_at) as starts_at from bookings
-                 where status = 'confirmed' and starts_at > %(now)s::timestamptz + k.lead
-             ) s)
+                 select min(b.starts_at) as first_at from bookings b
+                 where b.status = 'confirmed' and b.starts_at > %(now)s::timestamptz + k.floor
+                   and not exists (select 1 from reminder_sends r where r.booking_id = b.id and r.kind = k.kind)
+             ) u)
         ) as next_reminder_at,
         (select max(finished_at) from crontick_ticks) as previous_tick_at
 ), idle as (
-    select p.*, not (coalesce(p.next_job_at <= %(now)s, false) or p.leases_expired or p.reminders_due) as idle
+    select p.*,
+        p.reminder_lease_expired or coalesce(p.next_reminder_at <= %(now)s, false) as reminders_due,
+        not (coalesce(p.next_job_at <= %(now)s, false) or p.leases_expired
+             or p.reminder_lease_expired or coalesce(p.next_reminder_at <= %(now)s, false)) as idle
     from probe p
 ), logged as (
     insert into crontick_ticks (started_at, finished_at, source, summary)

@@ -19,7 +19,7 @@ class Probe(NamedTuple):
     next_job_at: datetime | None  # the earliest run_after of a pending job (at or before now: due)
     leases_expired: bool  # a running job's lease has passed: rescue
     reminders_due: bool
-    next_reminder_at: datetime | None  # when the next reminder falls due, strictly after now
+    next_reminder_at: datetime | None  # when the first reminder not yet claimed falls due (at or before now: due)
     previous_tick_at: datetime | None  # the last tick's finished_at, before this one's row
 
     def jobs_due(self, now: datetime) -> bool:

@@ -105,7 +105,9 @@ async def run_tick(
         )
         duration_ms = int((clock() - t0) * 1000)
         partial = TickResult(JobCounts(), sent, False, duration_ms).to_json()
-        tick_log = queue.TickLog(now, source, partial, len(jobs), rescued.total, found.next_reminder_at)
+        # Reminders due at the start were sent (else `more`): the next one shows in the next tick's probe.
+        next_reminder_at = None if found.reminders_due else found.next_reminder_at
+        tick_log = queue.TickLog(now, source, partial, len(jobs), rescued.total, next_reminder_at)
         recorded = await queue.record(conn, outcomes, now + timedelta(milliseconds=duration_ms), tick_log)
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailable(exc) from exc
@@ -121,9 +123,7 @@ async def run_tick(
         fenced=recorded.fenced,
     )
     more = recorded.jobs_due or sent.more or out_of_time or job_counts.released > 0
-    next_due_at = now if more else min(
-        (t for t in (recorded.next_job_at, found.next_reminder_at) if t is not None), default=None
-    )
+    next_due_at = now if more else min((t for t in (recorded.next_job_at, next_reminder_at) if t is not None), default=None)
     if job_counts.fenced:
         logs.warning("fenced", count=job_counts.fenced)
     return _done(TickResult(job_counts, sent, more, duration_ms, next_due_at), source)
