@@ -165,11 +165,13 @@ returning id;
 select status from jobs where id = %(id)s;
 
 -- name: tick_probe
--- Tick, first statement: is anything due, and when is the next thing due? One row of cheap
--- checks, each reading the first entry of an index (min(), not exists, so the plan stays the
--- same whatever the statistics say). When no check finds work, the same statement writes the
--- tick's log row, and the tick ends there: an idle tick is one round trip. Otherwise the tick
--- runs only the steps whose check found work (crontick.tick.run_tick).
+-- Tick, first statement: claim the due jobs (as job_claim_due does), and find out whether
+-- anything else is due and when the next thing falls due. The checks read the first entry of
+-- an index each (min(), not exists, so the plan stays the same whatever the statistics say).
+-- When nothing is due, the same statement writes the tick's log row, and the tick ends there:
+-- an idle tick is one round trip. Otherwise the tick runs only the steps whose check found
+-- work (crontick.tick.run_tick), and a tick with only jobs to do is two round trips.
+-- The checks read the snapshot from before the claim: next_job_at counts the jobs claimed here.
 --
 -- Adding a per-tick step (schedules, an alerts outbox, retention, ...): add ONE column to
 -- `probe`, a timestamp `<step>_at` (e.g. (select min(next_at) from crontick_schedules)) or a
@@ -178,7 +180,21 @@ select status from jobs where id = %(id)s;
 -- timestamp, to next_due_at; then read it in crontick.probe.Probe. previous_tick_at (the last
 -- tick's finished_at, read before this tick's own row exists) is there for scheduler-silence
 -- detection.
-with probe as materialized (
+with due_jobs as materialized (
+    select id from jobs
+    where status = 'pending' and run_after <= %(now)s
+    order by run_after, id
+    limit %(limit)s
+    for update skip locked
+), claimed as (
+    update jobs j set
+        status = 'running',
+        attempts = j.attempts + 1,
+        locked_until = %(lease_until)s,
+        updated_at = %(now)s
+    where j.id = any(array(select id from due_jobs))
+    returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at
+), probe as materialized (
     select
         (select min(run_after) from jobs where status = 'pending') as next_job_at,
         coalesce((select min(locked_until) from jobs where status = 'running') < %(now)s, false) as leases_expired,
@@ -206,10 +222,17 @@ with probe as materialized (
              or p.reminder_lease_expired or coalesce(p.next_reminder_at <= %(now)s, false)) as idle
     from probe p
 ), logged as (
+    -- An idle tick's commit does not wait for the WAL flush (transaction-local, so safe behind a
+    -- pooler): its log row is all it writes, and a crash could lose only that row. CASE makes
+    -- sure a tick that claimed jobs (never idle) keeps the durable commit.
     insert into crontick_ticks (started_at, finished_at, source, summary)
     select %(now)s, %(now)s, %(source)s::text,
         %(summary)s::jsonb || jsonb_build_object('next_due_at', least(i.next_job_at, i.next_reminder_at))
     from idle i
-    where i.idle
+    where case when i.idle then set_config('synchronous_commit', 'off', true) = 'off' else false end
 )
-select idle, next_job_at, leases_expired, reminders_due, next_reminder_at, previous_tick_at from idle;
+select idle,
+    (select json_agg(json_build_array(c.id, c.type, c.payload, c.attempts, c.max_attempts, c.created_at) order by c.id)
+     from claimed c) as jobs,
+    next_job_at, leases_expired, reminders_due, next_reminder_at, previous_tick_at
+from idle;

@@ -1,4 +1,4 @@
-"""The tick's first statement: what is due (jobs, expired leases, reminders), when the next thing falls due, and the idle tick's log row."""
+"""The tick's first statement: claim the due jobs, find what else is due and when the next thing falls due, and log an idle tick."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from .db import query
+from .handlers import Job
+from .queue import claimed_jobs
 from .settings import Settings
 
 
@@ -16,14 +18,12 @@ class Probe(NamedTuple):
     """One row of sql/queries.sql `tick_probe`. A new per-tick step adds its column here and there."""
 
     idle: bool  # nothing is due: the probe has written this tick's log row, and the tick is over
+    jobs: list[Job]  # the batch the probe claimed and leased
     next_job_at: datetime | None  # the earliest run_after of a pending job (at or before now: due)
     leases_expired: bool  # a running job's lease has passed: rescue
     reminders_due: bool
     next_reminder_at: datetime | None  # when the first reminder not yet claimed falls due (at or before now: due)
     previous_tick_at: datetime | None  # the last tick's finished_at, before this one's row
-
-    def jobs_due(self, now: datetime) -> bool:
-        return self.next_job_at is not None and self.next_job_at <= now
 
     @property
     def next_due_at(self) -> datetime | None:
@@ -31,8 +31,8 @@ class Probe(NamedTuple):
 
 
 # What a caller that knows jobs are due (a drain whose last tick left some) uses instead of
-# running the probe: the claim itself still reports expired leases.
-JOBS_DUE = Probe(False, datetime.min.replace(tzinfo=UTC), False, False, None, None)
+# running the probe: it claims with job_claim_due, which still reports expired leases.
+JOBS_DUE = Probe(False, [], datetime.min.replace(tzinfo=UTC), False, False, None, None)
 
 
 def reminder_windows(settings: Settings) -> dict[str, list[Any]]:
@@ -49,9 +49,16 @@ def reminder_windows(settings: Settings) -> dict[str, list[Any]]:
 async def look(
     conn: psycopg.AsyncConnection[Any], settings: Settings, now: datetime, source: str, idle_summary: dict[str, Any]
 ) -> Probe:
-    """Run the probe; `idle_summary` is the log row it writes when it finds nothing due."""
-    params = {"now": now, "source": source, "summary": Jsonb(idle_summary), **reminder_windows(settings)}
+    """Run the probe, claiming up to a batch; `idle_summary` is the log row it writes when it finds nothing due."""
+    params = {
+        "now": now,
+        "limit": settings.batch_size,
+        "lease_until": now + timedelta(seconds=settings.lease_seconds),
+        "source": source,
+        "summary": Jsonb(idle_summary),
+        **reminder_windows(settings),
+    }
     cur = await conn.execute(query("tick_probe"), params)
     row = await cur.fetchone()
     assert row is not None  # the statement always returns its one row
-    return Probe(*row)
+    return Probe(row[0], claimed_jobs(row[1]), *row[2:])

@@ -138,11 +138,15 @@ async def claim(conn: psycopg.AsyncConnection[Any], now: datetime, limit: int, l
     cur = await conn.execute(query("job_claim_due"), params)
     row = await cur.fetchone()
     assert row is not None  # the statement always returns its one row
-    jobs = [
+    return Claim(claimed_jobs(row[0]), row[1])
+
+
+def claimed_jobs(batch: list[list[Any]] | None) -> list[Job]:
+    """The jobs of a claim's JSON array of [id, type, payload, attempts, max_attempts, created_at]."""
+    return [
         Job(id=j[0], type=j[1], payload=j[2], attempt=j[3], max_attempts=j[4], created_at=datetime.fromisoformat(j[5]))
-        for j in row[0] or ()
+        for j in batch or ()
     ]
-    return Claim(jobs, row[1])
 
 
 async def claim_due(

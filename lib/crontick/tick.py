@@ -70,13 +70,14 @@ async def run_tick(
 ) -> TickResult:
     """Do one bounded unit of due work, in a constant number of statements whatever the batch size.
 
-    First the probe, one statement: when nothing is due it also writes the tick's log row, and
-    the tick ends there (an idle tick is one round trip). Otherwise only the steps it found work
-    for: the reminders' own two statements; one claim (plus a rescue and a second claim only
-    when a lease has expired); then one statement that records every outcome and the tick.
+    First the probe, one statement that also claims the due jobs: when nothing is due it writes
+    the tick's log row, and the tick ends there (an idle tick is one round trip). Otherwise only
+    the steps it found work for: the reminders' own two statements; a rescue and a second claim
+    only when a lease has expired; then one statement that records every outcome and the tick.
 
-    Reminders go first: they are due at a time a customer sees, and a batch of slow jobs must
-    not use up the budget before them. `send_reminders=False` leaves them to a later tick.
+    Reminders run first: they are due at a time a customer sees, and a batch of slow jobs must
+    not use up the budget before them (jobs claimed but not started by the deadline are
+    released, their attempt not counted). `send_reminders=False` leaves them to a later tick.
     `jobs_due=True` (from drain(), whose last tick left jobs due) skips the probe and claims.
     """
     now = now or datetime.now(UTC)
@@ -95,11 +96,11 @@ async def run_tick(
 
             sent = await reminders.send_due(conn, settings, now=now, deadline=deadline, clock=clock)
         out_of_time = clock() >= deadline
-        has_jobs = found.jobs_due(now) or found.leases_expired
-        jobs: list[handlers.Job] = []
-        rescued = queue.RescueCounts(0, 0)
-        if has_jobs and not out_of_time:
+        jobs, rescued = found.jobs, queue.RescueCounts(0, 0)
+        if jobs_due and not out_of_time:  # the probe was skipped: claim now
             jobs, rescued = await _claim(conn, settings, now)
+        elif found.leases_expired and not out_of_time:
+            jobs, rescued = await _rescue(conn, settings, now, jobs)
         outcomes = await runner.run_batch(
             jobs, now=now, deadline=deadline, concurrency=settings.concurrency, secrets=settings.secrets, clock=clock
         )
@@ -141,11 +142,18 @@ async def _claim(
     claim = await queue.claim(conn, now, settings.batch_size, settings.lease_seconds)
     if not claim.expired:
         return claim.jobs, queue.RescueCounts(0, 0)
+    return await _rescue(conn, settings, now, claim.jobs)
+
+
+async def _rescue(
+    conn: psycopg.AsyncConnection[Any], settings: Settings, now: datetime, claimed: list[handlers.Job]
+) -> tuple[list[handlers.Job], queue.RescueCounts]:
+    """Rescue expired leases, then fill what is left of the batch from the rescued."""
     rescued = await queue.rescue_expired(conn, now)
-    room = settings.batch_size - len(claim.jobs)
+    room = settings.batch_size - len(claimed)
     if rescued.retried and room > 0:
-        return claim.jobs + await queue.claim_due(conn, now, room, settings.lease_seconds), rescued
-    return claim.jobs, rescued
+        return claimed + await queue.claim_due(conn, now, room, settings.lease_seconds), rescued
+    return claimed, rescued
 
 
 async def drain(

@@ -116,13 +116,14 @@ def test_statements_per_tick_do_not_grow_with_the_batch(
             seen[batch] = one_tick(url, conn, batch, reminders=reminders, expired=expired)
     assert seen[1] == seen[100] == seen[1000], seen
     statements = seen[1]
-    # One claim and one record of outcomes (with the tick's log row) whatever the batch.
-    assert statements.count("job_record_outcomes") == 1
-    assert statements.count("job_claim_due") == (2 if expired else 1)  # a second claim takes the rescued
-    assert statements.count("job_rescue_expired") == (1 if expired else 0)
-    # The probe comes first, and a step it found nothing for sends nothing.
+    # The probe first (it claims the batch), one record of outcomes (with the tick's log row)
+    # last, whatever the batch; a step the probe found nothing for sends nothing.
     assert statements[0] == "tick_probe" and statements.count("tick_probe") == 1
+    assert statements[-1] == "job_record_outcomes" and statements.count("job_record_outcomes") == 1
+    assert statements.count("job_claim_due") == (1 if expired else 0)  # a second claim takes the rescued
+    assert statements.count("job_rescue_expired") == (1 if expired else 0)
     assert statements.count("reminder_claim_due") == (1 if reminders else 0)
+    assert len(statements) == 2 + 2 * (reminders + expired)
     print(f"statements per tick ({'+'.join(k for k, v in (('reminders', reminders), ('expired', expired)) if v) or 'jobs'}): "
           f"{len(statements)}: {', '.join(statements)}")
 
@@ -160,6 +161,27 @@ def test_an_idle_tick_says_when_work_is_next_due(database_url: str, conn: psycop
     later = now + timedelta(hours=2, seconds=1)
     result, statements = traced_tick(database_url, settings, later)
     assert result.reminders.sent == 1 and result.jobs.claimed == 0
-    assert "job_claim_due" not in statements  # the probe found no job due: no claim
+    assert statements == ["tick_probe", "reminder_claim_due", "reminder_record_outcomes", "job_record_outcomes"]
     assert result.next_due_at == job_at + timedelta(hours=1)
     assert datetime.fromisoformat(ticks_logged(conn)[-1]["next_due_at"]) == job_at + timedelta(hours=1)
+
+
+def test_the_idle_ticks_quick_commit_stays_inside_its_own_transaction(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    """The idle tick skips the WAL flush wait with a transaction-local setting: nothing of it may
+    outlive the statement on the connection (a pooler hands that connection to someone else)."""
+    settings = Settings(database_url=database_url, cron_secret=TEST_SECRET, reminder_channel="console")
+
+    async def go() -> tuple[str, str, TickResult]:
+        tick_conn = await db.connect(database_url)
+        try:
+            before = await (await tick_conn.execute("select current_setting('synchronous_commit')")).fetchone()
+            result = await run_tick(tick_conn, settings, now=db_now(conn), source="test")
+            after = await (await tick_conn.execute("select current_setting('synchronous_commit')")).fetchone()
+        finally:
+            await tick_conn.close()
+        assert before is not None and after is not None
+        return before[0], after[0], result
+
+    before, after, result = asyncio.run(go())
+    assert result.jobs.claimed == 0 and len(ticks_logged(conn)) == 1  # it was idle, and logged
+    assert after == before == "on"
