@@ -172,6 +172,7 @@ select status from jobs where id = %(id)s;
 -- an idle tick is one round trip. Otherwise the tick runs only the steps whose check found
 -- work (crontick.tick.run_tick), and a tick with only jobs to do is two round trips.
 -- The checks read the snapshot from before the claim: next_job_at counts the jobs claimed here.
+-- The claim is job_claim_due's, word for word (tests/perf/test_claim_statements.py holds them equal).
 --
 -- Adding a per-tick step (schedules, an alerts outbox, retention, ...): add ONE column to
 -- `probe`, a timestamp `<step>_at` (e.g. (select min(next_at) from crontick_schedules)) or a
