@@ -63,7 +63,7 @@ from rescued;
 -- `id = any(array(...))` makes the UPDATE find its rows by primary key whatever the table
 -- statistics say (a join may be planned as a scan of the whole table).
 -- The batch comes back as one JSON array of [id, type, payload, attempts, max_attempts,
--- created_at]: one value to decode instead of six per job.
+-- created_at, scheduled_for, schedule]: one value to decode instead of six per job.
 with due as materialized (
     select id from jobs
     where status = 'pending' and run_after <= %(now)s
@@ -77,10 +77,11 @@ with due as materialized (
         locked_until = %(lease_until)s,
         updated_at = %(now)s
     where j.id = any(array(select id from due))
-    returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at
+    returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at, j.scheduled_for, j.schedule
 )
 select
-    (select json_agg(json_build_array(c.id, c.type, c.payload, c.attempts, c.max_attempts, c.created_at) order by c.id)
+    (select json_agg(json_build_array(
+        c.id, c.type, c.payload, c.attempts, c.max_attempts, c.created_at, c.scheduled_for, c.schedule) order by c.id)
      from claimed c) as jobs,
     coalesce((select min(locked_until) from jobs where status = 'running') < %(now)s, false) as expired;
 
@@ -130,7 +131,7 @@ with outcome as materialized (
     insert into crontick_ticks (started_at, finished_at, source, summary)
     select %(started_at)s::timestamptz, %(now)s, %(source)s::text,
         %(summary)s::jsonb || jsonb_build_object('jobs', %(jobs)s::jsonb || to_jsonb(c),
-                                                 'next_due_at', least(n.at, %(next_reminder_at)s::timestamptz))
+                                                 'next_due_at', least(n.at, %(next_other_at)s::timestamptz))
     from counts c, next_job n
     where %(log)s::boolean
 )
@@ -194,7 +195,7 @@ with due_jobs as materialized (
         locked_until = %(lease_until)s,
         updated_at = %(now)s
     where j.id = any(array(select id from due_jobs))
-    returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at
+    returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at, j.scheduled_for, j.schedule
 ), probe as materialized (
     select
         (select min(run_after) from jobs where status = 'pending') as next_job_at,
@@ -215,12 +216,19 @@ with due_jobs as materialized (
                    and not exists (select 1 from reminder_sends r where r.booking_id = b.id and r.kind = k.kind)
              ) u)
         ) as next_reminder_at,
+        -- Schedules: the earliest next slot ('-infinity': not computed yet; 'infinity': dormant),
+        -- due by the database's clock, as schedule_due reads it; or this process has
+        -- declarations it has not synced yet (crontick.schedules.needs_sync).
+        (select min(next_at) from crontick_schedules) as schedules_next_at,
         (select max(finished_at) from crontick_ticks) as previous_tick_at
 ), idle as (
     select p.*,
         p.reminder_lease_expired or coalesce(p.next_reminder_at <= %(now)s, false) as reminders_due,
+        coalesce(p.schedules_next_at <= now(), false) or %(schedules_unsynced)s as schedules_due,
         not (coalesce(p.next_job_at <= %(now)s, false) or p.leases_expired
-             or p.reminder_lease_expired or coalesce(p.next_reminder_at <= %(now)s, false)) as idle
+             or p.reminder_lease_expired or coalesce(p.next_reminder_at <= %(now)s, false)
+             or coalesce(p.schedules_next_at <= now(), false) or %(schedules_unsynced)s) as idle,
+        case when isfinite(p.schedules_next_at) then p.schedules_next_at end as next_slot_at
     from probe p
 ), logged as (
     -- An idle tick's commit does not wait for the WAL flush (transaction-local, so safe behind a
@@ -228,12 +236,13 @@ with due_jobs as materialized (
     -- sure a tick that claimed jobs (never idle) keeps the durable commit.
     insert into crontick_ticks (started_at, finished_at, source, summary)
     select %(now)s, %(now)s, %(source)s::text,
-        %(summary)s::jsonb || jsonb_build_object('next_due_at', least(i.next_job_at, i.next_reminder_at))
+        %(summary)s::jsonb || jsonb_build_object('next_due_at', least(i.next_job_at, i.next_reminder_at, i.next_slot_at))
     from idle i
     where case when i.idle then set_config('synchronous_commit', 'off', true) = 'off' else false end
 )
 select idle,
-    (select json_agg(json_build_array(c.id, c.type, c.payload, c.attempts, c.max_attempts, c.created_at) order by c.id)
+    (select json_agg(json_build_array(
+        c.id, c.type, c.payload, c.attempts, c.max_attempts, c.created_at, c.scheduled_for, c.schedule) order by c.id)
      from claimed c) as jobs,
-    next_job_at, leases_expired, reminders_due, next_reminder_at, previous_tick_at
+    next_job_at, leases_expired, reminders_due, next_reminder_at, schedules_due, next_slot_at, previous_tick_at
 from idle;

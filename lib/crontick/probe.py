@@ -23,16 +23,20 @@ class Probe(NamedTuple):
     leases_expired: bool  # a running job's lease has passed: rescue
     reminders_due: bool
     next_reminder_at: datetime | None  # when the first reminder not yet claimed falls due (at or before now: due)
+    schedules_due: bool  # a schedule's next slot has come (by the database's clock), or new ones need syncing
+    next_slot_at: datetime | None  # the earliest next slot of a declared schedule
     previous_tick_at: datetime | None  # the last tick's finished_at, before this one's row
 
-    @property
-    def next_due_at(self) -> datetime | None:
-        return min((t for t in (self.next_job_at, self.next_reminder_at) if t is not None), default=None)
+    def next_due_at(self, *, jobs: bool = True, reminders: bool = True, slots: bool = True) -> datetime | None:
+        """The earliest of the times asked for (a tick leaves out what it has done since the probe)."""
+        times = (self.next_job_at if jobs else None, self.next_reminder_at if reminders else None,
+                 self.next_slot_at if slots else None)
+        return min((t for t in times if t is not None), default=None)
 
 
 # What a caller that knows jobs are due (a drain whose last tick left some) uses instead of
 # running the probe: it claims with job_claim_due, which still reports expired leases.
-JOBS_DUE = Probe(False, [], datetime.min.replace(tzinfo=UTC), False, False, None, None)
+JOBS_DUE = Probe(False, [], datetime.min.replace(tzinfo=UTC), False, False, None, False, None, None)
 
 
 def reminder_windows(settings: Settings) -> dict[str, list[Any]]:
@@ -47,7 +51,13 @@ def reminder_windows(settings: Settings) -> dict[str, list[Any]]:
 
 
 async def look(
-    conn: psycopg.AsyncConnection[Any], settings: Settings, now: datetime, source: str, idle_summary: dict[str, Any]
+    conn: psycopg.AsyncConnection[Any],
+    settings: Settings,
+    now: datetime,
+    source: str,
+    idle_summary: dict[str, Any],
+    *,
+    schedules_unsynced: bool = False,
 ) -> Probe:
     """Run the probe, claiming up to a batch; `idle_summary` is the log row it writes when it finds nothing due."""
     params = {
@@ -56,6 +66,7 @@ async def look(
         "lease_until": now + timedelta(seconds=settings.lease_seconds),
         "source": source,
         "summary": Jsonb(idle_summary),
+        "schedules_unsynced": schedules_unsynced,
         **reminder_windows(settings),
     }
     cur = await conn.execute(query("tick_probe"), params)

@@ -142,9 +142,13 @@ async def claim(conn: psycopg.AsyncConnection[Any], now: datetime, limit: int, l
 
 
 def claimed_jobs(batch: list[list[Any]] | None) -> list[Job]:
-    """The jobs of a claim's JSON array of [id, type, payload, attempts, max_attempts, created_at]."""
+    """The jobs of a claim's JSON array of [id, type, payload, attempts, max_attempts, created_at,
+    scheduled_for, schedule]."""
     return [
-        Job(id=j[0], type=j[1], payload=j[2], attempt=j[3], max_attempts=j[4], created_at=datetime.fromisoformat(j[5]))
+        Job(
+            id=j[0], type=j[1], payload=j[2], attempt=j[3], max_attempts=j[4], created_at=datetime.fromisoformat(j[5]),
+            scheduled_for=j[6] and datetime.fromisoformat(j[6]), schedule=j[7],
+        )
         for j in batch or ()
     ]
 
@@ -163,7 +167,7 @@ class TickLog(NamedTuple):
     summary: dict[str, Any]  # the tick's JSON summary; its job counts are filled in by the statement
     claimed: int
     rescued: int
-    next_reminder_at: datetime | None = None  # for the summary's next_due_at (the statement adds the jobs')
+    next_other_at: datetime | None = None  # when reminders or slots are next due; the statement adds the jobs'
 
 
 class Recorded(NamedTuple):
@@ -187,7 +191,7 @@ async def record(
     ]
     params: dict[str, Any] = {
         "now": now, "outcomes": Json(rows), "log": False, "started_at": None, "source": None, "summary": None, "jobs": None,
-        "next_reminder_at": None,
+        "next_other_at": None,
     }
     if tick is not None:
         params.update(
@@ -196,7 +200,7 @@ async def record(
             source=tick.source,
             summary=Jsonb(tick.summary),
             jobs=Jsonb({"claimed": tick.claimed, "rescued": tick.rescued}),
-            next_reminder_at=tick.next_reminder_at,
+            next_other_at=tick.next_other_at,
         )
     cur = await conn.execute(query("job_record_outcomes"), params)
     row = await cur.fetchone()

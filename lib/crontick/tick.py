@@ -10,9 +10,10 @@ from typing import Any
 
 import psycopg
 
-from . import handlers, logs, probe, queue, runner
+from . import handlers, logs, probe, queue, runner, schedules
 from .counts import ReminderCounts
 from .errors import CrontickError, DatabaseUnavailable
+from .schedules import ScheduleCounts
 from .settings import Settings
 
 # In `crontick tick --drain`, how often reminders are looked at again between batches of jobs.
@@ -36,14 +37,17 @@ class TickResult:
     reminders: ReminderCounts = field(default_factory=ReminderCounts)
     more: bool = False
     duration_ms: int = 0
+    schedules: ScheduleCounts = field(default_factory=ScheduleCounts)
     next_due_at: datetime | None = None  # when work is next due (now, while `more`); None: nothing pending
 
     def to_json(self) -> dict[str, Any]:
         rem = asdict(self.reminders)
         rem.pop("more", None)
         due = self.next_due_at.isoformat() if self.next_due_at else None
-        return {"jobs": asdict(self.jobs), "reminders": rem, "more": self.more, "duration_ms": self.duration_ms,
-                "next_due_at": due}
+        return {
+            "jobs": asdict(self.jobs), "reminders": rem, "schedules": self.schedules._asdict(),
+            "more": self.more, "duration_ms": self.duration_ms, "next_due_at": due,
+        }
 
     def __add__(self, other: TickResult) -> TickResult:
         """Sum two results (for `crontick tick --drain`); `more` and `next_due_at` are the later one's."""
@@ -54,6 +58,7 @@ class TickResult:
             reminders=ReminderCounts(**rem, more=other.reminders.more),
             more=other.more,
             duration_ms=self.duration_ms + other.duration_ms,
+            schedules=ScheduleCounts(*(a + b for a, b in zip(self.schedules, other.schedules))),
             next_due_at=other.next_due_at,
         )
 
@@ -72,8 +77,10 @@ async def run_tick(
 
     First the probe, one statement that also claims the due jobs: when nothing is due it writes
     the tick's log row, and the tick ends there (an idle tick is one round trip). Otherwise only
-    the steps it found work for: the reminders' own two statements; a rescue and a second claim
-    only when a lease has expired; then one statement that records every outcome and the tick.
+    the steps it found work for: the reminders' own two statements; the schedules' two (one
+    when this process has declarations to sync and none is due), and a claim of what they
+    enqueued; a rescue and a second claim only when a lease has expired; then one statement
+    that records every outcome and the tick.
 
     Reminders run first: they are due at a time a customer sees, and a batch of slow jobs must
     not use up the budget before them (jobs claimed but not started by the deadline are
@@ -84,9 +91,12 @@ async def run_tick(
     t0 = clock()
     deadline = t0 + settings.time_budget_seconds
     try:
-        found = probe.JOBS_DUE if jobs_due else await probe.look(conn, settings, now, source, TickResult().to_json())
+        unsynced = schedules.needs_sync(conn)  # new declarations: the schedules step must run once
+        found = probe.JOBS_DUE if jobs_due else await probe.look(
+            conn, settings, now, source, TickResult().to_json(), schedules_unsynced=unsynced
+        )
         if found.idle:
-            return _done(TickResult(duration_ms=int((clock() - t0) * 1000), next_due_at=found.next_due_at), source)
+            return _done(TickResult(duration_ms=int((clock() - t0) * 1000), next_due_at=found.next_due_at()), source)
         # Whether there is anything to do is decided here, step by step, from the probe's checks.
         # A new per-tick step adds its `if found.<step>_due:` call (into its own module) below.
         sent = ReminderCounts()
@@ -96,23 +106,30 @@ async def run_tick(
 
             sent = await reminders.send_due(conn, settings, now=now, deadline=deadline, clock=clock)
         out_of_time = clock() >= deadline
+        scheduled = ScheduleCounts()
+        if (found.schedules_due or unsynced) and not out_of_time:
+            scheduled = await schedules.run_due(conn, grace_seconds=settings.schedule_grace_seconds)
         jobs, rescued = found.jobs, queue.RescueCounts(0, 0)
         if jobs_due and not out_of_time:  # the probe was skipped: claim now
             jobs, rescued = await _claim(conn, settings, now)
         elif found.leases_expired and not out_of_time:
             jobs, rescued = await _rescue(conn, settings, now, jobs)
+        room = settings.batch_size - len(jobs)
+        if scheduled.enqueued and room > 0 and not out_of_time:  # a slot due now runs in this very tick
+            jobs = jobs + await queue.claim_due(conn, now, room, settings.lease_seconds)
         outcomes = await runner.run_batch(
             jobs, now=now, deadline=deadline, concurrency=settings.concurrency, secrets=settings.secrets, clock=clock
         )
         duration_ms = int((clock() - t0) * 1000)
-        partial = TickResult(JobCounts(), sent, False, duration_ms).to_json()
-        # Reminders due at the start were sent (else `more`): the next one shows in the next tick's probe.
-        next_reminder_at = None if found.reminders_due else found.next_reminder_at
-        tick_log = queue.TickLog(now, source, partial, len(jobs), rescued.total, next_reminder_at)
+        partial = TickResult(JobCounts(), sent, False, duration_ms, scheduled).to_json()
+        # Reminders and slots due at the start were done (else `more`): their next shows in the next
+        # probe. The record statement adds the jobs' own next time.
+        next_other_at = found.next_due_at(jobs=False, reminders=not found.reminders_due, slots=not found.schedules_due)
+        tick_log = queue.TickLog(now, source, partial, len(jobs), rescued.total, next_other_at)
         recorded = await queue.record(conn, outcomes, now + timedelta(milliseconds=duration_ms), tick_log)
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailable(exc) from exc
-    except psycopg.errors.UndefinedTable as exc:
+    except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn) as exc:
         raise CrontickError("the crontick tables are missing: run `crontick migrate` against DATABASE_URL") from exc
     job_counts = JobCounts(
         claimed=len(jobs),
@@ -124,10 +141,10 @@ async def run_tick(
         fenced=recorded.fenced,
     )
     more = recorded.jobs_due or sent.more or out_of_time or job_counts.released > 0
-    next_due_at = now if more else min((t for t in (recorded.next_job_at, next_reminder_at) if t is not None), default=None)
+    next_due_at = now if more else min((t for t in (recorded.next_job_at, next_other_at) if t is not None), default=None)
     if job_counts.fenced:
         logs.warning("fenced", count=job_counts.fenced)
-    return _done(TickResult(job_counts, sent, more, duration_ms, next_due_at), source)
+    return _done(TickResult(job_counts, sent, more, duration_ms, scheduled, next_due_at), source)
 
 
 def _done(result: TickResult, source: str) -> TickResult:

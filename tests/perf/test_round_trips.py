@@ -185,3 +185,20 @@ def test_the_idle_ticks_quick_commit_stays_inside_its_own_transaction(database_u
     before, after, result = asyncio.run(go())
     assert result.jobs.claimed == 0 and len(ticks_logged(conn)) == 1  # it was idle, and logged
     assert after == before == "on"
+
+
+def test_a_declared_schedule_keeps_the_tick_idle_until_its_slot(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    from crontick import schedules
+
+    schedules.unregister("t_perf-hourly")
+    crontick.schedule("t_perf-hourly", "0 * * * *", "t_perf.noop", {"n": 0})
+    try:
+        settings = Settings(database_url=database_url, cron_secret=TEST_SECRET, reminder_channel="console")
+        _, first = traced_tick(database_url, settings, db_now(conn))
+        assert first[:2] == ["tick_probe", "schedule_due"]  # new declarations: synced once, though nothing is due
+        result, statements = traced_tick(database_url, settings, db_now(conn))
+        assert statements == ["tick_probe"]  # synced, and the next slot is ahead: idle
+        (next_at,) = conn.execute("select next_at from crontick_schedules where name = 't_perf-hourly'").fetchone()  # type: ignore[misc]
+        assert result.next_due_at == next_at and next_at.minute == 0
+    finally:
+        schedules.unregister("t_perf-hourly")
