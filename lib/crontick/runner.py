@@ -10,14 +10,26 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from . import backoff, handlers, logs
-from .errors import PermanentError
+from .errors import PermanentError, RetryableError, Snooze
 from .handlers import Handler, Job
 from .queue import Outcome
 
 SLOW_JOB_SECONDS = 8.0
 LAST_ERROR_MAX_CHARS = 2000
+# How many times one job may snooze (raise crontick.Snooze); after that a snooze counts as a failed attempt.
+MAX_SNOOZES = 100
+
+
+class Ended(NamedTuple):
+    """How one handler call ended: error None is success; a snooze asks to run again later, uncounted."""
+
+    error: str | None = None
+    permanent: bool = False
+    retry_after_seconds: float | None = None
+    snooze_seconds: float | None = None
 
 
 async def run_batch(
@@ -40,17 +52,25 @@ async def run_batch(
     budget_end = asyncio.get_running_loop().time() + (deadline - started_at)
     outcomes: dict[int, Outcome] = {}
 
-    def finish(index: int, job: Job, error: str | None, permanent: bool) -> None:
-        outcomes[index] = decide(job, error, permanent)
+    def finish(index: int, job: Job, ended: Ended) -> None:
+        outcomes[index] = decide(job, ended)
 
-    def decide(job: Job, error: str | None, permanent: bool) -> Outcome:
-        if error is None:
-            return Outcome(job.id, job.attempt, "done", job.attempt)
+    def decide(job: Job, ended: Ended) -> Outcome:
         finished = now + timedelta(seconds=clock() - started_at)
+        if ended.snooze_seconds is not None:
+            if job.snoozes < MAX_SNOOZES:  # pending again, its attempt handed back
+                return Outcome(job.id, job.attempt, "pending", job.attempt - 1,
+                               finished + timedelta(seconds=ended.snooze_seconds), None, True)
+            ended = Ended(f"SnoozeLimit: job {job.id} ({job.type}) asked to snooze after {job.snoozes} snoozes, the most "
+                          f"allowed (crontick.runner.MAX_SNOOZES = {MAX_SNOOZES}); this attempt counts as failed")
+        if ended.error is None:
+            return Outcome(job.id, job.attempt, "done", job.attempt)
         entry = handlers.get(job.type)
         policy = entry.retry if entry else backoff.DEFAULT_POLICY
-        decision = backoff.after_failure(job.attempt, job.max_attempts, policy, finished, rand(), permanent)
-        text = scrub(error, secrets)
+        decision = backoff.after_failure(
+            job.attempt, job.max_attempts, policy, finished, rand(), ended.permanent, ended.retry_after_seconds
+        )
+        text = scrub(ended.error, secrets)
         if isinstance(decision, backoff.Retry):
             return Outcome(job.id, job.attempt, "pending", job.attempt, decision.run_after, text)
         return Outcome(job.id, job.attempt, "failed", job.attempt, None, text)
@@ -70,15 +90,14 @@ async def run_batch(
                         await asyncio.to_thread(run.run, index, job)
                     else:
                         running = (index, job, clock())
-                        error, permanent = await _attempt(job, clock)
-                        finish(index, job, error, permanent)
+                        finish(index, job, await _attempt(job, clock))
                     running = None
         except TimeoutError:
             stopped = running.stop() if isinstance(running, _ThreadRun) else running
             if stopped is not None:  # the budget ran out inside this handler
                 index, job, began = stopped
                 text = f"TimeoutError: job {job.id} ({job.type}) was stopped after {clock() - began:.1f} s (the tick's time budget)"
-                finish(index, job, text, False)
+                finish(index, job, Ended(text))
 
     workers = min(concurrency, len(jobs))
     if workers == 1:
@@ -130,7 +149,7 @@ class _ThreadRun:
     def __init__(
         self,
         pending: _Pending,
-        finish: Callable[[int, Job, str | None, bool], None],
+        finish: Callable[[int, Job, Ended], None],
         clock: Callable[[], float],
         deadline: float,
     ) -> None:
@@ -148,12 +167,12 @@ class _ThreadRun:
                 if self.stopped:
                     return
                 self.current = (index, job, self.clock())
-            error, permanent = _attempt_in_thread(job, self.clock)
+            ended = _attempt_in_thread(job, self.clock)
             with self.lock:
                 if self.stopped:  # the budget ran out meanwhile: the timeout recorded for it stands
                     return
                 self.current = None
-                self.finish(index, job, error, permanent)
+                self.finish(index, job, ended)
             item = self.pending.take(thread_run_only=True) if self.clock() < self.deadline else None
 
     def stop(self) -> Running | None:
@@ -163,11 +182,11 @@ class _ThreadRun:
             return self.current
 
 
-async def _attempt(job: Job, clock: Callable[[], float]) -> tuple[str | None, bool]:
-    """Run one handler; returns (error text or None, permanent?)."""
+async def _attempt(job: Job, clock: Callable[[], float]) -> Ended:
+    """Run one handler and say how it ended."""
     entry = handlers.get(job.type)
     if entry is None:
-        return _unknown_type(job), True
+        return Ended(_unknown_type(job), True)
     began = clock()
     limit = None if entry.timeout_seconds is None else asyncio.timeout(entry.timeout_seconds)
     try:
@@ -178,16 +197,16 @@ async def _attempt(job: Job, clock: Callable[[], float]) -> tuple[str | None, bo
                 await _call(entry, job)
     except TimeoutError as exc:
         if limit is None or not limit.expired():  # the handler's own timeout (a socket's, say)
-            return _describe(exc), False
-        return f"TimeoutError: job {job.id} ({job.type}) was stopped after {entry.timeout_seconds:.1f} s (its handler's timeout_seconds)", False
+            return Ended(_describe(exc))
+        return Ended(f"TimeoutError: job {job.id} ({job.type}) was stopped after {entry.timeout_seconds:.1f} s (its handler's timeout_seconds)")
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure, even sys.exit() in a handler, is recorded and retried
-        return _failure(exc)
+        return _ended(exc)
     finally:
         _note_if_slow(job, clock() - began)
-    return None, False
+    return Ended()
 
 
-def _attempt_in_thread(job: Job, clock: Callable[[], float]) -> tuple[str | None, bool]:
+def _attempt_in_thread(job: Job, clock: Callable[[], float]) -> Ended:
     """_attempt for a sync handler in a _ThreadRun (which only takes jobs whose handler exists)."""
     entry = handlers.get(job.type)
     assert entry is not None
@@ -196,15 +215,21 @@ def _attempt_in_thread(job: Job, clock: Callable[[], float]) -> tuple[str | None
         # Each job in its own copy of the context, as a hop per job would give it.
         contextvars.copy_context().run(entry.func, job.payload, job)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - as in _attempt
-        return _failure(exc)
+        return _ended(exc)
     finally:
         _note_if_slow(job, clock() - began)
-    return None, False
+    return Ended()
 
 
-def _failure(exc: BaseException) -> tuple[str, bool]:
-    """(error text, permanent?) for what a handler raised."""
-    return _describe(exc), isinstance(exc, PermanentError)
+def _ended(exc: BaseException) -> Ended:
+    """How a handler that raised `exc` ended: a snooze, a permanent or a retryable failure."""
+    if isinstance(exc, Snooze):
+        return Ended(snooze_seconds=exc.seconds)
+    if isinstance(exc, PermanentError):
+        return Ended(_describe(exc), True)
+    if isinstance(exc, RetryableError):  # a provider's 429 or 503 may say how long to wait
+        return Ended(_describe(exc), retry_after_seconds=exc.retry_after_seconds)
+    return Ended(_describe(exc))
 
 
 def _note_if_slow(job: Job, seconds: float) -> None:
