@@ -36,6 +36,16 @@ def stuck(payload: Any, job: crontick.Job) -> None:
     release.wait(10)
 
 
+@crontick.handler("t_sync.snoozes")
+def snoozes(payload: Any, job: crontick.Job) -> None:
+    raise crontick.Snooze(60)
+
+
+@crontick.handler("t_sync.refuses")
+def refuses(payload: Any, job: crontick.Job) -> None:
+    raise crontick.PermanentError("the provider said no")
+
+
 @crontick.handler("t_sync.async_quick")
 async def async_quick(payload: Any, job: crontick.Job) -> None:
     threads.append(threading.current_thread().name)
@@ -101,3 +111,12 @@ def test_jobs_behind_a_stuck_one_in_the_same_thread_run_are_released_at_the_dead
     assert outcomes[1].last_error is not None and "TimeoutError" in outcomes[1].last_error
     # Never started: pending again with the attempt handed back, so they cost the job nothing.
     assert all((o.status, o.attempts, o.last_error) == ("pending", 0, None) for o in outcomes[2:])
+
+
+def test_a_thread_run_reads_snoozes_and_permanent_errors_as_a_hop_per_job_would() -> None:
+    outcomes, _ = run(jobs("t_sync.snoozes", "t_sync.refuses", "t_sync.quick"), budget_seconds=5, concurrency=1)
+    snoozed, refused, done = outcomes
+    assert (snoozed.status, snoozed.attempts, snoozed.snoozed) == ("pending", 0, True)  # attempt handed back
+    assert snoozed.run_after is not None and snoozed.run_after >= NOW
+    assert (refused.status, refused.last_error) == ("failed", "PermanentError: the provider said no")
+    assert done.status == "done"
