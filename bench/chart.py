@@ -53,7 +53,7 @@ def draw(results: dict[str, Any]) -> Any:
         2, 1, figsize=(12, 0.34 * (len(rows) + len(goals)) + 2.6),
         gridspec_kw={"height_ratios": [len(rows), max(len(goals), 1)]},
     )
-    labels, rates, colours = zip(*rows)
+    labels, rates, colours = zip(*rows, strict=True)
     left.barh(labels, rates, color=colours)
     for y, rate in enumerate(rates):
         left.text(rate, y, f" {rate:,.0f}", va="center", fontsize=8)
@@ -67,7 +67,7 @@ def draw(results: dict[str, Any]) -> Any:
     left.tick_params(axis="y", labelsize=8)
     left.set_xlim(0, max(rates) * 1.15)
     if goals:
-        names, scores, _, met = zip(*goals)
+        names, scores, _, met = zip(*goals, strict=True)
         right.barh(names, scores, color=["#16a34a" if m else "#dc2626" for m in met])
         right.axvline(1.0, color="black", linewidth=1)
         right.set_title("Goals: measured ÷ goal (≥ 1 meets it; green met, red not)", fontsize=10)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import statistics
 import socket
+import statistics
 import subprocess
 import sys
 import time

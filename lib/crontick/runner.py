@@ -164,16 +164,20 @@ class _ThreadRun:
         while item is not None:
             index, job = item
             with self.lock:
-                if self.stopped:
+                if self.halted():
                     return
                 self.current = (index, job, self.clock())
             ended = _attempt_in_thread(job, self.clock)
             with self.lock:
-                if self.stopped:  # the budget ran out meanwhile: the timeout recorded for it stands
+                if self.halted():  # the budget ran out meanwhile: the timeout recorded for it stands
                     return
                 self.current = None
                 self.finish(index, job, ended)
             item = self.pending.take(thread_run_only=True) if self.clock() < self.deadline else None
+
+    def halted(self) -> bool:
+        """Whether stop() was called (read under `lock`; the loop's thread sets it)."""
+        return self.stopped
 
     def stop(self) -> Running | None:
         """On the loop, at the budget: the job still running in the thread, if any; nothing more starts."""

@@ -59,7 +59,7 @@ class TickResult:
             reminders=ReminderCounts(**rem, more=other.reminders.more),
             more=other.more,
             duration_ms=self.duration_ms + other.duration_ms,
-            schedules=ScheduleCounts(*(a + b for a, b in zip(self.schedules, other.schedules))),
+            schedules=ScheduleCounts(*(a + b for a, b in zip(self.schedules, other.schedules, strict=True))),
             next_due_at=other.next_due_at,
         )
 
@@ -73,6 +73,7 @@ async def run_tick(
     clock: Callable[[], float] = time.monotonic,
     send_reminders: bool = True,
     jobs_due: bool = False,
+    execution_id: str | None = None,
 ) -> TickResult:
     """Do one bounded unit of due work, in a constant number of statements whatever the batch size.
 
@@ -87,17 +88,20 @@ async def run_tick(
     not use up the budget before them (jobs claimed but not started by the deadline are
     released, their attempt not counted). `send_reminders=False` leaves them to a later tick.
     `jobs_due=True` (from drain(), whose last tick left jobs due) skips the probe and claims.
+    `execution_id` (a Vercel Schedules run's id) is stored in the tick's row and log line, so
+    duplicate deliveries of one run can be told apart from separate runs.
     """
+    run = {"execution_id": execution_id} if execution_id else {}
     now = now or datetime.now(UTC)
     t0 = clock()
     deadline = t0 + settings.time_budget_seconds
     try:
         unsynced = schedules.needs_sync(conn)  # new declarations: the schedules step must run once
         found = probe.JOBS_DUE if jobs_due else await probe.look(
-            conn, settings, now, source, TickResult().to_json(), schedules_unsynced=unsynced
+            conn, settings, now, source, TickResult().to_json() | run, schedules_unsynced=unsynced
         )
         if found.idle:
-            return _done(TickResult(duration_ms=int((clock() - t0) * 1000), next_due_at=found.next_due_at()), source)
+            return _done(TickResult(duration_ms=int((clock() - t0) * 1000), next_due_at=found.next_due_at()), source, run)
         # Whether there is anything to do is decided here, step by step, from the probe's checks.
         # A new per-tick step adds its `if found.<step>_due:` call (into its own module) below.
         sent = ReminderCounts()
@@ -122,7 +126,7 @@ async def run_tick(
             jobs, now=now, deadline=deadline, concurrency=settings.concurrency, secrets=settings.secrets, clock=clock
         )
         duration_ms = int((clock() - t0) * 1000)
-        partial = TickResult(JobCounts(), sent, False, duration_ms, scheduled).to_json()
+        partial = TickResult(JobCounts(), sent, False, duration_ms, scheduled).to_json() | run
         # Reminders and slots due at the start were done (else `more`): their next shows in the next
         # probe. The record statement adds the jobs' own next time.
         next_other_at = found.next_due_at(jobs=False, reminders=not found.reminders_due, slots=not found.schedules_due)
@@ -146,11 +150,11 @@ async def run_tick(
     next_due_at = now if more else min((t for t in (recorded.next_job_at, next_other_at) if t is not None), default=None)
     if job_counts.fenced:
         logs.warning("fenced", count=job_counts.fenced)
-    return _done(TickResult(job_counts, sent, more, duration_ms, scheduled, next_due_at), source)
+    return _done(TickResult(job_counts, sent, more, duration_ms, scheduled, next_due_at), source, run)
 
 
-def _done(result: TickResult, source: str) -> TickResult:
-    logs.info("tick", source=source, **result.to_json())
+def _done(result: TickResult, source: str, run: dict[str, str]) -> TickResult:
+    logs.info("tick", source=source, **run, **result.to_json())
     return result
 
 
