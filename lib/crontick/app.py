@@ -1,4 +1,4 @@
-"""The ASGI app: POST/GET /api/cron/tick and GET /api/health, built from a routes list."""
+"""The ASGI app: POST/GET /api/cron/tick, GET /api/health and the admin, built from a routes list."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from . import auth, handlers, logs
+from . import admin, auth, handlers, logs
 from .db import Database
 from .errors import ConfigError, CrontickError, DatabaseUnavailable
 from .settings import Settings
@@ -153,6 +153,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         routes=[
             Route("/api/cron/tick", tick, methods=["GET", "POST"]),
             Route("/api/health", health, methods=["GET"]),
+            *admin.routes(runtime),
         ],
         exception_handlers={HTTPException: http_error, Exception: internal_error},
         lifespan=lifespan,

@@ -1,0 +1,62 @@
+"""The admin: server-rendered pages under /admin and the JSON API under /api/admin, mounted by crontick.app."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from importlib.util import find_spec
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from .session import authorize, secure_headers
+
+__all__ = ["authorize", "routes"]
+
+
+async def _home(request: Request) -> Response:
+    return RedirectResponse("/admin", 302)
+
+
+@lru_cache(maxsize=1)
+def _css() -> bytes:
+    return resources.files("crontick.admin").joinpath("static", "admin.css").read_bytes()
+
+
+async def _stylesheet(request: Request) -> Response:
+    return secure_headers(Response(_css(), media_type="text/css"))
+
+
+def _page(path: str, endpoint: Any) -> list[Route]:
+    """A page and its JSON twin at the same path plus `.json`."""
+    return [Route(path, endpoint, methods=["GET"]), Route(path + ".json", endpoint, methods=["GET"])]
+
+
+def routes(runtime: Any = None) -> list[BaseRoute]:
+    """Every admin route: `GET /` sends people to the dashboard; the pages; the static CSS; the JSON API."""
+    from . import actions, pages
+
+    found: list[BaseRoute] = [
+        Route("/", _home, methods=["GET"]),
+        *_page("/admin", pages.failed),
+        *_page("/admin/jobs", pages.jobs),
+        *_page("/admin/jobs/{id:int}", pages.job),
+        *_page("/admin/reminders", pages.reminders),
+        *_page("/admin/ticks", pages.ticks),
+        *_page("/admin/overview", pages.overview),
+        Route("/admin/login", actions.login_form, methods=["GET"]),
+        Route("/admin/login", actions.login, methods=["POST"]),
+        Route("/admin/logout", actions.logout, methods=["POST"]),
+        Route("/admin/jobs/bulk-retry", actions.bulk_retry, methods=["POST"]),
+        Route("/admin/jobs/bulk-retry/continue", actions.bulk_continue, methods=["GET"]),
+        Route("/admin/jobs/{id:int}/{verb}", actions.job_action, methods=["POST"]),
+        Route("/admin/reminders/{booking_id:int}/{kind}/retry", actions.reminder_retry, methods=["POST"]),
+        Route("/admin/static/admin.css", _stylesheet, methods=["GET"]),
+    ]
+    if find_spec("crontick.admin.api") is None:  # the JSON API lands separately; the pages work without it
+        return found
+    from . import api  # type: ignore[attr-defined,unused-ignore]
+
+    return [*found, *api.routes()]
