@@ -108,9 +108,9 @@ async def job_action(request: Request) -> Response:
             return _confirm(view, heading=f"{label} job #{job_id}?", question=f"This will {what}.",
                             action_url=f"/admin/jobs/{job_id}/{verb}", fields={"back": back},
                             button=label, button_class=style, back=back)
-        conn = await view.request.app.state.runtime.db.connection()
         act_fn = {"retry": store.retry_job, "cancel": store.cancel_job, "delete": store.delete_job}[verb]
-        result = await act_fn(conn, job_id, role=view.session.role)
+        async with view.connection() as conn:
+            result = await act_fn(conn, job_id, role=view.session.role)
         if result.error == "not_found":
             return _done(view, f"Job #{job_id} no longer exists.", "/admin/jobs")
         if not result.ok:
@@ -136,8 +136,8 @@ async def reminder_retry(request: Request) -> Response:
                                      "reached the customer, and a retry sends it again.",
                             action_url=f"/admin/reminders/{booking_id}/{kind}/retry", fields={"back": back},
                             button="Retry reminder", back=back, nav="reminders")
-        conn = await view.request.app.state.runtime.db.connection()
-        result = await store.retry_reminder(conn, booking_id, kind, role=view.session.role)
+        async with view.connection() as conn:
+            result = await store.retry_reminder(conn, booking_id, kind, role=view.session.role)
         if not result.ok:
             return _done(view, f"The {kind} reminder of booking #{booking_id} was not changed: {result.detail}", back)
         return _done(view, f"The {kind} reminder of booking #{booking_id} will be sent on the next tick.", back)
@@ -220,10 +220,10 @@ async def _bulk_step(view: View, state: dict[str, Any]) -> Response:
     if not view.session.can_act:
         return error(view.request, 403, "read_only", "the viewer role can look but not act")
     contains, _ = parse_payload(state["payload"])
-    conn = await view.request.app.state.runtime.db.connection()
-    done, skipped, next_after = await store.bulk_retry(
-        conn, status="failed", type=state["type"] or None, payload_contains=contains, max_id=state["max_id"],
-        after_id=state["after"], chunk=BULK_CHUNK, role=view.session.role)
+    async with view.connection() as conn:
+        done, skipped, next_after = await store.bulk_retry(
+            conn, status="failed", type=state["type"] or None, payload_contains=contains, max_id=state["max_id"],
+            after_id=state["after"], chunk=BULK_CHUNK, role=view.session.role)
     state = {**state, "done": state["done"] + done, "skipped": state["skipped"] + skipped}
     if next_after is None:
         note = f" ({state['skipped']:,} skipped: their key is held by another active job)" if state["skipped"] else ""

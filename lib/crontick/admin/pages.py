@@ -23,9 +23,9 @@ REMINDER_STATUSES = ("sending", "sent", "failed", "unknown")
 async def panel(view: View, read: Callable[[Any], Awaitable[T]]) -> T | None:
     """One panel's reads (the store runs them in one short read-only transaction); None, shown as
     "unavailable", when they hit the statement timeout."""
-    conn = await view.request.app.state.runtime.db.connection()
     try:
-        return await read(conn)
+        async with view.connection() as conn:
+            return await read(conn)
     except QueryTimeout as exc:
         logs.warning("admin_panel_timeout", path=view.request.url.path, detail=str(exc))
         return None

@@ -61,14 +61,11 @@ class Session:
 
 def role_secrets(settings: Settings) -> dict[str, str]:
     """The secret of each configured role. A secret equal to CRON_SECRET opens nothing (fail closed)."""
-    found = {
-        "admin": getattr(settings, "admin_secret", None),
-        "viewer": getattr(settings, "admin_viewer_secret", None),
-    }
+    found = {"admin": settings.admin_secret, "viewer": settings.admin_viewer_secret}
     cron = settings.cron_secret or ""
     return {
         role: value for role, value in found.items()
-        if isinstance(value, str) and value and not (cron and hmac.compare_digest(value.encode(), cron.encode()))
+        if value and not (cron and hmac.compare_digest(value.encode(), cron.encode()))
     }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs
@@ -13,7 +14,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from .. import logs
 from ..errors import DatabaseUnavailable
 from ..settings import Settings
-from . import render, session
+from . import render, session, store
 from .session import Session
 
 NAV = (
@@ -57,6 +58,11 @@ class View:
         self.clock = render.Clock(tz, self.now)
         self.json = wants_json(request)
         self.flash = session.take_flash(request, settings, sess)
+
+    def connection(self) -> AbstractAsyncContextManager[Any]:
+        """The admin's own database connection (apart from the tick's), for this request's turn."""
+        url = self.settings.require_database_url()
+        return store.connection(url)
 
     def link(self, path: str, **params: Any) -> str:
         """A link that keeps the display zone."""
@@ -104,7 +110,10 @@ Handler = Callable[[View], Awaitable[Response]]
 
 async def gate(request: Request, handler: Handler, *, action: bool = False) -> Response:
     """Run `handler` for a signed-in person; 404 while the admin is closed, login redirect otherwise."""
-    settings: Settings = request.app.state.runtime.settings
+    runtime = request.app.state.runtime
+    settings: Settings = runtime.settings
+    if runtime.problem:
+        return error(request, 503, "misconfigured", f"crontick is not configured: {runtime.problem}")
     if not session.admin_open(settings):
         return error(request, 404, "not_found", "the admin is closed: set CRONTICK_ADMIN_SECRET (32+ characters) to open it")
     sess = await session.current(request, settings)
@@ -120,9 +129,6 @@ async def gate(request: Request, handler: Handler, *, action: bool = False) -> R
     try:
         return await handler(View(request, settings, sess))
     except DatabaseUnavailable as exc:
-        runtime = request.app.state.runtime
-        if runtime.db is not None:
-            await runtime.db.discard()
         logs.error("admin_database_unavailable", path=request.url.path, detail=str(exc))
         return error(request, 503, "database_unavailable", "the database cannot be reached; try again in a minute")
 
