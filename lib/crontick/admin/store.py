@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -14,7 +16,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from ..db import query
+from ..db import Database, query
 from ..errors import BadCursor, CrontickError, DatabaseUnavailable, QueryTimeout
 from ..queue import STATUSES
 
@@ -55,6 +57,36 @@ def decode_cursor(cursor: str | None) -> int | None:
     if version != "v1" or not 0 < value <= _NO_CURSOR:
         raise BadCursor(cursor)
     return value
+
+
+# -- connection -------------------------------------------------------------------------------
+
+# The admin's own connection per process, apart from the tick's: the tick's statements must
+# never land inside an admin transaction (or the reverse) when both run at once under
+# `crontick serve`. Admin requests take turns on it; each holds it for one short transaction.
+# Per event loop: an asyncio connection and lock belong to the loop that made them.
+_per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[asyncio.Lock, dict[str, Database]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+@asynccontextmanager
+async def connection(database_url: str) -> AsyncIterator[Conn]:
+    """The admin's connection to `database_url`, for one request at a time; dropped when it breaks."""
+    loop = asyncio.get_running_loop()
+    if loop not in _per_loop:
+        _per_loop[loop] = (asyncio.Lock(), {})
+    turn, databases = _per_loop[loop]
+    database = databases.setdefault(database_url, Database(database_url))
+    async with turn:
+        conn = await database.connection()
+        try:
+            yield conn
+        except DatabaseUnavailable:
+            await database.discard()
+            raise
+        if conn.broken or conn.closed:
+            await database.discard()
 
 
 # -- transactions -------------------------------------------------------------------------------
@@ -129,7 +161,7 @@ async def list_jobs(
             if before_id is None:
                 await cur.execute(query("admin_jobs_next_id"))
                 first = await cur.fetchone()
-                before_id = int(next(iter(first.values()))) if first else 1
+                before_id = int(next(iter(first.values()))) if first else 1  # max(id) + 1
             floor_id = max(before_id - SEARCH_WINDOW_IDS, 0)
             params = {"before_id": before_id, "floor_id": floor_id, "payload": Jsonb(payload_contains),
                       "status": status, "type": type, "limit": limit + 1}
@@ -372,3 +404,11 @@ async def retry_reminder(conn: Conn, booking_id: int, kind: str, *, role: str = 
                                 f"kind {kind!r} with status {current['status']!r}")
         await audit(cur, role, "retry_reminder", params, 1)
     return ActionResult(True, row=row)
+
+
+async def max_job_id(conn: Conn) -> int:
+    """The highest job id now: a bulk action freezes its filter at this id when it is confirmed."""
+    async with read(conn, "max job id") as cur:
+        await cur.execute(query("admin_jobs_next_id"))
+        row = await cur.fetchone()
+    return int(next(iter(row.values()))) - 1 if row else 0
