@@ -80,6 +80,9 @@ class Clock:
         local = value.astimezone(self.tz)
         return f"{local:%Y-%m-%d %H:%M:%S} {local.tzname() or self.zone_name}"
 
+    def hour(self, value: datetime) -> str:
+        return f"{value.astimezone(self.tz):%H:%M}"
+
     def rel(self, value: datetime | None) -> str:
         return "" if value is None else relative(value, self.now)
 

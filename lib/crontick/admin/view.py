@@ -116,6 +116,11 @@ async def gate(request: Request, handler: Handler, *, action: bool = False) -> R
         return error(request, 503, "misconfigured", f"crontick is not configured: {runtime.problem}")
     if not session.admin_open(settings):
         return error(request, 404, "not_found", "the admin is closed: set CRONTICK_ADMIN_SECRET (32+ characters) to open it")
+    if action and not session.same_origin(request, settings):
+        # Before the session: a cross-site POST is refused whether or not its cookie came along.
+        logs.warning("admin_csrf_refused", reason="cross_origin", path=request.url.path,
+                     sec_fetch_site=request.headers.get("sec-fetch-site"), origin=request.headers.get("origin"))
+        return error(request, 403, "cross_site_request", "this form must be sent from the admin's own pages")
     sess = await session.current(request, settings)
     if sess is None:
         if wants_json(request) or request.method != "GET":
@@ -123,7 +128,7 @@ async def gate(request: Request, handler: Handler, *, action: bool = False) -> R
         target = render.link("/admin/login", {"next": request.url.path + (f"?{request.url.query}" if request.url.query else "")})
         return finish(RedirectResponse(target, 303), request)
     if action:
-        refusal = await _csrf_refusal(request, settings, sess)
+        refusal = await _csrf_refusal(request, sess)
         if refusal is not None:
             return refusal
     try:
@@ -133,11 +138,7 @@ async def gate(request: Request, handler: Handler, *, action: bool = False) -> R
         return error(request, 503, "database_unavailable", "the database cannot be reached; try again in a minute")
 
 
-async def _csrf_refusal(request: Request, settings: Settings, sess: Session) -> Response | None:
-    if not session.same_origin(request, settings):
-        logs.warning("admin_csrf_refused", reason="cross_origin", path=request.url.path,
-                     sec_fetch_site=request.headers.get("sec-fetch-site"), origin=request.headers.get("origin"))
-        return error(request, 403, "cross_site_request", "this form must be sent from the admin's own pages")
+async def _csrf_refusal(request: Request, sess: Session) -> Response | None:
     if not sess.can_act:
         return error(request, 403, "read_only", "the viewer role can look but not act; sign in with the admin secret")
     given = (await form(request)).get("csrf", "")
