@@ -54,27 +54,33 @@ def error(status: int, code: str, detail: str, headers: dict[str, str] | None = 
 Handler = Callable[[Request, store.Conn, str], Awaitable[Response]]
 
 
-def guarded(handler: Handler, *, write: bool = False, database: bool = True) -> Callable[[Request], Awaitable[Response]]:
+def refusal(request: Request, *, write: bool = False) -> tuple[Response | None, str]:
+    """(a JSON refusal, or None and the caller's role): closed, unauthorised, or a viewer acting."""
+    settings = request.app.state.runtime.settings
+    if not settings.admin_secret:
+        return error(503, "admin_not_configured", "the admin is closed: set CRONTICK_ADMIN_SECRET (32+ characters, "
+                     "not CRON_SECRET) to open it"), ""
+    role = bearer.role(request.headers.get("authorization"), settings)
+    if role is None:
+        return error(401, "unauthorized", "send Authorization: Bearer <CRONTICK_ADMIN_SECRET> (or the viewer "
+                     "secret for reads)", {"WWW-Authenticate": 'Bearer realm="crontick admin"'}), ""
+    if write and role != "admin":
+        return error(403, "read_only", "the viewer secret can read but not act; use CRONTICK_ADMIN_SECRET"), role
+    return None, role
+
+
+def guarded(handler: Handler, *, write: bool = False) -> Callable[[Request], Awaitable[Response]]:
     """Auth, then the handler on the admin's connection; every refusal and failure answers JSON."""
 
     async def endpoint(request: Request) -> Response:
+        refused, role = refusal(request, write=write)
+        if refused is not None:
+            return refused
         rt = request.app.state.runtime
-        settings = rt.settings
-        if not settings.admin_secret:
-            return error(503, "admin_not_configured", "the admin is closed: set CRONTICK_ADMIN_SECRET (32+ characters, "
-                         "not CRON_SECRET) to open it")
-        role = bearer.role(request.headers.get("authorization"), settings)
-        if role is None:
-            return error(401, "unauthorized", "send Authorization: Bearer <CRONTICK_ADMIN_SECRET> (or the viewer "
-                         "secret for reads)", {"WWW-Authenticate": 'Bearer realm="crontick admin"'})
-        if write and role != "admin":
-            return error(403, "read_only", "the viewer secret can read but not act; use CRONTICK_ADMIN_SECRET")
-        if not database:
-            return await handler(request, None, role)  # type: ignore[arg-type]
-        if rt.problem or not settings.database_url:
+        if rt.problem or not rt.settings.database_url:
             return error(503, "misconfigured", f"crontick is not configured: {rt.problem or 'DATABASE_URL is unset'}")
         try:
-            async with store.connection(settings.database_url) as conn:
+            async with store.connection(rt.settings.database_url) as conn:
                 return await handler(request, conn, role)
         except QueryTimeout as exc:
             return error(503, "unavailable", str(exc), {"Retry-After": "5"})
@@ -244,7 +250,11 @@ async def list_ticks(request: Request, conn: store.Conn, role: str) -> Response:
     return answer({"ticks": rows, "next_cursor": cursor})
 
 
-async def openapi(request: Request, conn: store.Conn, role: str) -> Response:
+async def openapi(request: Request) -> Response:
+    """The OpenAPI document needs a secret like every route, but no database."""
+    refused, _ = refusal(request)
+    if refused is not None:
+        return refused
     from .openapi import document
 
     return answer(document())
@@ -264,5 +274,5 @@ def routes() -> list[Route]:
         Route("/api/admin/reminders/due", guarded(due_reminders), methods=["GET"]),
         Route("/api/admin/reminders/{booking_id}/{kind}/retry", guarded(retry_reminder, write=True), methods=["POST"]),
         Route("/api/admin/ticks", guarded(list_ticks), methods=["GET"]),
-        Route("/api/admin/openapi.json", guarded(openapi, database=False), methods=["GET"]),
+        Route("/api/admin/openapi.json", openapi, methods=["GET"]),
     ]
