@@ -100,7 +100,7 @@ def test_every_admin_response_has_the_security_headers(database_url: str) -> Non
         anon = client(base)
         responses = [c.get(p) for p in PAGES] + [c.get(p + ".json") for p in PAGES] + [
             c.get("/admin/static/admin.css"), anon.get("/admin/login"), anon.get("/admin"),
-            c.get("/admin/jobs/999999"), c.post("/admin/jobs/1/retry", data={}),
+            c.get("/admin/jobs/999999"), c.post("/admin/jobs/1/retry", data={}), c.get("/admin/nope"),
         ]
         for r in responses:
             for name, value in SECURITY_HEADERS.items():

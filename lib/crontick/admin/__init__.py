@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from functools import lru_cache
 from importlib import resources
-from importlib.util import find_spec
 from typing import Any
 
 from starlette.requests import Request
@@ -25,6 +24,12 @@ def _css() -> bytes:
     return resources.files("crontick.admin").joinpath("static", "admin.css").read_bytes()
 
 
+async def _unknown(request: Request) -> Response:
+    from .view import error
+
+    return error(request, 404, "not_found", f"nothing at {request.url.path}; the admin starts at /admin")
+
+
 async def _stylesheet(request: Request) -> Response:
     return secure_headers(Response(_css(), media_type="text/css"))
 
@@ -36,7 +41,7 @@ def _page(path: str, endpoint: Any) -> list[Route]:
 
 def routes(runtime: Any = None) -> list[BaseRoute]:
     """Every admin route: `GET /` sends people to the dashboard; the pages; the static CSS; the JSON API."""
-    from . import actions, pages
+    from . import actions, api, pages
 
     found: list[BaseRoute] = [
         Route("/", _home, methods=["GET"]),
@@ -55,8 +60,5 @@ def routes(runtime: Any = None) -> list[BaseRoute]:
         Route("/admin/reminders/{booking_id:int}/{kind}/retry", actions.reminder_retry, methods=["POST"]),
         Route("/admin/static/admin.css", _stylesheet, methods=["GET"]),
     ]
-    if find_spec("crontick.admin.api") is None:  # the JSON API lands separately; the pages work without it
-        return found
-    from . import api  # type: ignore[attr-defined,unused-ignore]
-
-    return [*found, *api.routes()]
+    # Last: any other /admin path is a 404 that still carries the admin's headers.
+    return [*found, *api.routes(), Route("/admin/{rest:path}", _unknown, methods=["GET", "POST"])]
