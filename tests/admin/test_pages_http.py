@@ -364,3 +364,41 @@ def test_a_slow_panel_says_unavailable_not_500(database_url: str, conn: psycopg.
         locker.execute("lock table jobs in access exclusive mode")  # held until this block ends
         r = c.get("/admin")
         assert r.status_code == 200 and "unavailable right now" in r.text
+
+
+def test_retry_an_unknown_reminder(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    row = conn.execute("insert into bookings (customer_name, starts_at) values ('Ana', now() + interval '20 hours')"
+                       " returning id").fetchone()
+    assert row is not None
+    booking = int(row[0])
+    conn.execute("insert into reminder_sends (booking_id, kind, channel, status, attempts, last_error, maybe_delivered)"
+                 " values (%s, '24h', 'sms', 'unknown', 1, 'timed out', true)", (booking,))
+    with running(settings_for(database_url)) as base:
+        c = signed_in(base)
+        page = c.get("/admin")
+        assert f"/admin/reminders/{booking}/24h/retry" in page.text and "unknown" in page.text
+        url = f"/admin/reminders/{booking}/24h/retry"
+        ask = c.post(url, data={"csrf": csrf_of(page.text), "back": "/admin/reminders"})
+        assert ask.status_code == 200 and "Check the provider" in ask.text
+        done = c.post(url, data={"csrf": csrf_of(ask.text), "back": "/admin/reminders", "confirm": "yes"})
+        assert done.status_code == 303 and done.headers["location"] == "/admin/reminders"
+        assert "will be sent on the next tick" in c.get("/admin/reminders").text
+        retried = conn.execute("select status, next_attempt_at is not null, maybe_delivered from reminder_sends").fetchone()
+        assert retried == ("failed", True, False)  # due again now, for the next tick's claim
+        conn.execute("update reminder_sends set status = 'sent', sent_at = now(), next_attempt_at = null")
+        sent = c.post(url, data={"csrf": csrf_of(ask.text), "back": "/admin/reminders", "confirm": "yes"})
+        assert sent.status_code == 303 and "was not changed" in c.get("/admin/reminders").text
+
+
+def test_counts_are_capped_and_refresh_is_opt_in_at_30_seconds(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    add_jobs(conn, 10_001, type="many", status="done", error=None)
+    add_jobs(conn, 10_000, type="many", status="pending", error=None)
+    with running(settings_for(database_url)) as base:
+        c = signed_in(base)
+        page = c.get("/admin/overview")
+        assert '<span class="n">10,000+</span><span class="l">done</span>' in page.text
+        assert '<span class="n">10,000</span><span class="l">pending</span>' in page.text
+        assert 'http-equiv="refresh"' not in page.text
+        assert '<meta http-equiv="refresh" content="30">' in c.get("/admin/overview?refresh=30").text
+        stats = c.get("/admin/overview.json").json()["stats"]
+        assert stats["jobs"]["done"] == 10_001 and stats["capped"]["done"] is True
