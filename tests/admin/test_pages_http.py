@@ -402,3 +402,18 @@ def test_counts_are_capped_and_refresh_is_opt_in_at_30_seconds(database_url: str
         assert '<meta http-equiv="refresh" content="30">' in c.get("/admin/overview?refresh=30").text
         stats = c.get("/admin/overview.json").json()["stats"]
         assert stats["jobs"]["done"] == 10_001 and stats["capped"]["done"] is True
+
+
+def test_odd_urls_answer_4xx_never_500(database_url: str) -> None:
+    huge = "9" * 30
+    with running(settings_for(database_url)) as base:
+        c = signed_in(base)
+        token = csrf_of(c.get("/admin").text)
+        answers = [c.get(f"/admin/jobs/{huge}"), c.get(f"/admin/jobs?id={huge}"), c.get("/admin/jobs?id=abc"),
+                   c.get("/admin?tz=../../etc/passwd"), c.get("/admin/jobs?payload=[1,2]"),
+                   c.get("/admin/reminders?status=bogus&cursor=%%%"), c.get("/admin/jobs/bulk-retry/continue?state=x&sig=y"),
+                   c.post(f"/admin/jobs/{huge}/retry", data={"csrf": token, "confirm": "yes"}),
+                   c.post("/admin/jobs/1/explode", data={"csrf": token}),
+                   c.post(f"/admin/reminders/{huge}/24h/retry", data={"csrf": token, "confirm": "yes"})]
+        for r in answers:
+            assert r.status_code < 500, (r.request.url, r.status_code, r.text[:200])

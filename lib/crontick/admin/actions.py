@@ -14,7 +14,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from .. import logs
 from ..settings import Settings
 from . import render, session, store
-from .pages import panel, parse_payload
+from .pages import MAX_ID, panel, parse_payload
 from .view import View, error, finish, form, gate
 
 BULK_CHUNK = 500
@@ -97,6 +97,8 @@ def _confirm(view: View, **context: Any) -> Response:
 async def job_action(request: Request) -> Response:
     job_id = int(request.path_params["id"])
     verb = request.path_params["verb"]
+    if job_id > MAX_ID:
+        return error(request, 404, "job_not_found", f"expected a job id, got: {job_id} (larger than any id)")
     if verb not in VERBS:
         return error(request, 404, "not_found", f"expected one of {', '.join(VERBS)} after /admin/jobs/{job_id}/, got: {verb!r}")
 
@@ -126,6 +128,8 @@ async def job_action(request: Request) -> Response:
 async def reminder_retry(request: Request) -> Response:
     booking_id = int(request.path_params["booking_id"])
     kind = request.path_params["kind"]
+    if booking_id > MAX_ID:
+        return error(request, 404, "reminder_not_found", f"expected a booking id, got: {booking_id} (larger than any id)")
 
     async def act(view: View) -> Response:
         fields = await form(view.request)

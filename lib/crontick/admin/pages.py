@@ -84,7 +84,7 @@ async def jobs(request: Request) -> Response:
     async def build(view: View) -> Response:
         jump = view.request.query_params.get("id", "").strip().lstrip("#")
         if jump:
-            if not jump.isdigit():
+            if not jump.isdigit() or int(jump) > MAX_ID:
                 return error(view.request, 400, "bad_id", f"expected a job id (digits), got: {jump[:40]!r}")
             return finish(RedirectResponse(view.link(f"/admin/jobs/{int(jump)}"), 303), view.request)
         filters, contains, problem = _job_filters(view)
@@ -102,11 +102,15 @@ async def jobs(request: Request) -> Response:
     return await gate(request, build)
 
 
+# bigint: a larger id names no row, and psycopg would send it as numeric, which no index on id serves.
+MAX_ID = 2**63 - 1
+
+
 async def job(request: Request) -> Response:
     job_id = int(request.path_params["id"])
 
     async def build(view: View) -> Response:
-        row = await panel(view, lambda tx: store.get_job(tx, job_id))
+        row = await panel(view, lambda tx: store.get_job(tx, job_id)) if job_id <= MAX_ID else None
         if row is None:
             return error(view.request, 404, "job_not_found", f"expected a job with id {job_id}, got none (it may have been deleted)")
         back = view.link("/admin/jobs", status=row.get("status"), type=row.get("type"))
