@@ -158,3 +158,17 @@ def test_retry_an_unknown_reminder(database_url: str, conn: psycopg.Connection[A
         conn.execute("update reminder_sends set status = 'sent', sent_at = now(), next_attempt_at = null")
         sent = c.post(url, data={"csrf": csrf_of(ask.text), "back": "/admin/reminders", "confirm": "yes"})
         assert sent.status_code == 303 and "was not changed" in c.get("/admin/reminders").text
+
+
+def test_a_payload_search_goes_on_past_an_empty_window(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    from crontick.admin import store
+
+    [old] = add_jobs(conn, 1, type="a", payload='{"user_id": 42}')
+    conn.execute("select setval(pg_get_serial_sequence('jobs', 'id'), %s)", (old + store.SEARCH_WINDOW_IDS + 10,))
+    add_jobs(conn, 3, type="a", payload='{"user_id": 7}')
+    with running(settings_for(database_url)) as base:
+        c = signed_in(base)
+        first = c.get('/admin/jobs?payload={"user_id":42}')
+        assert "No match in this stretch of ids" in first.text and 'rel="next"' in first.text
+        older = first.text.split('rel="next"', 1)[0].rsplit('href="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
+        assert f"#{old}</a>" in c.get(older).text
