@@ -68,7 +68,7 @@ from rescued;
 -- `id = any(array(...))` makes the UPDATE find its rows by primary key whatever the table
 -- statistics say (a join may be planned as a scan of the whole table).
 -- The batch comes back as one JSON array of [id, type, payload, attempts, max_attempts,
--- created_at]: one value to decode instead of six per job.
+-- created_at, scheduled_for, schedule]: one value to decode instead of six per job.
 with due as materialized (
     select id from jobs
     where status = 'pending' and run_after <= %(now)s
@@ -82,10 +82,11 @@ with due as materialized (
         locked_until = %(lease_until)s,
         updated_at = %(now)s
     where j.id = any(array(select id from due))
-    returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at
+    returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at, j.scheduled_for, j.schedule
 )
 select
-    (select json_agg(json_build_array(c.id, c.type, c.payload, c.attempts, c.max_attempts, c.created_at) order by c.id)
+    (select json_agg(json_build_array(
+        c.id, c.type, c.payload, c.attempts, c.max_attempts, c.created_at, c.scheduled_for, c.schedule) order by c.id)
      from claimed c) as jobs,
     coalesce((select min(locked_until) from jobs where status = 'running') < %(now)s, false) as expired;
 

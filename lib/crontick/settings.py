@@ -33,6 +33,7 @@ REMINDER_TEMPLATE_VARIABLES = (
 )
 DEFAULT_REMINDER_SUBJECT = "Reminder: your appointment {day} at {time}"
 DEFAULT_REMINDER_TEMPLATE = "Hi {first_name}, a reminder: your appointment is {day}, {date} at {time} ({zone})."
+DEFAULT_SCHEDULE_GRACE_SECONDS = 900.0  # schedules: catch_up="skip" runs a slot at most this late
 _KIND = re.compile(r"^([1-9][0-9]*)([mhd])$")
 _KIND_UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400}
 
@@ -73,6 +74,8 @@ class Settings:
     # The base URL schedulers call (https://app.example.com): QStash signs the full URL it calls and
     # short-lived tokens name it as their audience. Unset: taken from the request (x-forwarded-*).
     public_url: str | None = None
+    # Schedules (crontick.schedules): how old the newest missed slot of a catch_up="skip" schedule may be and still run.
+    schedule_grace_seconds: float = DEFAULT_SCHEDULE_GRACE_SECONDS
     # Admin (crontick.admin): the admin secret opens it, the viewer secret opens it read-only;
     # the admin stays closed while the admin secret is unset. Never CRON_SECRET (see _admin_secrets).
     admin_secret: str | None = field(default=None, repr=False)
@@ -151,6 +154,10 @@ class Settings:
             github_oidc_refs=_list(env, "CRONTICK_GITHUB_OIDC_REFS"),
             github_oidc_workflows=_list(env, "CRONTICK_GITHUB_OIDC_WORKFLOWS"),
             public_url=_base_url(env, "CRONTICK_PUBLIC_URL"),
+            # Schedules
+            schedule_grace_seconds=_number(
+                env, "CRONTICK_SCHEDULE_GRACE_SECONDS", DEFAULT_SCHEDULE_GRACE_SECONDS, minimum=1
+            ),
             **_admin_secrets(env),
         )
         if settings.github_oidc_repository and not settings.github_oidc_audience:
