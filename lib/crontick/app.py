@@ -15,6 +15,8 @@ from starlette.routing import Route
 from . import admin, auth, handlers, logs
 from .db import Database
 from .errors import ConfigError, CrontickError, DatabaseUnavailable
+from .inbound import endpoint as inbound_endpoint
+from .kick import attach as attach_kick
 from .settings import Settings
 from .tick import run_tick
 
@@ -113,7 +115,7 @@ async def http_error(request: Request, exc: Exception) -> JSONResponse:
     if exc.status_code == 405:
         detail = f"{request.method} is not allowed on {request.url.path}; use {headers.get('Allow', 'GET, POST')}"
     elif exc.status_code == 404:
-        detail = f"nothing at {request.url.path}; the endpoints are /api/cron/tick and /api/health"
+        detail = f"nothing at {request.url.path}; the endpoints are /api/cron/tick, /api/health and /api/hooks/{{name}}"
     return error(exc.status_code, codes.get(exc.status_code, "http_error"), detail, headers)
 
 
@@ -153,12 +155,14 @@ def create_app(settings: Settings | None = None) -> Starlette:
         routes=[
             Route("/api/cron/tick", tick, methods=["GET", "POST"]),
             Route("/api/health", health, methods=["GET"]),
+            Route("/api/hooks/{name}", inbound_endpoint, methods=["POST"]),
             *admin.routes(runtime),
         ],
         exception_handlers={HTTPException: http_error, Exception: internal_error},
         lifespan=lifespan,
     )
     app.state.runtime = runtime
+    attach_kick(runtime)
     return app
 
 

@@ -73,6 +73,11 @@ def _parser() -> argparse.ArgumentParser:
 
     add_parsers(sub)
 
+    h = sub.add_parser("hook-sign", help="print a curl line posting a Twilio-signed webhook (for trying inbound hooks)")
+    h.add_argument("url", help="the hook's URL as Twilio calls it, e.g. http://127.0.0.1:8000/api/hooks/whatsapp")
+    h.add_argument("-d", "--data", action="append", default=[], metavar="NAME=VALUE", help="a form field (repeatable)")
+    h.set_defaults(func=cmd_hook_sign)
+
     k = sub.add_parser("token", help="print a short-lived token for one tick, signed with CRON_SECRET (HS256)")
     k.add_argument("--audience", help="the app's base URL, e.g. https://app.example.com (default: CRONTICK_PUBLIC_URL)")
     k.add_argument("--ttl", type=int, default=60, help="lifetime in seconds, at most 300 (default 60)")
@@ -218,7 +223,44 @@ def cmd_dev(args: argparse.Namespace) -> int:
     print(f'  curl -sS -X POST -H "Authorization: Bearer {settings.cron_secret}" {base}/api/cron/tick\n')
     print(f"crontick dev: the admin dashboard is at {base}/admin")
     print(f"crontick dev: sign in with the admin secret {os.environ['CRONTICK_ADMIN_SECRET']}\n", flush=True)
+    # Inbound webhooks: a Twilio WhatsApp hook signed with TWILIO_AUTH_TOKEN, or the dev secret.
+    twilio_token = settings.twilio_auth_token or settings.cron_secret or ""
+    demo.declare_hooks(twilio_token)
+    form = {"MessageSid": "SM" + secrets.token_hex(16), "From": "whatsapp:+31612345678", "To": demo.DEMO_WHATSAPP_FROM,
+            "Body": "Hello from WhatsApp"}
+    print("Send a signed WhatsApp message (as Twilio would); its auto-reply prints here within a second:\n")
+    print(f"  {hook_curl(base + '/api/hooks/whatsapp', form, twilio_token)}\n", flush=True)
     uvicorn.run(create_app(settings), host=DEV_HOST, port=args.port, log_level="info")
+    return 0
+
+
+def hook_curl(url: str, form: dict[str, str], token: str) -> str:
+    """A curl line that POSTs `form` to `url` signed as Twilio signs it (X-Twilio-Signature)."""
+    import base64
+    import hashlib
+    import hmac
+    import shlex
+
+    signed = url + "".join(name + form[name] for name in sorted(form))
+    signature = base64.b64encode(hmac.new(token.encode(), signed.encode(), hashlib.sha1).digest()).decode()
+    fields = " ".join(f"--data-urlencode {shlex.quote(f'{k}={v}')}" for k, v in form.items())
+    return f"curl -sS -H {shlex.quote('X-Twilio-Signature: ' + signature)} {fields} {url}"
+
+
+def cmd_hook_sign(args: argparse.Namespace) -> int:
+    """Print a curl line for a Twilio webhook signed with TWILIO_AUTH_TOKEN (or, as in `crontick dev`, the dev secret)."""
+    token = os.environ.get("TWILIO_AUTH_TOKEN") or os.environ.get("CRON_SECRET") or (
+        DEV_SECRET_FILE.read_text().strip() if DEV_SECRET_FILE.exists() else "")
+    if not token:
+        raise ConfigError("TWILIO_AUTH_TOKEN: expected the auth token to sign with (or run `crontick dev` once), got: nothing")
+    form = {}
+    for field in args.data:
+        name, sep, value = field.partition("=")
+        if not sep or not name:
+            raise CrontickError(f"-d: expected NAME=VALUE such as Body=hello, got: {field!r}")
+        form[name] = value
+    form.setdefault("MessageSid", "SM" + secrets.token_hex(16))
+    print(hook_curl(args.url, form, token))
     return 0
 
 

@@ -29,6 +29,7 @@ class JobCounts:
     rescued: int = 0
     released: int = 0  # claimed but not started before the budget ran out; pending again
     fenced: int = 0  # outcomes not written because another tick had taken the job over
+    snoozed: int = 0  # handlers that raised crontick.Snooze: pending again, attempt not counted
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ async def run_tick(
         rescued=rescued.total,
         released=recorded.released,
         fenced=recorded.fenced,
+        snoozed=recorded.snoozed,
     )
     more = recorded.jobs_due or sent.more or out_of_time or job_counts.released > 0
     result = TickResult(job_counts, sent, more, duration_ms, scheduled)
