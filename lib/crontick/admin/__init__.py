@@ -41,7 +41,7 @@ def _page(path: str, endpoint: Any) -> list[Route]:
 
 def routes(runtime: Any = None) -> list[BaseRoute]:
     """Every admin route: `GET /` sends people to the dashboard; the pages; the static CSS; the JSON API."""
-    from . import actions, api, pages
+    from . import actions, api, pages, schedules_page
 
     found: list[BaseRoute] = [
         Route("/", _home, methods=["GET"]),
@@ -51,6 +51,7 @@ def routes(runtime: Any = None) -> list[BaseRoute]:
         *_page("/admin/reminders", pages.reminders),
         *_page("/admin/ticks", pages.ticks),
         *_page("/admin/overview", pages.overview),
+        *_page("/admin/schedules", schedules_page.schedules),
         Route("/admin/login", actions.login_form, methods=["GET"]),
         Route("/admin/login", actions.login, methods=["POST"]),
         Route("/admin/logout", actions.logout, methods=["POST"]),

@@ -22,6 +22,7 @@ NAV = (
     ("jobs", "/admin/jobs", "Jobs"),
     ("reminders", "/admin/reminders", "Reminders"),
     ("ticks", "/admin/ticks", "Ticks"),
+    ("schedules", "/admin/schedules", "Schedules"),
     ("overview", "/admin/overview", "Overview"),
 )
 REFRESH_SECONDS = 30
