@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import inspect
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -131,7 +130,7 @@ async def current(request: Request, settings: Settings) -> Session | None:
         return None
     if _hook:
         answer = _hook[0](request)
-        role = await answer if inspect.isawaitable(answer) else answer
+        role = await answer if isinstance(answer, Awaitable) else answer
         if role in ROLES:
             return Session(str(role), _mac(_key(role_secrets(settings)["admin"]), f"csrf.hook.{role}"), True)
     cookie = request.cookies.get(cookie_name(request), "")
