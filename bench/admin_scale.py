@@ -23,12 +23,13 @@ from typing import Any
 
 import httpx
 import psycopg
-from crontick import db, enqueue_many, queue
-from crontick.admin.store import SEARCH_WINDOW_IDS
-from crontick.settings import Settings
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
+
+from crontick import db, enqueue_many, queue
+from crontick.admin.store import SEARCH_WINDOW_IDS
+from crontick.settings import Settings
 
 ADMIN_SECRET = "bench-admin-secret-" + "b" * 32
 CRON_SECRET = "bench-cron-secret-" + "c" * 32
@@ -128,7 +129,6 @@ def timed(client: httpx.Client, path: str, runs: int) -> float:
 
 def measure(url: str, runs: int) -> dict[str, float]:
     from crontick.app import create_app
-
     from tests.conftest import serve
 
     settings = Settings(database_url=url, cron_secret=CRON_SECRET, admin_secret=ADMIN_SECRET)

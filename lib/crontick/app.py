@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from . import admin, auth, handlers, logs
+from . import admin, auth, handlers, logs, vercel
 from .db import Database
 from .errors import ConfigError, CrontickError, DatabaseUnavailable
 from .inbound import endpoint as inbound_endpoint
@@ -66,7 +66,9 @@ async def tick(request: Request) -> JSONResponse:
             logs.warning("tick_refused", reason=decision.reason, client=_client(request))
             return error(401, "unauthorized", "a valid credential is required to run a tick", {"WWW-Authenticate": "Bearer"})
         conn = await rt.db.connection()
-        result = await run_tick(conn, settings, source=decision.method or "http")
+        result = await run_tick(
+            conn, settings, source=decision.method or "http", execution_id=vercel.execution_id(request.headers)
+        )
     except DatabaseUnavailable as exc:
         await rt.db.discard()
         logs.error("database_unavailable", detail=str(exc))

@@ -19,7 +19,6 @@ from .errors import ConfigError, PermanentError
 from .runner import scrub
 from .settings import Settings
 
-
 STATUSES = ("sending", "sent", "failed", "unknown")
 MAX_ATTEMPTS = backoff.DEFAULT_MAX_ATTEMPTS
 UTC_ZONE = ZoneInfo("UTC")

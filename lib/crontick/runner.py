@@ -14,7 +14,6 @@ from .errors import PermanentError, RetryableError, Snooze
 from .handlers import Handler, Job
 from .queue import Outcome
 
-
 SLOW_JOB_SECONDS = 8.0
 LAST_ERROR_MAX_CHARS = 2000
 # How many times one job may snooze (raise crontick.Snooze); after that a snooze counts as a failed attempt.
