@@ -31,7 +31,7 @@ returning id;
 -- a tick that died.
 -- Back to pending if attempts remain, else failed. SKIP LOCKED keeps parallel rescuers apart.
 with expired as materialized (
-    select id from jobs
+    select id, updated_at as started_at, locked_until from jobs
     where status = 'running' and locked_until < %(now)s
     order by locked_until
     limit %(limit)s
@@ -47,7 +47,12 @@ with expired as materialized (
             || ' (the tick running it was stopped before it could record an outcome)',
         updated_at = %(now)s
     from expired where j.id = expired.id
-    returning j.status
+    returning j.id, j.status, j.attempts, j.last_error, expired.started_at, expired.locked_until
+), attempt_log as (
+    -- The attempts history: the attempt whose lease ran out, ended when its lease did.
+    insert into job_attempts (job_id, attempt, started_at, finished_at, outcome, error)
+    select id, attempts, started_at, locked_until, 'lease_expired', left(last_error, 4096)
+    from rescued
 )
 select count(*) filter (where status = 'pending') as retried,
        count(*) filter (where status = 'failed') as failed
@@ -111,9 +116,21 @@ with outcome as materialized (
         -- crontick.Snooze: the attempt was handed back (attempts above); count the snooze, which is bounded.
         snoozes = j.snoozes + case when o.snoozed then 1 else 0 end,
         updated_at = %(now)s
+    from outcome o, jobs claimed
+    where j.id = o.id and j.status = 'running' and j.attempts = o.claimed_attempt and claimed.id = j.id
+    -- `claimed` is the row as the claim left it (this statement's snapshot): its updated_at is
+    -- when the attempt started.
+    returning j.id, claimed.updated_at as started_at
+), attempt_log as (
+    -- The attempts history (admin job page): one row per attempt that ran. A job released
+    -- unstarted (attempts handed back) made no attempt. last_error is already scrubbed.
+    insert into job_attempts (job_id, attempt, started_at, finished_at, outcome, error)
+    select o.id, o.claimed_attempt, w.started_at, %(now)s,
+        case when o.status = 'done' then 'succeeded' when o.status = 'failed' then 'failed' else 'retried' end,
+        left(o.last_error, 4096)
     from outcome o
-    where j.id = o.id and j.status = 'running' and j.attempts = o.claimed_attempt
-    returning j.id
+    join written w on w.id = o.id
+    where o.attempts >= o.claimed_attempt
 ), counts as (
     select
         count(*) filter (where w.id is not null and o.status = 'done') as succeeded,
@@ -149,26 +166,6 @@ from counts c;
 -- name: tick_last
 -- GET /api/health.
 select max(finished_at) as last_tick_at from crontick_ticks;
-
--- name: job_list
--- crontick jobs [--status S].
-select id, type, status, attempts, max_attempts, run_after, updated_at, last_error
-from jobs
-where %(status)s::text is null or status = %(status)s
-order by id desc
-limit %(limit)s;
-
--- name: job_retry
--- crontick retry JOB_ID: a failed (or done) job runs again, with a fresh set of attempts.
-update jobs set
-    status = 'pending', attempts = 0, run_after = now(), locked_until = null,
-    finished_at = null, updated_at = now()
-where id = %(id)s and status in ('failed', 'done')
-returning id;
-
--- name: job_get_status
--- crontick retry: explain why a job could not be retried.
-select status from jobs where id = %(id)s;
 
 -- name: tick_probe
 -- Tick, first statement: claim the due jobs (as job_claim_due does), and find out whether

@@ -13,7 +13,7 @@ from .db import query
 from .errors import CrontickError
 from .handlers import Job
 
-STATUSES = ("pending", "running", "done", "failed")
+STATUSES = ("pending", "running", "done", "failed", "cancelled")  # cancelled: set only by an admin
 RESCUE_LIMIT = 1000
 
 
