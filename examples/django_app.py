@@ -18,7 +18,7 @@ if not settings.configured:
     db = conninfo_to_dict(os.environ["DATABASE_URL"])
     settings.configure(
         DEBUG=True,
-        SECRET_KEY="example-only",
+        SECRET_KEY="example-only",  # noqa: S106 - a runnable example, never deployed
         ROOT_URLCONF=__name__,
         ALLOWED_HOSTS=["*"],
         DATABASES={"default": {
@@ -27,10 +27,11 @@ if not settings.configured:
         }},
     )
 
-import crontick
 from django.db import connection, transaction
 from django.http import HttpRequest, JsonResponse
 from django.urls import path
+
+import crontick
 
 sent: list[str] = []  # what the handler did, for the example's test
 

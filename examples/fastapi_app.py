@@ -8,10 +8,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import crontick
 import psycopg
-from crontick.app import app as crontick_app
 from fastapi import BackgroundTasks, FastAPI
+
+import crontick
+from crontick.app import app as crontick_app
 
 app = FastAPI()
 sent: list[str] = []  # what the handler did, for the example's test

@@ -10,7 +10,7 @@
 -- unique (booking_id, kind) row is what stops a second reminder; a booking that started a month
 -- ago cannot be reminded again). Tables this file does not name (schedule slots) are untouched.
 with done_jobs as (
-    delete from jobs where id = any(array(
+    delete from jobs j where j.id = any(array(
         select id from jobs
         where status = 'done' and updated_at < %(done_before)s
         order by updated_at
@@ -18,7 +18,7 @@ with done_jobs as (
         for update skip locked))
     returning 1
 ), failed_jobs as (
-    delete from jobs where id = any(array(
+    delete from jobs j where j.id = any(array(
         select id from jobs
         where status = 'failed' and updated_at < %(failed_before)s
         order by updated_at

@@ -1,4 +1,4 @@
-"""The ASGI app: POST/GET /api/cron/tick and GET /api/health, built from a routes list."""
+"""The ASGI app: POST/GET /api/cron/tick, GET /api/health and the admin, built from a routes list."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from . import auth, handlers, logs
+from . import admin, auth, handlers, logs, vercel
 from . import health as health_check
 from .db import Database
 from .errors import ConfigError, CrontickError, DatabaseUnavailable
@@ -67,7 +67,9 @@ async def tick(request: Request) -> JSONResponse:
             logs.warning("tick_refused", reason=decision.reason, client=_client(request))
             return error(401, "unauthorized", "a valid credential is required to run a tick", {"WWW-Authenticate": "Bearer"})
         conn = await rt.db.connection()
-        result = await run_tick(conn, settings, source=decision.method or "http")
+        result = await run_tick(
+            conn, settings, source=decision.method or "http", execution_id=vercel.execution_id(request.headers)
+        )
     except DatabaseUnavailable as exc:
         await rt.db.discard()
         logs.error("database_unavailable", detail=str(exc))
@@ -155,6 +157,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/api/cron/tick", tick, methods=["GET", "POST"]),
             Route("/api/health", health, methods=["GET"]),
             Route("/api/hooks/{name}", inbound_endpoint, methods=["POST"]),
+            *admin.routes(runtime),
         ],
         exception_handlers={HTTPException: http_error, Exception: internal_error},
         lifespan=lifespan,

@@ -198,7 +198,7 @@ async def check_qstash(creds: Credentials, settings: Settings, db: Database) -> 
         raise Refused("no Upstash-Signature header")
     keys = [k for k in (settings.qstash_current_signing_key, settings.qstash_next_signing_key) if k]
     failures = []
-    for label, key in zip(("current key", "next key"), keys):
+    for label, key in zip(("current key", "next key"), keys, strict=False):
         try:
             _verify_qstash(creds, key)
             return

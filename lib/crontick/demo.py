@@ -84,6 +84,6 @@ def seed(url: str) -> None:
         for name in ("Ada", "Grace", "Linus"):
             enqueue(conn, "demo.greet", {"name": name}, key=f"demo:greet:{name}")
         enqueue(conn, "demo.flaky", {}, key="demo:flaky")
-        columns = list(zip(*DEMO_BOOKINGS))
-        params = dict(zip(("names", "emails", "phones", "starts_in", "zones", "statuses"), map(list, columns)))
+        columns = list(zip(*DEMO_BOOKINGS, strict=True))
+        params = dict(zip(("names", "emails", "phones", "starts_in", "zones", "statuses"), map(list, columns), strict=True))
         conn.execute(query("booking_insert_demo"), params)

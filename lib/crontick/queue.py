@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -13,7 +13,7 @@ from .db import query
 from .errors import CrontickError
 from .handlers import Job
 
-STATUSES = ("pending", "running", "done", "failed")
+STATUSES = ("pending", "running", "done", "failed", "cancelled")  # cancelled: set only by an admin
 RESCUE_LIMIT = 1000
 
 
@@ -139,14 +139,19 @@ async def claim(conn: psycopg.AsyncConnection[Any], now: datetime, limit: int, l
     cur = await conn.execute(query("job_claim_due"), params)
     row = await cur.fetchone()
     assert row is not None  # the statement always returns its one row
-    jobs = [
+    return Claim(claimed_jobs(row[0]), row[1])
+
+
+def claimed_jobs(batch: list[list[Any]] | None) -> list[Job]:
+    """The jobs of a claim's JSON array of [id, type, payload, attempts, max_attempts, created_at,
+    scheduled_for, schedule]."""
+    return [
         Job(
             id=j[0], type=j[1], payload=j[2], attempt=j[3], max_attempts=j[4], created_at=datetime.fromisoformat(j[5]),
             scheduled_for=j[6] and datetime.fromisoformat(j[6]), schedule=j[7], snoozes=j[8],
         )
-        for j in row[0] or ()
+        for j in batch or ()
     ]
-    return Claim(jobs, row[1])
 
 
 async def claim_due(
@@ -163,9 +168,7 @@ class TickLog(NamedTuple):
     summary: dict[str, Any]  # the tick's JSON summary; its job counts are filled in by the statement
     claimed: int
     rescued: int
-    # The statement's extra checks: silent_after (seconds) and the retention cutoffs
-    # done_before, failed_before and kept_before (crontick.upkeep.checks builds them).
-    checks: Mapping[str, Any] | None = None
+    next_other_at: datetime | None = None  # when reminders or slots are next due; the statement adds the jobs'
 
 
 class Recorded(NamedTuple):
@@ -176,10 +179,9 @@ class Recorded(NamedTuple):
     released: int
     fenced: int  # outcomes not written: another tick had taken the job over
     jobs_due: bool  # pending jobs are due at `now`, so the caller has more to do
+    next_job_at: datetime | None  # the earliest run_after of a pending job, this batch's retries included
     snoozed: int = 0  # handlers that raised crontick.Snooze
-    silent_seconds: float | None = None  # this tick ended a silence of the scheduler this long (and raised its alert)
-    alerts_due: bool = False  # pending alerts are due: the tick sends them
-    retention_due: bool = False  # some table holds rows past their keep period
+    alerts_due: bool = False  # this statement raised an alert, or pending ones are due: the tick sends them
 
 
 async def record(
@@ -192,7 +194,7 @@ async def record(
     ]
     params: dict[str, Any] = {
         "now": now, "outcomes": Json(rows), "log": False, "started_at": None, "source": None, "summary": None, "jobs": None,
-        "silent_after": None, "done_before": None, "failed_before": None, "kept_before": None,
+        "next_other_at": None,
     }
     if tick is not None:
         params.update(
@@ -201,7 +203,7 @@ async def record(
             source=tick.source,
             summary=Jsonb(tick.summary),
             jobs=Jsonb({"claimed": tick.claimed, "rescued": tick.rescued}),
-            **(tick.checks or {}),
+            next_other_at=tick.next_other_at,
         )
     cur = await conn.execute(query("job_record_outcomes"), params)
     row = await cur.fetchone()

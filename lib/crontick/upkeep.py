@@ -9,7 +9,6 @@ from typing import Any
 import psycopg
 
 from . import alerts, health, logs, retention
-from .queue import Recorded
 from .settings import Settings
 
 # Per process: when its last recorded tick finished. While that is less than the silence threshold
@@ -18,33 +17,39 @@ _last_finished_at: datetime | None = None
 
 
 def checks(settings: Settings, now: datetime) -> dict[str, Any]:
-    """The parameters of the record statement's own checks: a silence, and rows past their keep period."""
+    """The tick probe's parameters for a silence, alerts to send, and rows past their keep period."""
     silent_after = health.stale_after_seconds(settings)
     last = _last_finished_at
     recent = last is not None and last <= now < last + timedelta(seconds=silent_after)
-    return {"silent_after": None if recent else silent_after, **retention.probe(settings, now)}
+    return {
+        "silent_after": None if recent else silent_after,
+        "alerts_on": settings.alert_webhook_url is not None,
+        **retention.probe(settings, now),
+    }
 
 
-async def after_record(
+async def after_tick(
     conn: psycopg.AsyncConnection[Any],
     settings: Settings,
-    recorded: Recorded,
     *,
+    silent_seconds: float | None,
+    alerts_due: bool,
+    retention_due: bool,
     now: datetime,
     deadline: float,
     clock: Callable[[], float],
 ) -> None:
-    """Costs no statement when the record statement found nothing to do: no alert due, nothing expired.
+    """Costs no statement when the tick's probe and record found nothing to do: no alert due, nothing expired.
 
     Alerts go before retention: they are news, and deleting old rows can wait a tick. Neither
     fails the tick: an unreachable alert endpoint is retried later, a slow delete is cut short.
     """
     global _last_finished_at
     _last_finished_at = now
-    if recorded.silent_seconds is not None:
-        logs.warning("scheduler_silent", silent_seconds=recorded.silent_seconds,
+    if silent_seconds is not None:
+        logs.warning("scheduler_silent", silent_seconds=silent_seconds,
                      silent_after_seconds=health.stale_after_seconds(settings))
-    if recorded.alerts_due and settings.alert_webhook_url:
+    if alerts_due and settings.alert_webhook_url:
         try:
             sent = await alerts.deliver(conn, settings, now=now, deadline=deadline, clock=clock)
         except psycopg.Error as exc:  # the outcomes are recorded; a later tick sends the alerts
@@ -52,5 +57,5 @@ async def after_record(
         else:
             if sent.sent or sent.retried or sent.failed:
                 logs.info("alerts", sent=sent.sent, retried=sent.retried, failed=sent.failed)
-    if recorded.retention_due:
+    if retention_due:
         await retention.run(conn, settings, now=now, deadline=deadline, clock=clock)

@@ -46,7 +46,7 @@ def test_a_failed_send_is_retried_with_backoff_then_closed() -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["job_record_outcomes", "job_rescue_expired", "reminder_claim_due", "reminder_record_outcomes",
+    ["tick_probe", "job_record_outcomes", "job_rescue_expired", "reminder_claim_due", "reminder_record_outcomes",
      "alert_claim_due", "alert_record_outcomes", "retention_delete", "health_status"],
 )
 def test_per_tick_statements_fit_psycopgs_parse_cache(name: str) -> None:

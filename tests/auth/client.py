@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 
@@ -42,6 +43,10 @@ class LogLines(logging.Handler):
     @property
     def text(self) -> str:
         return "\n".join(self.lines)
+
+    def reasons(self, start: int = 0) -> str:
+        """The `reason` of each line logged from line `start` on, decoded: the lines are JSON, so quotes are escaped."""
+        return "\n".join(str(json.loads(line).get("reason", "")) for line in self.lines[start:])
 
     def refusals(self) -> str:
         """The reasons logged for refused ticks: they name the failed check, never the credential."""

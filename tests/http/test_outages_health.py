@@ -14,8 +14,8 @@ import crontick
 from crontick.settings import Settings
 from tests.conftest import TEST_SECRET, free_port
 from tests.db.core_jobs import job_row, settings_for
-from tests.http.tcp_proxy import TcpProxy
 from tests.http.http_checks import AUTH, HEALTH, TICK, LiveApp, assert_json_error
+from tests.http.tcp_proxy import TcpProxy
 
 
 def test_health_reports_the_last_tick(live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]) -> None:

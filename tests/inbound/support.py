@@ -9,11 +9,11 @@ import time
 from typing import Any
 from urllib.parse import urlencode
 
-import crontick
 import httpx
-from crontick.settings import Settings
 from twilio.request_validator import RequestValidator
 
+import crontick
+from crontick.settings import Settings
 from tests.conftest import TEST_SECRET
 
 PUBLIC_URL = "https://app.example.com"

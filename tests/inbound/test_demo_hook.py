@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from crontick import cli
 from twilio.request_validator import RequestValidator
 
+from crontick import cli
 from tests.conftest import TEST_SECRET, free_port, url_of
 
 

@@ -6,13 +6,13 @@ import json
 import time
 from typing import Any
 
-import crontick
 import httpx
 import psycopg
 import pytest
 import standardwebhooks
-from crontick.errors import ConfigError
 
+import crontick
+from crontick.errors import ConfigError
 from tests.conftest import TEST_SECRET, free_port
 from tests.db.core_jobs import tick
 from tests.http.http_checks import LiveApp, assert_json_error

@@ -12,8 +12,9 @@ from urllib.parse import urlencode
 import pytest
 import standardwebhooks
 import stripe
-from crontick import verify
 from twilio.request_validator import RequestValidator
+
+from crontick import verify
 
 TOKEN = "12345678901234567890123456789012"
 URL = "https://app.example.com/api/hooks/whatsapp"

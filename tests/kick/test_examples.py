@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-from crontick.kick import attach, wait_for_threads
 
+from crontick.kick import attach, wait_for_threads
 from tests.conftest import TEST_SECRET, serve, url_of
 from tests.kick.test_prompt_start import wait_until
 

@@ -7,10 +7,10 @@ import sys
 from typing import Any
 
 import pytest
+
 from crontick.errors import ConfigError
 from crontick.kick import Coalescer, _coalesced, coalescer
 from crontick.settings import Settings
-
 from tests.auth.client import LogLines, crontick_log  # noqa: F401 - fixture
 from tests.conftest import TEST_SECRET
 

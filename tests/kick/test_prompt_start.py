@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+
 from crontick import aws
 from crontick.app import create_app
-
 from tests.auth.client import LogLines, crontick_log  # noqa: F401 - fixture
 from tests.conftest import ROOT, TEST_SECRET, free_port, serve, url_of
 from tests.inbound.support import (

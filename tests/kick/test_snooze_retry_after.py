@@ -7,13 +7,13 @@ from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
 
-import crontick
 import psycopg
 import pytest
-from crontick import delivery, runner
 from pytest_httpserver import HTTPServer
 from werkzeug import Response
 
+import crontick
+from crontick import delivery, runner
 from tests.db.core_jobs import db_now, job_row, tick
 from tests.reminders.conftest import provider, provider_server  # noqa: F401 - fixtures
 from tests.reminders.support import NOW, Provider, add_bookings, send_of

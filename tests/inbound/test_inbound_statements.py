@@ -9,11 +9,11 @@ from itertools import pairwise
 from typing import Any
 
 import psycopg
+from psycopg import pq
+
 from crontick import db
 from crontick.app import Runtime
 from crontick.inbound import hooks, record
-from psycopg import pq
-
 from tests.inbound.support import settings_for
 
 STATEMENT = re.compile(r"^F\t\d+\t(Parse|Query)\t", re.MULTILINE)
