@@ -112,6 +112,7 @@ async def deliver(
     now: datetime,
     deadline: float,
     clock: Callable[[], float],
+    rand: Callable[[], float] = random.random,  # backoff jitter, not a secret
 ) -> AlertCounts:
     """Send up to a batch of due alerts in two statements (claim, record), never holding a transaction
     across a send, never raising: a failing endpoint is retried by later ticks."""
@@ -140,7 +141,7 @@ async def deliver(
         if error is None:
             return Outcome(alert.id, alert.attempts, True)
         finished = now + timedelta(seconds=clock() - began)
-        return decide(alert, scrub(error, _secrets(settings)), permanent, finished, random.random())
+        return decide(alert, scrub(error, _secrets(settings)), permanent, finished, rand())
 
     outcomes = list(await asyncio.gather(*(one(a) for a in claimed)))
     return await record(conn, claimed, outcomes, now + timedelta(seconds=clock() - began))
