@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from . import auth, handlers, logs
+from . import auth, handlers, http_body, logs
 from .db import Database
 from .errors import ConfigError, CrontickError, DatabaseUnavailable
 from .settings import Settings
@@ -55,7 +55,14 @@ async def tick(request: Request) -> JSONResponse:
             "no way to authorise a tick is configured: set CRON_SECRET (32+ characters), "
             "QSTASH_CURRENT_SIGNING_KEY or CRONTICK_GITHUB_OIDC_REPOSITORY",
         )
-    body = await request.body()
+    if http_body.declared_too_large(request, settings.max_body_bytes):
+        return http_body.too_large(settings.max_body_bytes)
+    body = b""
+    if settings.qstash_current_signing_key and "upstash-signature" in request.headers:
+        try:  # only QStash signs the body; no other method makes the server read (or buffer) one
+            body = await http_body.read_body_capped(request, settings.max_body_bytes)
+        except http_body.BodyTooLarge:
+            return http_body.too_large(settings.max_body_bytes)
     try:
         # Inside the try: recording a short-lived token's jti needs the database, and an
         # outage there is a 503 the scheduler retries, not a 401 that looks like a bad secret.

@@ -32,6 +32,12 @@ REMINDER_TEMPLATE_VARIABLES = (
     "starts_at", "starts_at_utc",
 )
 DEFAULT_REMINDER_SUBJECT = "Reminder: your appointment {day} at {time}"
+# Security hardening (issue 10): upper bounds, so a typo cannot make a tick claim a million rows or run for hours.
+MAX_BATCH_SIZE = 10_000
+MAX_TIME_BUDGET_SECONDS = 900.0  # 15 minutes: AWS Lambda's limit, and more than Vercel's default
+MAX_CONCURRENCY = 256
+DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+MAX_MAX_BODY_BYTES = 64 * 1024 * 1024
 DEFAULT_REMINDER_TEMPLATE = "Hi {first_name}, a reminder: your appointment is {day}, {date} at {time} ({zone})."
 _KIND = re.compile(r"^([1-9][0-9]*)([mhd])$")
 _KIND_UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400}
@@ -73,6 +79,11 @@ class Settings:
     # The base URL schedulers call (https://app.example.com): QStash signs the full URL it calls and
     # short-lived tokens name it as their audience. Unset: taken from the request (x-forwarded-*).
     public_url: str | None = None
+    # Security hardening (issue 10, crontick.http_body, crontick.netguard, crontick.auth).
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES  # the largest request body read (413 above)
+    trust_forwarded: bool = False  # X-Forwarded-Host/-Proto decide the URL only when the operator says so
+    webhook_deny_private: bool = True  # outbound webhooks refuse loopback, private and link-local addresses
+    github_oidc_repository_id: str | None = None  # pins the numeric id: a re-created repository does not match
 
     @property
     def auth_configured(self) -> bool:
@@ -104,7 +115,8 @@ class Settings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
-        budget = _number(env, "CRONTICK_TIME_BUDGET_SECONDS", DEFAULT_TIME_BUDGET_SECONDS, minimum=0.1)
+        budget = _number(env, "CRONTICK_TIME_BUDGET_SECONDS", DEFAULT_TIME_BUDGET_SECONDS, minimum=0.1,
+                         maximum=MAX_TIME_BUDGET_SECONDS)
         lease = _number(env, "CRONTICK_LEASE_SECONDS", budget + LEASE_MARGIN_SECONDS, minimum=1.0)
         if lease <= budget:
             raise ConfigError(
@@ -115,10 +127,12 @@ class Settings:
         settings = cls(
             database_url=_database_url(env),
             cron_secret=_secret(env, "CRON_SECRET"),
-            batch_size=int(_number(env, "CRONTICK_BATCH_SIZE", DEFAULT_BATCH_SIZE, minimum=1, integer=True)),
+            batch_size=int(_number(env, "CRONTICK_BATCH_SIZE", DEFAULT_BATCH_SIZE, minimum=1, maximum=MAX_BATCH_SIZE,
+                                      integer=True)),
             time_budget_seconds=budget,
             lease_seconds=lease,
-            concurrency=int(_number(env, "CRONTICK_CONCURRENCY", DEFAULT_CONCURRENCY, minimum=1, integer=True)),
+            concurrency=int(_number(env, "CRONTICK_CONCURRENCY", DEFAULT_CONCURRENCY, minimum=1, maximum=MAX_CONCURRENCY,
+                                       integer=True)),
             handler_modules=_list(env, "CRONTICK_HANDLERS"),
             reminder_channel=channel,
             reminder_kinds=_list(env, "CRONTICK_REMINDER_KINDS") or ("24h",),
@@ -145,7 +159,14 @@ class Settings:
             github_oidc_refs=_list(env, "CRONTICK_GITHUB_OIDC_REFS"),
             github_oidc_workflows=_list(env, "CRONTICK_GITHUB_OIDC_WORKFLOWS"),
             public_url=_base_url(env, "CRONTICK_PUBLIC_URL"),
+            # Security hardening (issue 10).
+            max_body_bytes=int(_number(env, "CRONTICK_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1024,
+                                       maximum=MAX_MAX_BODY_BYTES, integer=True)),
+            trust_forwarded=_flag(env, "CRONTICK_TRUST_FORWARDED", default=False),
+            webhook_deny_private=_flag(env, "CRONTICK_WEBHOOK_DENY_PRIVATE", default=True),
+            github_oidc_repository_id=_text(env, "CRONTICK_GITHUB_OIDC_REPOSITORY_ID"),
         )
+        _check_public_url(settings)
         if settings.github_oidc_repository and not settings.github_oidc_audience:
             raise ConfigError(
                 "CRONTICK_GITHUB_OIDC_AUDIENCE: expected the audience your workflow requests (e.g. your app's URL) "
@@ -194,7 +215,9 @@ def _list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
-def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float, integer: bool = False) -> float:
+def _number(
+    env: Mapping[str, str], name: str, default: float, *, minimum: float, maximum: float = math.inf, integer: bool = False
+) -> float:
     raw = _text(env, name)
     if raw is None:
         return default
@@ -207,7 +230,30 @@ def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float
         raise ConfigError(f"{name}: expected a finite number, got: {raw!r}")
     if value < minimum:
         raise ConfigError(f"{name}: expected at least {minimum:g}, got: {raw!r}")
+    if value > maximum:
+        raise ConfigError(f"{name}: expected at most {maximum:g}, got: {raw!r}")
     return value
+
+
+def _flag(env: Mapping[str, str], name: str, *, default: bool) -> bool:
+    raw = (_text(env, name) or "").lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name}: expected 1 or 0, got: {raw!r}")
+
+
+def _check_public_url(s: Settings) -> None:
+    """QStash signs the full URL it calls: without a trusted base URL, a client's headers would decide it."""
+    if s.qstash_current_signing_key and not (s.public_url or s.trust_forwarded):
+        raise ConfigError(
+            "CRONTICK_PUBLIC_URL: expected the base URL QStash calls (such as https://app.example.com) because "
+            "QSTASH_CURRENT_SIGNING_KEY is set, got: nothing (or set CRONTICK_TRUST_FORWARDED=1 when a proxy you "
+            "control sets X-Forwarded-Host and X-Forwarded-Proto)"
+        )
 
 
 def _database_url(env: Mapping[str, str]) -> str | None:
