@@ -94,7 +94,7 @@ def bearer_token(header: str | None) -> str | None:
 
 
 def credentials(request: Request, body: bytes, settings: Settings) -> Credentials:
-    base = settings.public_url or _request_origin(request)
+    base = settings.public_url or _request_origin(request, trust_forwarded=settings.trust_forwarded)
     query_string = request.url.query
     url = base + request.url.path + (f"?{query_string}" if query_string else "")
     return Credentials(
@@ -106,12 +106,21 @@ def credentials(request: Request, body: bytes, settings: Settings) -> Credential
     )
 
 
-def _request_origin(request: Request) -> str:
-    """scheme://host as the caller saw it: Vercel, Lambda URLs and most proxies pass x-forwarded-*."""
+def _request_origin(request: Request, *, trust_forwarded: bool) -> str:
+    """scheme://host as the caller saw it. x-forwarded-* count only with CRONTICK_TRUST_FORWARDED=1:
+    any client can send them, and they would decide the URL a QStash signature must name."""
     headers = request.headers
-    scheme = _first(headers.get("x-forwarded-proto")) or request.url.scheme
-    host = _first(headers.get("x-forwarded-host")) or headers.get("host") or request.url.netloc
+    forwarded_scheme = _first(headers.get("x-forwarded-proto")) if trust_forwarded else None
+    forwarded_host = _first(headers.get("x-forwarded-host")) if trust_forwarded else None
+    scheme = forwarded_scheme or request.url.scheme
+    host = forwarded_host or headers.get("host") or request.url.netloc
     return f"{scheme}://{host}"
+
+
+def _require_trusted_url(settings: Settings) -> None:
+    """Signed credentials name the URL they are for; without a trusted one, a client's headers would choose it."""
+    if not (settings.public_url or settings.trust_forwarded):
+        raise Refused("off: a signed credential needs CRONTICK_PUBLIC_URL (or CRONTICK_TRUST_FORWARDED=1 behind your proxy)")
 
 
 def _first(value: str | None) -> str | None:
@@ -151,6 +160,7 @@ async def check_signed_token(creds: Credentials, settings: Settings, db: Databas
 
     assert settings.cron_secret is not None
     token = _jwt_bearer(creds)
+    _require_trusted_url(settings)
     audiences = [creds.base_url, creds.url.split("?")[0]]
     try:
         claims = jwt.decode(
@@ -196,6 +206,7 @@ async def check_qstash(creds: Credentials, settings: Settings, db: Database) -> 
     """Verify Upstash-Signature with the current key, then the next key (Upstash rotates them)."""
     if not creds.upstash_signature:
         raise Refused("no Upstash-Signature header")
+    _require_trusted_url(settings)
     keys = [k for k in (settings.qstash_current_signing_key, settings.qstash_next_signing_key) if k]
     failures = []
     for label, key in zip(("current key", "next key"), keys):

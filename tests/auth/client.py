@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 
@@ -43,9 +44,11 @@ class LogLines(logging.Handler):
     def text(self) -> str:
         return "\n".join(self.lines)
 
-    def refusals(self) -> str:
-        """The reasons logged for refused ticks: they name the failed check, never the credential."""
-        return "\n".join(line for line in self.lines if "tick_refused" in line)
+    def refusals(self, since: int = 0) -> str:
+        """The reasons logged for refused ticks (decoded from their JSON lines): they name the failed check,
+        never the credential."""
+        events = (json.loads(line) for line in self.lines[since:])
+        return "\n".join(str(e.get("reason")) for e in events if e.get("event") == "tick_refused")
 
 
 @pytest.fixture
