@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from . import delivery, http
+from . import delivery, http, netguard
 from .errors import ConfigError, PayloadError, PermanentError
 from .handlers import Job, handler
 from .settings import Settings
@@ -30,7 +30,9 @@ async def webhook(payload: Any, job: Job) -> None:
         raise PayloadError("webhook", 'a "url" starting with http:// or https://', url)
     headers = {"Idempotency-Key": f"job:{job.id}"}
     what = f"webhook {delivery.public_url(url)}"
-    await delivery.post(url, http.DEFAULT_TIMEOUT, what, json=payload["json"], headers=headers)
+    # Job URLs may come from an app's users: by default they cannot reach internal addresses.
+    client = netguard.client() if env_settings().webhook_deny_private else http.client()
+    await delivery.post(url, http.DEFAULT_TIMEOUT, what, client=client, json=payload["json"], headers=headers)
 
 
 @handler("send_email")
