@@ -46,7 +46,7 @@ class Runtime:
 async def tick(request: Request) -> JSONResponse:
     rt: Runtime = request.app.state.runtime
     if rt.problem or rt.db is None:
-        return error(503, "misconfigured", f"crontick is not configured: {rt.problem}")
+        return misconfigured()
     settings = rt.settings
     if not settings.auth_configured:
         return error(
@@ -81,11 +81,21 @@ async def tick(request: Request) -> JSONResponse:
         )
     except ConfigError as exc:  # found only on connecting, e.g. a DATABASE_URL psycopg cannot parse
         logs.error("misconfigured", detail=str(exc))
-        return error(503, "misconfigured", f"crontick is not configured: {exc}")
+        return misconfigured()
     except CrontickError as exc:
         logs.error("tick_error", detail=str(exc))
         return error(500, "tick_failed", str(exc))
     return JSONResponse(result.to_json())
+
+
+def misconfigured() -> JSONResponse:
+    """The same answer whatever is wrong: the caller may be anyone, and the detail (a variable's
+    value, a handler module's import error) goes to the log only, where the operator reads it."""
+    return JSONResponse(misconfigured_body(), status_code=503)
+
+
+def misconfigured_body() -> dict[str, str]:
+    return {"error": "misconfigured", "detail": "crontick is not configured correctly; the server log names the setting to fix"}
 
 
 async def health(request: Request) -> JSONResponse:
@@ -93,7 +103,7 @@ async def health(request: Request) -> JSONResponse:
 
     rt: Runtime = request.app.state.runtime
     if rt.problem or rt.db is None:
-        return JSONResponse({"ok": False, "last_tick_at": None, "error": "misconfigured", "detail": rt.problem}, 503)
+        return JSONResponse({"ok": False, "last_tick_at": None, **misconfigured_body()}, 503)
     try:
         conn = await rt.db.connection()
         cur = await conn.execute(query("tick_last"))
@@ -158,7 +168,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
 
     app = Starlette(
         routes=[
-            Route("/api/cron/tick", tick, methods=["GET", "POST"]),
+            _without_head(Route("/api/cron/tick", tick, methods=["GET", "POST"])),
             Route("/api/health", health, methods=["GET"]),
         ],
         exception_handlers={HTTPException: http_error, Exception: internal_error},
@@ -166,6 +176,13 @@ def create_app(settings: Settings | None = None) -> Starlette:
     )
     app.state.runtime = runtime
     return app
+
+
+def _without_head(route: Route) -> Route:
+    """Starlette adds HEAD to every GET route; a HEAD must not run a tick, so it gets 405."""
+    assert route.methods is not None
+    route.methods.discard("HEAD")
+    return route
 
 
 class _LazyApp:

@@ -204,7 +204,8 @@ def cmd_dev(args: argparse.Namespace) -> int:
 
         os.environ["DATABASE_URL"] = embedded.start()
         print(f"crontick dev: embedded PostgreSQL running, data in {embedded.DEFAULT_DATA_DIR}/")
-    if not os.environ.get("CRON_SECRET"):
+    secret_from_env = bool(os.environ.get("CRON_SECRET"))
+    if not secret_from_env:
         os.environ["CRON_SECRET"] = _dev_secret()
     mods = [m for m in os.environ.get("CRONTICK_HANDLERS", "").split(",") if m.strip()]
     os.environ["CRONTICK_HANDLERS"] = ",".join(dict.fromkeys(["crontick.demo", *mods]))
@@ -220,9 +221,19 @@ def cmd_dev(args: argparse.Namespace) -> int:
 
     base = f"http://{DEV_HOST}:{args.port}"
     print("crontick dev: demo jobs and bookings are seeded. Trigger a tick with:\n")
-    print(f'  curl -sS -X POST -H "Authorization: Bearer {settings.cron_secret}" {base}/api/cron/tick\n', flush=True)
+    print(dev_curl_line(settings.cron_secret or "", base, from_env=secret_from_env), flush=True)
     uvicorn.run(create_app(settings), host=DEV_HOST, port=args.port, log_level="info")
     return 0
+
+
+def dev_curl_line(secret: str, base: str, *, from_env: bool) -> str:
+    """The curl line `crontick dev` prints. A CRON_SECRET from the environment may be a production one
+    (terminal scrollback, CI logs), so it is referenced as $CRON_SECRET and shown only masked."""
+    if from_env:
+        masked = f"{secret[:4]}…{secret[-2:]} ({len(secret)} characters)"
+        return (f'  curl -sS -X POST -H "Authorization: Bearer $CRON_SECRET" {base}/api/cron/tick\n\n'
+                f"  (CRON_SECRET comes from your environment: {masked})\n")
+    return f'  curl -sS -X POST -H "Authorization: Bearer {secret}" {base}/api/cron/tick\n'
 
 
 def _dev_secret() -> str:
@@ -231,8 +242,11 @@ def _dev_secret() -> str:
         return DEV_SECRET_FILE.read_text().strip()
     DEV_SECRET_FILE.parent.mkdir(parents=True, exist_ok=True)
     value = "dev-" + secrets.token_urlsafe(32)
-    DEV_SECRET_FILE.write_text(value + "\n")
-    DEV_SECRET_FILE.chmod(0o600)
+    # Created with mode 0600 (O_EXCL: never through a file someone else made), so the secret is
+    # never readable by others, not even between creating and restricting the file.
+    fd = os.open(DEV_SECRET_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(value + "\n")
     return value
 
 

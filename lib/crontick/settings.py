@@ -231,7 +231,8 @@ def _number(
     if value < minimum:
         raise ConfigError(f"{name}: expected at least {minimum:g}, got: {raw!r}")
     if value > maximum:
-        raise ConfigError(f"{name}: expected at most {maximum:g}, got: {raw!r}")
+        plain = str(int(maximum)) if float(maximum).is_integer() else f"{maximum:g}"
+        raise ConfigError(f"{name}: expected at most {plain}, got: {raw!r}")
     return value
 
 
