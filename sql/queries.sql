@@ -80,7 +80,9 @@ with due as materialized (
     returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at
 )
 select
-    (select json_agg(json_build_array(c.id, c.type, c.payload, c.attempts, c.max_attempts, c.created_at) order by c.id)
+    -- Each payload travels as JSON text, decoded job by job: one payload too deep for Python's
+    -- json module (jsonb accepts thousands of levels) then fails only its own job, not the batch.
+    (select json_agg(json_build_array(c.id, c.type, c.payload::text, c.attempts, c.max_attempts, c.created_at) order by c.id)
      from claimed c) as jobs,
     coalesce((select min(locked_until) from jobs where status = 'running') < %(now)s, false) as expired;
 

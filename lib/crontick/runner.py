@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from . import backoff, handlers, logs
 from .errors import PermanentError
 from .handlers import Handler, Job
-from .queue import Outcome
+from .queue import Outcome, UndecodablePayload
 
 
 SLOW_JOB_SECONDS = 8.0
@@ -84,6 +84,8 @@ async def _attempt(job: Job, clock: Callable[[], float]) -> tuple[str | None, bo
     entry = handlers.get(job.type)
     if entry is None:
         return _unknown_type(job), True
+    if isinstance(job.payload, UndecodablePayload):
+        return f"PermanentError: job {job.id} ({job.type}): {job.payload.reason}", True
     began = clock()
     limit = None if entry.timeout_seconds is None else asyncio.timeout(entry.timeout_seconds)
     try:
