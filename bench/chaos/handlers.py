@@ -64,3 +64,13 @@ async def inspect(payload: Any, job: crontick.Job) -> None:
     while isinstance(value, dict) and "d" in value:
         value, depth = value["d"], depth + 1
     await _side_effect(job)
+
+
+@crontick.handler("chaos.stale")
+async def stale(payload: Any, job: crontick.Job) -> None:
+    """Fails its first attempt after a pause, succeeds later: a first attempt's outcome arriving late
+    (from a frozen process) would visibly overwrite the newer `done` if writes were not fenced."""
+    await asyncio.sleep(float(payload.get("sleep", 1.0)))
+    if job.attempt == 1:
+        raise RuntimeError(f"job {job.id}: first attempt fails on purpose")
+    await _side_effect(job)

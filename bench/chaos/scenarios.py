@@ -6,6 +6,7 @@ import base64
 import hashlib
 import json
 import random
+import signal
 import statistics
 import threading
 import time
@@ -196,10 +197,10 @@ def drain(base: str, callers: int, deadline_seconds: float) -> list[float]:
     return latencies
 
 
-def counts(rig: Rig, jobs: int, bookings: int) -> tuple[int, int, int, int]:
-    """(jobs lost, jobs run twice, reminders lost, reminders sent twice)."""
+def counts(rig: Rig, jobs: int, bookings: int, job_type: str = "chaos.record") -> tuple[int, int, int, int]:
+    """(jobs lost, jobs run twice, reminders lost, reminders sent twice), from side effects and the provider."""
     runs = dict(rig.sql("select j.id, count(s.job_id) from jobs j left join chaos_side_effects s on s.job_id = j.id "
-                        "where j.type = 'chaos.record' group by j.id"))
+                        "where j.type = %s group by j.id", (job_type,)))
     ids = [row[0] for row in rig.sql("select id from bookings")]
     sends = rig.provider.sends
     return (sum(1 for n in runs.values() if n == 0) + max(0, jobs - len(runs)), sum(1 for n in runs.values() if n > 1),
@@ -350,4 +351,37 @@ def providers(rig: Rig, sizes: Sizes) -> Row:
                f"worst tick {worst:.1f} s (budget {budget:.0f} s); {summary}", ok=ok)
 
 
-SCENARIOS: list[Callable[[Rig, Sizes], Row]] = [auth_attack, load, kill9, poison, bad_input, providers]
+# --- 3. a frozen process -------------------------------------------------------------------------
+
+
+def frozen(rig: Rig, sizes: Sizes) -> Row:
+    rig.reset()
+    n = 10
+    rig.sql("insert into jobs (type, payload) select 'chaos.stale', '{\"sleep\": 2}' from generate_series(1, %s)", (n,))
+    env = {"CRONTICK_TIME_BUDGET_SECONDS": "3", "CRONTICK_LEASE_SECONDS": "4"}
+    answers: list[httpx.Response] = []
+    with rig.serve(env) as a, rig.serve(env) as b:
+        first = threading.Thread(target=lambda: answers.append(httpx.post(a.base + TICK, headers=_bearer(SECRET), timeout=60)))
+        first.start()
+        time.sleep(0.5)
+        a.proc.send_signal(signal.SIGSTOP)  # mid-handler, holding the leases of its batch
+        try:
+            time.sleep(4.5)  # past the lease
+            for _ in range(10):  # B rescues and runs them; rescued jobs' backoff is moved back each round
+                drain(b.base, 1, 30)
+                if not rig.sql("update jobs set run_after = now() where status = 'pending' returning id"):
+                    break
+        finally:
+            a.proc.send_signal(signal.SIGCONT)
+        first.join(60)
+    done = rig.sql("select count(*) from jobs where status = 'done' and last_error is null")[0][0]
+    stale_jobs = answers[0].json()["jobs"] if answers and answers[0].status_code == 200 else {}
+    fenced = stale_jobs.get("fenced", 0)
+    lost, twice, _, _ = counts(rig, n, 0, "chaos.stale")  # the stale handler records only its successful attempt
+    ok = done == n and not twice and fenced == stale_jobs.get("claimed", -1) == n and not lost
+    return Row("3 frozen process", f"SIGSTOP a tick holding {n} leases for 4.5 s (lease 4 s), SIGCONT after another "
+               "server took over", f"{done}/{n} done by the new owner; the thawed tick's {fenced} late outcomes fenced off",
+               lost=lost, duplicated=twice, ok=ok)
+
+
+SCENARIOS: list[Callable[[Rig, Sizes], Row]] = [auth_attack, load, kill9, poison, bad_input, providers, frozen]
