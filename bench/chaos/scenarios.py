@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import random
 import signal
 import statistics
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 
 import httpx
 import jwt
+import psycopg
 
 from .rig import SECRET, Rig, raw_request
 
@@ -384,4 +386,61 @@ def frozen(rig: Rig, sizes: Sizes) -> Row:
                lost=lost, duplicated=twice, ok=ok)
 
 
-SCENARIOS: list[Callable[[Rig, Sizes], Row]] = [auth_attack, load, kill9, poison, bad_input, providers, frozen]
+# --- 5. connections run out ----------------------------------------------------------------------
+
+
+def _connect_when_free(url: str) -> psycopg.Connection[tuple[object, ...]]:
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return psycopg.connect(url, autocommit=True)
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)  # the terminated backend is still counted for a moment
+
+
+def connections(rig: Rig, sizes: Sizes) -> Row:
+    """The app's role may hold one connection (superusers ignore connection limits, so a role of its own)."""
+    from psycopg import sql as pgsql
+    from psycopg.conninfo import make_conninfo
+
+    from bench import server as pg
+
+    rig.reset()
+    role = f"chaos_app_{os.getpid()}"
+    ident = pgsql.Identifier(role)
+    with psycopg.connect(rig.url, autocommit=True) as admin:
+        admin.execute(pgsql.SQL("drop role if exists {}").format(ident))
+        admin.execute(pgsql.SQL("create role {} login connection limit 1").format(ident))
+        admin.execute(pgsql.SQL("grant all on all tables in schema public to {}").format(ident))
+        admin.execute(pgsql.SQL("grant all on all sequences in schema public to {}").format(ident))
+    app_url = make_conninfo(rig.url, user=role)
+    env = {"DATABASE_URL": pg.as_url(app_url), "CRONTICK_TIME_BUDGET_SECONDS": "2"}
+    try:
+        with rig.serve(env) as server, httpx.Client(timeout=30) as client:
+            # The server keeps a warm connection from its start-up health check: end it, then take the
+            # role's only slot, so the next tick must connect and cannot.
+            rig.sql("select pg_terminate_backend(pid) from pg_stat_activity where usename = %s", (role,))
+            holder = _connect_when_free(app_url)
+            try:
+                began = time.monotonic()
+                refused = [_tick(client, server.base) for _ in range(5)]
+                took = (time.monotonic() - began) / len(refused)
+                health = client.get(server.base + "/api/health")
+            finally:
+                holder.close()
+            back = _tick(client, server.base)
+    finally:
+        with psycopg.connect(rig.url, autocommit=True) as admin:
+            admin.execute(pgsql.SQL("drop owned by {}").format(ident))
+            admin.execute(pgsql.SQL("drop role if exists {}").format(ident))
+    clear = all(r.status_code == 503 and r.json().get("error") == "database_unavailable" and r.headers.get("retry-after")
+                for r in refused)
+    ok = clear and health.status_code == 503 and back.status_code == 200 and took < 3.5
+    return Row("5 connections run out", "the app's role at its connection limit, 5 ticks, then released",
+               f"{sum(r.status_code == 503 for r in refused)}/5 got 503 database_unavailable with Retry-After in "
+               f"{took * 1000:.0f} ms each; health {health.status_code}; after release: {back.status_code}", ok=ok)
+
+
+SCENARIOS: list[Callable[[Rig, Sizes], Row]] = [auth_attack, load, kill9, poison, bad_input, providers, frozen, connections]
