@@ -63,7 +63,7 @@ from rescued;
 -- `id = any(array(...))` makes the UPDATE find its rows by primary key whatever the table
 -- statistics say (a join may be planned as a scan of the whole table).
 -- The batch comes back as one JSON array of [id, type, payload, attempts, max_attempts,
--- created_at]: one value to decode instead of six per job.
+-- created_at, scheduled_for, schedule]: one value to decode instead of six per job.
 with due as materialized (
     select id from jobs
     where status = 'pending' and run_after <= %(now)s
@@ -77,12 +77,13 @@ with due as materialized (
         locked_until = %(lease_until)s,
         updated_at = %(now)s
     where j.id = any(array(select id from due))
-    returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at
+    returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at, j.scheduled_for, j.schedule
 )
 select
     -- Each payload travels as JSON text, decoded job by job: one payload too deep for Python's
     -- json module (jsonb accepts thousands of levels) then fails only its own job, not the batch.
-    (select json_agg(json_build_array(c.id, c.type, c.payload::text, c.attempts, c.max_attempts, c.created_at) order by c.id)
+    (select json_agg(json_build_array(
+        c.id, c.type, c.payload::text, c.attempts, c.max_attempts, c.created_at, c.scheduled_for, c.schedule) order by c.id)
      from claimed c) as jobs,
     coalesce((select min(locked_until) from jobs where status = 'running') < %(now)s, false) as expired;
 

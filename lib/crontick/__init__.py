@@ -7,6 +7,7 @@ from .backoff import Exponential, Schedule
 from .errors import CrontickError, PayloadError, PermanentError
 from .handlers import Job, handler
 from .queue import enqueue, enqueue_many
+from .schedules import schedule
 
 __all__ = [
     "CrontickError",
@@ -18,6 +19,7 @@ __all__ = [
     "enqueue",
     "enqueue_many",
     "handler",
+    "schedule",
 ]
 
 del _builtin

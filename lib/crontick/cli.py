@@ -1,4 +1,4 @@
-"""The `crontick` command: migrate, serve, dev, tick, enqueue, jobs, retry, token."""
+"""The `crontick` command: migrate, serve, dev, tick, enqueue, jobs, retry, token, schedules."""
 
 from __future__ import annotations
 
@@ -80,6 +80,10 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--audience", help="the app's base URL, e.g. https://app.example.com (default: CRONTICK_PUBLIC_URL)")
     k.add_argument("--ttl", type=int, default=60, help="lifetime in seconds, at most 300 (default 60)")
     k.set_defaults(func=cmd_token)
+
+    from . import schedules_cli  # the schedules subcommand (issue 8)
+
+    schedules_cli.add_parser(sub, cmd_schedules)
     return p
 
 
@@ -186,6 +190,23 @@ def cmd_token(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_schedules(args: argparse.Namespace) -> int:
+    from datetime import UTC
+
+    from . import schedules_cli
+
+    settings = _settings()
+    handlers.load_modules(settings.handler_modules)
+    if args.start is not None or args.until is not None:
+        schedules_cli.print_window(args)  # pure: no database
+    elif settings.database_url:
+        with _sync_connect(settings.database_url) as conn:
+            schedules_cli.print_listing(schedules_cli.listing(conn, datetime.now(UTC)), args.json)
+    else:  # no database: the definitions and their next slot only
+        schedules_cli.print_listing(schedules_cli.listing(None, datetime.now(UTC)), args.json)
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     uvicorn = _uvicorn()
     settings = _settings()  # fail here, with one line, rather than on the first request
@@ -217,6 +238,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
 
     demo.seed(url)
     handlers.load_modules(settings.handler_modules)
+    demo.declare_schedules()  # `crontick schedules` in another shell lists it only with CRONTICK_HANDLERS set
     from .app import create_app
 
     base = f"http://{DEV_HOST}:{args.port}"

@@ -11,6 +11,7 @@ import psycopg
 from .db import query
 from .handlers import Job, handler
 from .queue import enqueue
+from .schedules import schedule
 
 log = logging.getLogger("crontick")
 
@@ -36,6 +37,21 @@ def flaky(payload: Any, job: Job) -> None:
     if job.attempt < 2:
         raise RuntimeError(f"demo.flaky: failing attempt {job.attempt} on purpose; it retries in about a minute")
     print(f"[demo.flaky] job {job.id}: succeeded on attempt {job.attempt}", flush=True)
+
+
+@handler("demo.heartbeat")
+def heartbeat(payload: Any, job: Job) -> None:
+    slot = job.scheduled_for.strftime("%Y-%m-%d %H:%M UTC") if job.scheduled_for else "no slot"
+    print(f"[demo.heartbeat] job {job.id}: schedule {job.schedule!r}, slot {slot}: {payload.get('message')}", flush=True)
+
+
+def declare_schedules() -> None:
+    """The demo's recurring job. `crontick dev` calls this; importing the module declares nothing,
+    so a process that imports it for its handlers (a test, say) does not tick a schedule it never asked for."""
+    schedule(
+        "demo.quarter-hourly", "*/15 * * * *", "demo.heartbeat", {"message": "hello from a schedule"},
+        time_zone="Europe/Amsterdam",
+    )
 
 
 def seed(url: str) -> None:

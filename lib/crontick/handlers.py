@@ -23,6 +23,9 @@ class Job:
     attempt: int
     max_attempts: int
     created_at: datetime
+    # Set on jobs a schedule enqueued: the slot (a UTC instant) it runs for, and the schedule's name.
+    scheduled_for: datetime | None = None
+    schedule: str | None = None
 
 
 HandlerFunc = Callable[[Any, Job], Awaitable[None] | None]
@@ -90,6 +93,8 @@ def load_modules(modules: Iterable[str]) -> None:
             continue
         try:
             importlib.import_module(name)
+        except ConfigError:
+            raise  # already one line naming what is wrong (a bad crontick.schedule, say)
         except Exception as exc:  # not found, or the module's own code failed (a missing env var, a typo)
             raise ConfigError(
                 f"CRONTICK_HANDLERS: expected importable module names, got {name!r}, which fails to import: "

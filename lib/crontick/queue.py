@@ -155,8 +155,10 @@ async def claim(conn: psycopg.AsyncConnection[Any], now: datetime, limit: int, l
     row = await cur.fetchone()
     assert row is not None  # the statement always returns its one row
     jobs = [
-        Job(id=j[0], type=j[1], payload=decode_payload(j[2]), attempt=j[3], max_attempts=j[4],
-            created_at=datetime.fromisoformat(j[5]))
+        Job(
+            id=j[0], type=j[1], payload=decode_payload(j[2]), attempt=j[3], max_attempts=j[4],
+            created_at=datetime.fromisoformat(j[5]), scheduled_for=j[6] and datetime.fromisoformat(j[6]), schedule=j[7],
+        )
         for j in row[0] or ()
     ]
     return Claim(jobs, row[1])

@@ -39,6 +39,7 @@ MAX_CONCURRENCY = 256
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 MAX_MAX_BODY_BYTES = 64 * 1024 * 1024
 DEFAULT_REMINDER_TEMPLATE = "Hi {first_name}, a reminder: your appointment is {day}, {date} at {time} ({zone})."
+DEFAULT_SCHEDULE_GRACE_SECONDS = 900.0  # schedules: catch_up="skip" runs a slot at most this late
 _KIND = re.compile(r"^([1-9][0-9]*)([mhd])$")
 _KIND_UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400}
 
@@ -84,6 +85,8 @@ class Settings:
     trust_forwarded: bool = False  # X-Forwarded-Host/-Proto decide the URL only when the operator says so
     webhook_deny_private: bool = True  # outbound webhooks refuse loopback, private and link-local addresses
     github_oidc_repository_id: str | None = None  # pins the numeric id: a re-created repository does not match
+    # Schedules (crontick.schedules): how old the newest missed slot of a catch_up="skip" schedule may be and still run.
+    schedule_grace_seconds: float = DEFAULT_SCHEDULE_GRACE_SECONDS
 
     @property
     def auth_configured(self) -> bool:
@@ -165,6 +168,10 @@ class Settings:
             trust_forwarded=_flag(env, "CRONTICK_TRUST_FORWARDED", default=False),
             webhook_deny_private=_flag(env, "CRONTICK_WEBHOOK_DENY_PRIVATE", default=True),
             github_oidc_repository_id=_text(env, "CRONTICK_GITHUB_OIDC_REPOSITORY_ID"),
+            # Schedules
+            schedule_grace_seconds=_number(
+                env, "CRONTICK_SCHEDULE_GRACE_SECONDS", DEFAULT_SCHEDULE_GRACE_SECONDS, minimum=1
+            ),
         )
         _check_public_url(settings)
         if settings.github_oidc_repository and not settings.github_oidc_audience:

@@ -10,8 +10,9 @@ from typing import Any
 
 import psycopg
 
-from . import handlers, logs, queue, reminders, runner
+from . import handlers, logs, queue, reminders, runner, schedules
 from .errors import CrontickError, DatabaseUnavailable
+from .schedules import ScheduleCounts
 from .settings import Settings
 
 
@@ -36,11 +37,15 @@ class TickResult:
     reminders: reminders.ReminderCounts = field(default_factory=reminders.ReminderCounts)
     more: bool = False
     duration_ms: int = 0
+    schedules: ScheduleCounts = field(default_factory=ScheduleCounts)
 
     def to_json(self) -> dict[str, Any]:
         rem = asdict(self.reminders)
         rem.pop("more", None)
-        return {"jobs": asdict(self.jobs), "reminders": rem, "more": self.more, "duration_ms": self.duration_ms}
+        return {
+            "jobs": asdict(self.jobs), "reminders": rem, "schedules": self.schedules._asdict(),
+            "more": self.more, "duration_ms": self.duration_ms,
+        }
 
     def __add__(self, other: TickResult) -> TickResult:
         """Sum two results (for `crontick tick --drain`); `more` is the later one's."""
@@ -51,6 +56,7 @@ class TickResult:
             reminders=reminders.ReminderCounts(**rem, more=other.reminders.more),
             more=other.more,
             duration_ms=self.duration_ms + other.duration_ms,
+            schedules=ScheduleCounts(*(a + b for a, b in zip(self.schedules, other.schedules))),
         )
 
 
@@ -64,7 +70,8 @@ async def run_tick(
     send_reminders: bool = True,
 ) -> TickResult:
     """Do one bounded unit of due work, in a constant number of statements whatever the batch size:
-    the reminders' own, then one claim (plus a rescue and a second claim only when a lease has
+    the reminders' own, then the schedules' (none when no schedule is declared, one when none is
+    due, two when some are), then one claim (plus a rescue and a second claim only when a lease has
     expired), then one statement that records every outcome and the tick itself.
 
     Reminders go first: they are due at a time a customer sees, and a batch of slow jobs must
@@ -78,17 +85,21 @@ async def run_tick(
         if send_reminders:
             sent = await reminders.send_due(conn, settings, now=now, deadline=deadline, clock=clock)
         out_of_time = clock() >= deadline
+        # Before the claim, so a slot due now is run by this very tick.
+        scheduled = ScheduleCounts() if out_of_time else await schedules.run_due(
+            conn, grace_seconds=settings.schedule_grace_seconds
+        )
         jobs, rescued = ([], queue.RescueCounts(0, 0)) if out_of_time else await _claim(conn, settings, now)
         outcomes = await runner.run_batch(
             jobs, now=now, deadline=deadline, concurrency=settings.concurrency, secrets=settings.secrets, clock=clock
         )
         duration_ms = int((clock() - t0) * 1000)
-        partial = TickResult(JobCounts(), sent, False, duration_ms).to_json()
+        partial = TickResult(JobCounts(), sent, False, duration_ms, scheduled).to_json()
         tick_log = queue.TickLog(now, source, partial, claimed=len(jobs), rescued=rescued.total)
         recorded = await queue.record(conn, outcomes, now + timedelta(milliseconds=duration_ms), tick_log)
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailable(exc) from exc
-    except psycopg.errors.UndefinedTable as exc:
+    except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn) as exc:
         raise CrontickError("the crontick tables are missing: run `crontick migrate` against DATABASE_URL") from exc
     job_counts = JobCounts(
         claimed=len(jobs),
@@ -100,7 +111,7 @@ async def run_tick(
         fenced=recorded.fenced,
     )
     more = recorded.jobs_due or sent.more or out_of_time or job_counts.released > 0
-    result = TickResult(job_counts, sent, more, duration_ms)
+    result = TickResult(job_counts, sent, more, duration_ms, scheduled)
     if job_counts.fenced:
         logs.warning("fenced", count=job_counts.fenced)
     logs.info("tick", source=source, **result.to_json())

@@ -1,0 +1,158 @@
+"""Recurring schedules: crontick.schedule() declarations, and the tick step that enqueues their due slots."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, NamedTuple
+
+import psycopg
+from cronsim import CronSimError
+from psycopg.types.json import Jsonb
+
+from . import logs, slots
+from .db import query
+from .errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Schedule:
+    name: str
+    cron: str
+    job_type: str
+    payload: Any
+    time_zone: str
+    catch_up: str
+
+    def as_row(self) -> list[str]:
+        return [self.name, self.cron, self.time_zone, self.catch_up, self.job_type]
+
+
+class ScheduleCounts(NamedTuple):
+    enqueued: int = 0
+    skipped: int = 0  # slots decided but not enqueued (coalesced, dropped past the cap, too late)
+
+
+_registry: dict[str, Schedule] = {}
+# (database, digest of the declared set) pairs this process has synced: an unchanged set is
+# not re-sent every tick. A tick that finds another digest stored forgets its pair, and syncs again.
+_synced: set[tuple[str, str]] = set()
+
+
+def schedule(
+    name: str,
+    cron: str,
+    job_type: str,
+    payload: Any = None,
+    *,
+    time_zone: str = "UTC",
+    catch_up: str = "latest",
+) -> Schedule:
+    """Declare a recurring job: at each slot of `cron` (read on `time_zone`'s wall clock) a job of
+    `job_type` with `payload` is enqueued, at most once per slot; `catch_up` says what happens to
+    slots missed while no tick ran (`latest`, `all` or `skip`). Call it at import time of a module
+    named in CRONTICK_HANDLERS. A bad definition raises ConfigError naming the schedule."""
+    where = f"crontick.schedule({name!r})"
+    if not isinstance(name, str) or not name.strip() or len(name) > 200:
+        raise ConfigError(f"crontick.schedule: expected a non-empty name of at most 200 characters, got: {name!r}")
+    if not isinstance(job_type, str) or not job_type:
+        raise ConfigError(f"{where}: expected a non-empty job type, got: {job_type!r}")
+    try:
+        slots.check(cron, time_zone, catch_up)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    try:
+        json.dumps(payload)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: expected a JSON-serialisable payload, got one that is not ({exc})") from None
+    declared = Schedule(name, cron, job_type, {} if payload is None else payload, time_zone, catch_up)
+    existing = _registry.get(name)
+    if existing is not None and existing != declared:
+        raise ConfigError(
+            f"{where}: expected one definition per schedule name, got a second one "
+            f"({cron!r} in {time_zone}; the first is {existing.cron!r} in {existing.time_zone})"
+        )
+    _registry[name] = declared
+    return declared
+
+
+def declared() -> list[Schedule]:
+    return [_registry[name] for name in sorted(_registry)]
+
+
+def get(name: str) -> Schedule | None:
+    return _registry.get(name)
+
+
+def unregister(name: str) -> None:
+    """Forget a declaration (tests, and apps that build schedules dynamically)."""
+    _registry.pop(name, None)
+
+
+def digest(items: list[Schedule]) -> str:
+    return hashlib.sha256(json.dumps([s.as_row() for s in items]).encode()).hexdigest()[:32]
+
+
+def needs_sync(conn: psycopg.AsyncConnection[Any]) -> bool:
+    """True while this process has declarations it has not yet sent to this database. An idle-tick
+    probe that skips run_due when no schedule is due (`exists (select 1 from crontick_schedules
+    where next_at <= now())`) must still call it while this is true, or new schedules never start."""
+    items = declared()
+    return bool(items) and (conn.info.dsn, digest(items)) not in _synced
+
+
+async def run_due(conn: psycopg.AsyncConnection[Any], *, grace_seconds: float = slots.DEFAULT_GRACE_SECONDS) -> ScheduleCounts:
+    """Enqueue the due slots of every declared schedule: no statement when none is declared, one
+    when none is due, two when some are, however many schedules and missed slots there are.
+
+    "Now" is the database's clock, read by the first statement: a tick whose own clock is behind
+    or ahead changes nothing about which slots are due.
+    """
+    items = declared()
+    if not items:
+        return ScheduleCounts()
+    mine = digest(items)
+    key = (conn.info.dsn, mine)
+    send = key not in _synced
+    params = {"declared": Jsonb([s.as_row() for s in items]) if send else None, "digest": mine}
+    cur = await conn.execute(query("schedule_due"), params)
+    row = await cur.fetchone()
+    assert row is not None  # the statement always returns its one row
+    now, stored, dormant, due = row
+    if send:
+        _synced.add(key)
+        logs.info("schedules_synced", count=len(items), dormant=dormant)
+    elif stored != mine:
+        _synced.discard(key)  # another process synced another set (a deploy in progress): sync ours next tick
+    plans = [p for p in (_plan(entry, now, grace_seconds) for entry in due) if p is not None]
+    if not plans:
+        return ScheduleCounts()
+    cur = await conn.execute(query("schedule_apply"), {"plans": Jsonb(plans)})
+    counts = await cur.fetchone()
+    assert counts is not None
+    enqueued, skipped, advanced = counts
+    if advanced < len(plans):
+        logs.info("schedules_raced", evaluated=len(plans), advanced=advanced)  # another tick decided them first
+    return ScheduleCounts(enqueued, int(skipped))
+
+
+def _plan(entry: list[Any], now: datetime, grace_seconds: float) -> list[Any] | None:
+    """The JSON row schedule_apply takes for one due schedule, or None when this process does not declare it so."""
+    name, cron, time_zone, cursor_text = entry
+    s = _registry.get(name)
+    if s is None or (s.cron, s.time_zone) != (cron, time_zone):
+        return None  # declared by another version of the app; that version's ticks decide it
+    cursor = datetime.fromisoformat(cursor_text)
+    try:
+        p = slots.plan(s.cron, s.time_zone, s.catch_up, cursor, now, grace_seconds=grace_seconds)
+    except (CronSimError, ValueError, OverflowError) as exc:  # checked at load, so a bug: never fail the tick for it
+        logs.error("schedule_failed", schedule=name, error=f"{type(exc).__name__}: {exc}")
+        return None
+    return [
+        name, cron, time_zone, cursor_text, now.isoformat(), p.next_at and p.next_at.isoformat(),
+        s.job_type, s.payload,
+        [at.isoformat() for at in p.enqueue],
+        [[k.reason, k.first.isoformat(), k.last.isoformat(), k.slot_count, k.count_is_lower_bound] for k in p.skipped],
+    ]
