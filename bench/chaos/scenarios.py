@@ -199,6 +199,18 @@ def drain(base: str, callers: int, deadline_seconds: float) -> list[float]:
     return latencies
 
 
+def drain_all(rig: Rig, base: str, callers: int, deadline_seconds: float) -> list[float]:
+    """Drain until no job is pending or running. A caller stops when its tick finds nothing due, while
+    another caller's tick may still hand jobs back (stopped at its budget, or retried with backoff);
+    each round moves those back to due (faking the wait), at most 10 rounds."""
+    latencies: list[float] = []
+    for _ in range(10):
+        latencies += drain(base, callers, deadline_seconds)
+        if not rig.sql("update jobs set run_after = now() where status = 'pending' returning id"):
+            break
+    return latencies
+
+
 def counts(rig: Rig, jobs: int, bookings: int, job_type: str = "chaos.record") -> tuple[int, int, int, int]:
     """(jobs lost, jobs run twice, reminders lost, reminders sent twice), from side effects and the provider."""
     runs = dict(rig.sql("select j.id, count(s.job_id) from jobs j left join chaos_side_effects s on s.job_id = j.id "
@@ -213,7 +225,7 @@ def load(rig: Rig, sizes: Sizes) -> Row:
     rig.reset()
     seed(rig, sizes.jobs, sizes.bookings)
     with rig.serve() as server:
-        latencies = drain(server.base, sizes.callers, sizes.deadline_seconds)
+        latencies = drain_all(rig, server.base, sizes.callers, sizes.deadline_seconds)
     lost, twice, r_lost, r_twice = counts(rig, sizes.jobs, sizes.bookings)
     unknown = rig.sql("select count(*) from reminder_sends where status = 'unknown'")[0][0]
     once = sum(1 for n in rig.provider.sends.values() if n == 1)
@@ -243,10 +255,7 @@ def kill9(rig: Rig, sizes: Sizes) -> Row:
             killer.join()
     time.sleep(2.5)  # every lease held by a killed process expires
     with rig.serve(fast) as server:
-        for _ in range(10):  # bounded: rescued jobs wait out their backoff, which is moved back each round
-            drain(server.base, 2, sizes.deadline_seconds)
-            if not rig.sql("update jobs set run_after = now() where status = 'pending' returning id"):
-                break
+        drain_all(rig, server.base, 2, sizes.deadline_seconds)  # rescued jobs' backoff is moved back each round
     stuck = rig.sql("select count(*) from jobs where status in ('pending', 'running')")[0][0]
     over = rig.sql("select count(*) from jobs j where (select count(*) from chaos_side_effects s where s.job_id = j.id) > j.attempts")[0][0]
     failed = rig.sql("select count(*) from jobs where status = 'failed' and last_error is not null")[0][0]
@@ -276,7 +285,7 @@ def poison(rig: Rig, sizes: Sizes) -> Row:
     good = max(10, sizes.jobs // 10)
     rig.sql("insert into jobs (type, payload) select 'chaos.record', '{}' from generate_series(1, %s)", (good,))
     with rig.serve({"CRONTICK_TIME_BUDGET_SECONDS": "3"}) as server:
-        latencies = drain(server.base, 2, sizes.deadline_seconds)
+        latencies = drain_all(rig, server.base, 2, sizes.deadline_seconds)
         alive = httpx.get(server.base + "/api/health").status_code == 200
     rows = rig.sql("select type, status, coalesce(last_error, ''), payload ? 'big' from jobs where type <> 'chaos.record' order by id")
     # A handler's return value is ignored (garbage succeeds); every other poison ends failed with a reason,
@@ -375,10 +384,7 @@ def frozen(rig: Rig, sizes: Sizes) -> Row:
         a.proc.send_signal(signal.SIGSTOP)  # mid-handler, holding the leases of its batch
         try:
             time.sleep(4.5)  # past the lease
-            for _ in range(10):  # B rescues and runs them; rescued jobs' backoff is moved back each round
-                drain(b.base, 1, 30)
-                if not rig.sql("update jobs set run_after = now() where status = 'pending' returning id"):
-                    break
+            drain_all(rig, b.base, 1, 30)  # B rescues and runs them
         finally:
             a.proc.send_signal(signal.SIGCONT)
         first.join(60)
