@@ -226,17 +226,22 @@ def load(rig: Rig, sizes: Sizes) -> Row:
     seed(rig, sizes.jobs, sizes.bookings)
     with rig.serve() as server:
         latencies = drain_all(rig, server.base, sizes.callers, sizes.deadline_seconds)
-    lost, twice, r_lost, r_twice = counts(rig, sizes.jobs, sizes.bookings)
+    lost, rerun, r_lost, r_twice = counts(rig, sizes.jobs, sizes.bookings)
+    # Ran more often than it was attempted: the same claim ran twice, which would break the queue's
+    # promise. Ran again on a later attempt (its first was stopped at the tick's budget after its
+    # side effect): at-least-once, as documented.
+    over = rig.sql("select count(*) from jobs j where (select count(*) from chaos_side_effects s where s.job_id = j.id) > j.attempts")[0][0]
     unknown = rig.sql("select count(*) from reminder_sends where status = 'unknown'")[0][0]
     once = sum(1 for n in rig.provider.sends.values() if n == 1)
     q = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [0.0] * 99
     # An SMS still in flight when its tick's budget ends is 'unknown' (it may have been delivered) and
     # is never resent: visible, not lost. Lost means neither delivered nor marked.
     return Row("1 load", f"{sizes.jobs:,} jobs, {sizes.bookings:,} reminders, {sizes.callers} callers, {len(latencies):,} ticks",
-               f"jobs: {sizes.jobs - lost - twice:,} ran exactly once; reminders: {once:,} delivered once, {unknown} marked "
-               f"unknown, {r_twice} twice; tick p50 {q[49]:.0f} ms, p99 {q[98]:.0f} ms",
-               lost=lost + max(0, r_lost - unknown), duplicated=twice + r_twice,
-               ok=not (lost or twice or r_twice) and r_lost <= unknown)
+               f"jobs: {sizes.jobs - lost - rerun:,} ran exactly once, {rerun} again on a later attempt (at-least-once), "
+               f"{over} more often than attempted; reminders: {once:,} delivered once, {unknown} marked unknown, "
+               f"{r_twice} twice; tick p50 {q[49]:.0f} ms, p99 {q[98]:.0f} ms",
+               lost=lost + max(0, r_lost - unknown), duplicated=over + r_twice,
+               ok=not (lost or over or r_twice) and r_lost <= unknown)
 
 
 # --- 2. kill -9 ---------------------------------------------------------------------------------
