@@ -21,7 +21,7 @@ def table(title: str, header: tuple[str, ...], rows: list[tuple[str, ...]]) -> s
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
 
     def line(row: tuple[str, ...]) -> str:  # the first column left-aligned, numbers right-aligned
-        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True)))
 
     return "\n".join([title, line(header), "  ".join("-" * w for w in widths), *(line(r) for r in rows)])
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import time
-from importlib.metadata import version
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from importlib.metadata import version
 from typing import Any
 
 import psycopg

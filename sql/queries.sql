@@ -63,7 +63,7 @@ from rescued;
 -- `id = any(array(...))` makes the UPDATE find its rows by primary key whatever the table
 -- statistics say (a join may be planned as a scan of the whole table).
 -- The batch comes back as one JSON array of [id, type, payload, attempts, max_attempts,
--- created_at, scheduled_for, schedule]: one value to decode instead of six per job.
+-- created_at, scheduled_for, schedule, snoozes]: one value to decode instead of nine per job.
 with due as materialized (
     select id from jobs
     where status = 'pending' and run_after <= %(now)s
@@ -77,13 +77,13 @@ with due as materialized (
         locked_until = %(lease_until)s,
         updated_at = %(now)s
     where j.id = any(array(select id from due))
-    returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at, j.scheduled_for, j.schedule
+    returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at, j.scheduled_for, j.schedule, j.snoozes
 )
 select
     -- Each payload travels as JSON text, decoded job by job: one payload too deep for Python's
     -- json module (jsonb accepts thousands of levels) then fails only its own job, not the batch.
     (select json_agg(json_build_array(
-        c.id, c.type, c.payload::text, c.attempts, c.max_attempts, c.created_at, c.scheduled_for, c.schedule) order by c.id)
+        c.id, c.type, c.payload::text, c.attempts, c.max_attempts, c.created_at, c.scheduled_for, c.schedule, c.snoozes) order by c.id)
      from claimed c) as jobs,
     coalesce((select min(locked_until) from jobs where status = 'running') < %(now)s, false) as expired;
 
@@ -95,10 +95,11 @@ select
 -- The counts are made here from what was written, so a fenced outcome counts only as fenced.
 -- jobs_due tells the tick whether to answer more: true. /api/health reads the log.
 -- The outcomes arrive as one JSON array of [id, claimed_attempt, status, attempts, run_after,
--- last_error]: serialised once, in C, where six arrays would be encoded element by element.
+-- last_error, snoozed]: serialised once, in C, where seven arrays would be encoded element by element.
 with outcome as materialized (
     select (o ->> 0)::bigint as id, (o ->> 1)::int as claimed_attempt, o ->> 2 as status,
-        (o ->> 3)::int as attempts, (o ->> 4)::timestamptz as run_after, o ->> 5 as last_error
+        (o ->> 3)::int as attempts, (o ->> 4)::timestamptz as run_after, o ->> 5 as last_error,
+        coalesce((o ->> 6)::boolean, false) as snoozed
     from json_array_elements(%(outcomes)s::json) o
 ), written as (
     update jobs j set
@@ -109,6 +110,8 @@ with outcome as materialized (
         last_error = case when o.attempts < o.claimed_attempt then j.last_error else o.last_error end,
         locked_until = null,
         finished_at = case when o.status in ('done', 'failed') then %(now)s end,
+        -- crontick.Snooze: the attempt was handed back (attempts above); count the snooze, which is bounded.
+        snoozes = j.snoozes + case when o.snoozed then 1 else 0 end,
         updated_at = %(now)s
     from outcome o
     where j.id = o.id and j.status = 'running' and j.attempts = o.claimed_attempt
@@ -118,8 +121,9 @@ with outcome as materialized (
         count(*) filter (where w.id is not null and o.status = 'done') as succeeded,
         count(*) filter (where w.id is not null and o.status = 'pending' and o.attempts >= o.claimed_attempt) as retried,
         count(*) filter (where w.id is not null and o.status = 'failed') as failed,
-        count(*) filter (where w.id is not null and o.status = 'pending' and o.attempts < o.claimed_attempt) as released,
-        count(*) filter (where w.id is null) as fenced
+        count(*) filter (where w.id is not null and o.status = 'pending' and o.attempts < o.claimed_attempt and not o.snoozed) as released,
+        count(*) filter (where w.id is null) as fenced,
+        count(*) filter (where w.id is not null and o.snoozed) as snoozed
     from outcome o
     left join written w on w.id = o.id
 ), logged as (
@@ -131,7 +135,8 @@ with outcome as materialized (
 )
 select array(select id from written) as written,
     c.succeeded, c.retried, c.failed, c.released, c.fenced,
-    coalesce((select min(run_after) from jobs where status = 'pending') <= %(now)s, false) as jobs_due
+    coalesce((select min(run_after) from jobs where status = 'pending') <= %(now)s, false) as jobs_due,
+    c.snoozed
 from counts c;
 
 -- name: tick_last

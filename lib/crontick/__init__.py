@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from . import builtin as _builtin  # registers the built-in job types
 from .backoff import Exponential, Schedule
-from .errors import CrontickError, PayloadError, PermanentError
+from .errors import CrontickError, PayloadError, PermanentError, RetryableError, Snooze
 from .handlers import Job, handler
+from .inbound import inbound
+from .kick import kick, kick_async
 from .queue import enqueue, enqueue_many
 from .schedules import schedule
 
@@ -15,10 +17,15 @@ __all__ = [
     "Job",
     "PayloadError",
     "PermanentError",
+    "RetryableError",
     "Schedule",
+    "Snooze",
     "enqueue",
     "enqueue_many",
     "handler",
+    "inbound",
+    "kick",
+    "kick_async",
     "schedule",
 ]
 

@@ -12,9 +12,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from . import auth, handlers, http_body, logs
+from . import auth, handlers, http_body, logs, vercel
 from .db import Database
 from .errors import ConfigError, CrontickError, DatabaseUnavailable
+from .inbound import endpoint as inbound_endpoint
+from .kick import attach as attach_kick
 from .settings import Settings
 from .tick import run_tick
 
@@ -71,7 +73,9 @@ async def tick(request: Request) -> JSONResponse:
             logs.warning("tick_refused", reason=decision.reason, client=_client(request))
             return error(401, "unauthorized", "a valid credential is required to run a tick", {"WWW-Authenticate": "Bearer"})
         conn = await rt.db.connection()
-        result = await run_tick(conn, settings, source=decision.method or "http")
+        result = await run_tick(
+            conn, settings, source=decision.method or "http", execution_id=vercel.execution_id(request.headers)
+        )
     except DatabaseUnavailable as exc:
         await rt.db.discard()
         logs.error("database_unavailable", detail=str(exc))
@@ -130,7 +134,7 @@ async def http_error(request: Request, exc: Exception) -> JSONResponse:
     if exc.status_code == 405:
         detail = f"{request.method} is not allowed on {request.url.path}; use {headers.get('Allow', 'GET, POST')}"
     elif exc.status_code == 404:
-        detail = f"nothing at {request.url.path}; the endpoints are /api/cron/tick and /api/health"
+        detail = f"nothing at {request.url.path}; the endpoints are /api/cron/tick, /api/health and /api/hooks/{{name}}"
     return error(exc.status_code, codes.get(exc.status_code, "http_error"), detail, headers)
 
 
@@ -170,11 +174,13 @@ def create_app(settings: Settings | None = None) -> Starlette:
         routes=[
             _without_head(Route("/api/cron/tick", tick, methods=["GET", "POST"])),
             Route("/api/health", health, methods=["GET"]),
+            Route("/api/hooks/{name}", inbound_endpoint, methods=["POST"]),
         ],
         exception_handlers={HTTPException: http_error, Exception: internal_error},
         lifespan=lifespan,
     )
     app.state.runtime = runtime
+    attach_kick(runtime)
     return app
 
 

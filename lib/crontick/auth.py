@@ -214,7 +214,7 @@ async def check_qstash(creds: Credentials, settings: Settings, db: Database) -> 
     _require_trusted_url(settings)
     keys = [k for k in (settings.qstash_current_signing_key, settings.qstash_next_signing_key) if k]
     failures = []
-    for label, key in zip(("current key", "next key"), keys):
+    for label, key in zip(("current key", "next key"), keys, strict=False):
         try:
             claims = _verify_qstash(creds, key)
         except Refused as exc:

@@ -66,9 +66,15 @@ class Fail:
 
 
 def after_failure(
-    attempt: int, max_attempts: int, policy: RetryPolicy, now: datetime, rand: float, permanent: bool = False
+    attempt: int, max_attempts: int, policy: RetryPolicy, now: datetime, rand: float, permanent: bool = False,
+    retry_after_seconds: float | None = None,
 ) -> Retry | Fail:
-    """Decide what a failed attempt leads to: a permanent error or the last attempt fails, else retry later."""
+    """Decide what a failed attempt leads to: a permanent error or the last attempt fails, else retry later.
+
+    The retry waits max(the policy's delay, retry_after_seconds): a provider's Retry-After on a
+    429 or 503 wins when it asks for longer than the next backoff step.
+    """
     if permanent or attempt >= max_attempts:
         return Fail()
-    return Retry(now + timedelta(seconds=policy.delay_seconds(attempt, rand)))
+    delay = policy.delay_seconds(attempt, rand)
+    return Retry(now + timedelta(seconds=max(delay, retry_after_seconds or 0.0)))

@@ -47,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("migrate", help="create or update the tables in DATABASE_URL").set_defaults(func=cmd_migrate)
 
     s = sub.add_parser("serve", help="serve the app with uvicorn (Cloud Run, Fly, Render, a VM)")
-    s.add_argument("--host", default=os.environ.get("HOST", "0.0.0.0"))
+    s.add_argument("--host", default=os.environ.get("HOST", "0.0.0.0"))  # noqa: S104 (containers must listen on every interface)
     s.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
     s.set_defaults(func=cmd_serve)
 
@@ -75,6 +75,11 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("retry", help="run a failed job again with fresh attempts")
     r.add_argument("job_id", type=int)
     r.set_defaults(func=cmd_retry)
+
+    h = sub.add_parser("hook-sign", help="print a curl line posting a Twilio-signed webhook (for trying inbound hooks)")
+    h.add_argument("url", help="the hook's URL as Twilio calls it, e.g. http://127.0.0.1:8000/api/hooks/whatsapp")
+    h.add_argument("-d", "--data", action="append", default=[], metavar="NAME=VALUE", help="a form field (repeatable)")
+    h.set_defaults(func=cmd_hook_sign)
 
     k = sub.add_parser("token", help="print a short-lived token for one tick, signed with CRON_SECRET (HS256)")
     k.add_argument("--audience", help="the app's base URL, e.g. https://app.example.com (default: CRONTICK_PUBLIC_URL)")
@@ -244,6 +249,13 @@ def cmd_dev(args: argparse.Namespace) -> int:
     base = f"http://{DEV_HOST}:{args.port}"
     print("crontick dev: demo jobs and bookings are seeded. Trigger a tick with:\n")
     print(dev_curl_line(settings.cron_secret or "", base, from_env=secret_from_env), flush=True)
+    # Inbound webhooks: a Twilio WhatsApp hook signed with TWILIO_AUTH_TOKEN, or the dev secret.
+    twilio_token = settings.twilio_auth_token or settings.cron_secret or ""
+    demo.declare_hooks(twilio_token)
+    form = {"MessageSid": "SM" + secrets.token_hex(16), "From": "whatsapp:+31612345678", "To": demo.DEMO_WHATSAPP_FROM,
+            "Body": "Hello from WhatsApp"}
+    print("Send a signed WhatsApp message (as Twilio would); its auto-reply prints here within a second:\n")
+    print(f"  {hook_curl(base + '/api/hooks/whatsapp', form, twilio_token)}\n", flush=True)
     uvicorn.run(create_app(settings), host=DEV_HOST, port=args.port, log_level="info")
     return 0
 
@@ -256,6 +268,36 @@ def dev_curl_line(secret: str, base: str, *, from_env: bool) -> str:
         return (f'  curl -sS -X POST -H "Authorization: Bearer $CRON_SECRET" {base}/api/cron/tick\n\n'
                 f"  (CRON_SECRET comes from your environment: {masked})\n")
     return f'  curl -sS -X POST -H "Authorization: Bearer {secret}" {base}/api/cron/tick\n'
+
+
+def hook_curl(url: str, form: dict[str, str], token: str) -> str:
+    """A curl line that POSTs `form` to `url` signed as Twilio signs it (X-Twilio-Signature)."""
+    import base64
+    import hashlib
+    import hmac
+    import shlex
+
+    signed = url + "".join(name + form[name] for name in sorted(form))
+    signature = base64.b64encode(hmac.new(token.encode(), signed.encode(), hashlib.sha1).digest()).decode()
+    fields = " ".join(f"--data-urlencode {shlex.quote(f'{k}={v}')}" for k, v in form.items())
+    return f"curl -sS -H {shlex.quote('X-Twilio-Signature: ' + signature)} {fields} {url}"
+
+
+def cmd_hook_sign(args: argparse.Namespace) -> int:
+    """Print a curl line for a Twilio webhook signed with TWILIO_AUTH_TOKEN (or, as in `crontick dev`, the dev secret)."""
+    token = os.environ.get("TWILIO_AUTH_TOKEN") or os.environ.get("CRON_SECRET") or (
+        DEV_SECRET_FILE.read_text().strip() if DEV_SECRET_FILE.exists() else "")
+    if not token:
+        raise ConfigError("TWILIO_AUTH_TOKEN: expected the auth token to sign with (or run `crontick dev` once), got: nothing")
+    form = {}
+    for field in args.data:
+        name, sep, value = field.partition("=")
+        if not sep or not name:
+            raise CrontickError(f"-d: expected NAME=VALUE such as Body=hello, got: {field!r}")
+        form[name] = value
+    form.setdefault("MessageSid", "SM" + secrets.token_hex(16))
+    print(hook_curl(args.url, form, token))
+    return 0
 
 
 def _dev_secret() -> str:

@@ -39,7 +39,7 @@ def parse_queries(text: str) -> dict[str, str]:
     """Split a .sql file into {name: sql} at each `-- name: x` line."""
     parts = _NAME_LINE.split(text)
     queries: dict[str, str] = {}
-    for name, body in zip(parts[1::2], parts[2::2]):
+    for name, body in zip(parts[1::2], parts[2::2], strict=True):
         if name in queries:
             raise ValueError(f"expected unique query names, got {name!r} twice")
         queries[name] = body.strip().rstrip(";")

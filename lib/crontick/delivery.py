@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import httpx
 
 from . import http
-from .errors import ConfigError, CrontickError, PermanentError
+from .errors import ConfigError, CrontickError, PermanentError, RetryableError
 from .settings import REMINDER_CHANNELS, Settings, require_channel, webhook_signing_key
 
 RETRYABLE_STATUSES = frozenset({408, 429})
@@ -32,8 +32,11 @@ TWILIO_API_VERSION = "2010-04-01"
 IDEMPOTENT_CHANNELS = frozenset({"email", "webhook", "console"})
 
 
-class DeliveryFailed(CrontickError):
-    """A definite failure worth retrying: the provider answered 408, 429 or 5xx, or no connection was made."""
+class DeliveryFailed(RetryableError):
+    """A definite failure worth retrying: the provider answered 408, 429 or 5xx, or no connection was made.
+
+    On 429 and 503 it carries the provider's Retry-After, which the retry then waits out.
+    """
 
 
 class DeliveryUnknown(CrontickError):
@@ -226,8 +229,30 @@ def check_response(response: httpx.Response, what: str) -> None:
     excerpt = response.content[:BODY_EXCERPT_BYTES].decode("utf-8", "replace")
     message = f"{what} answered HTTP {response.status_code}: {excerpt}"
     if response.status_code in RETRYABLE_STATUSES or response.status_code >= 500:
-        raise DeliveryFailed(message)
+        wait = retry_after_seconds(response.headers.get("retry-after")) if response.status_code in (429, 503) else None
+        raise DeliveryFailed(message, retry_after_seconds=wait)
     raise PermanentError(message)
+
+
+# A Retry-After longer than this is capped: a provider (or a typo) cannot park a job for months.
+MAX_RETRY_AFTER_SECONDS = 86400.0
+
+
+def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
+    """Retry-After as seconds from now: delta-seconds or an HTTP-date; None when absent or unreadable."""
+    if not value or not value.strip():
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return min(float(text), MAX_RETRY_AFTER_SECONDS)
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    seconds = when.timestamp() - (time.time() if now is None else now)
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_SECONDS)
 
 
 def public_url(url: str) -> str:

@@ -10,6 +10,7 @@ import psycopg
 
 from .db import query
 from .handlers import Job, handler
+from .inbound import inbound
 from .queue import enqueue
 from .schedules import schedule
 
@@ -54,12 +55,35 @@ def declare_schedules() -> None:
     )
 
 
+DEMO_WHATSAPP_FROM = "whatsapp:+14155238886"  # Twilio's WhatsApp sandbox number
+
+
+def declare_hooks(twilio_token: str) -> None:
+    """POST /api/hooks/whatsapp: a Twilio WhatsApp webhook whose messages become `autoreply` jobs."""
+    inbound("whatsapp", "autoreply", verify="twilio", secret=twilio_token)
+
+
+@handler("autoreply")
+async def autoreply(payload: Any, job: Job) -> None:
+    """The slow part of a WhatsApp bot (an LLM call, in a real one), done by a tick after the webhook answered."""
+    from . import delivery
+
+    event = payload.get("event") or {}
+    text = f"You said: {event.get('Body', '')!s}. This reply was written by job {job.id}, after the webhook had answered."
+    # Printed as the console channel prints reminders; a real bot sends it with the `send_whatsapp` job type.
+    message = delivery.Message(
+        to=str(event.get("From", "?")).removeprefix("whatsapp:"), subject=f"WhatsApp auto-reply to {payload.get('event_id')}",
+        text=text, sender=str(event.get("To") or DEMO_WHATSAPP_FROM).removeprefix("whatsapp:"), idempotency_key=f"job:{job.id}",
+    )
+    await delivery.ConsoleChannel(DEMO_WHATSAPP_FROM).send(message, 10.0)
+
+
 def seed(url: str) -> None:
     """Add demo jobs and bookings once (keys and the upcoming-booking check make a re-run add nothing)."""
     with psycopg.connect(url, prepare_threshold=None) as conn, conn.transaction():
         for name in ("Ada", "Grace", "Linus"):
             enqueue(conn, "demo.greet", {"name": name}, key=f"demo:greet:{name}")
         enqueue(conn, "demo.flaky", {}, key="demo:flaky")
-        columns = list(zip(*DEMO_BOOKINGS))
-        params = dict(zip(("names", "emails", "phones", "starts_in", "zones", "statuses"), map(list, columns)))
+        columns = list(zip(*DEMO_BOOKINGS, strict=True))
+        params = dict(zip(("names", "emails", "phones", "starts_in", "zones", "statuses"), map(list, columns), strict=True))
         conn.execute(query("booking_insert_demo"), params)

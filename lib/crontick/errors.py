@@ -54,7 +54,33 @@ class PayloadError(PermanentError):
 
 
 class RetryableError(CrontickError):
-    """Raised by a handler to ask for a retry with an explicit reason (same as any exception)."""
+    """Raised by a handler to ask for a retry with an explicit reason (same as any exception).
+
+    `retry_after_seconds` (a provider's Retry-After) makes the retry wait at least that long
+    when it is longer than the next backoff step.
+    """
+
+    def __init__(self, message: str, *, retry_after_seconds: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds
+
+
+class Snooze(CrontickError):
+    """Raised by a handler: put the job back to pending, due after `seconds`, without counting the attempt.
+
+    For work that waits on someone else (a batch API still running, a provider's rate limit).
+    Snoozes per job are bounded (crontick.runner.MAX_SNOOZES); past that, a snooze counts as a
+    failed attempt.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        if not isinstance(seconds, (int, float)) or not 0 <= seconds <= MAX_SNOOZE_SECONDS:
+            raise ValueError(f"crontick.Snooze: expected seconds between 0 and {MAX_SNOOZE_SECONDS}, got: {seconds!r}")
+        super().__init__(f"snoozed for {seconds:g} s")
+        self.seconds = float(seconds)
+
+
+MAX_SNOOZE_SECONDS = 30 * 86400
 
 
 def _first_line(cause: BaseException) -> str:

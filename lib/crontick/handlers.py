@@ -26,6 +26,7 @@ class Job:
     # Set on jobs a schedule enqueued: the slot (a UTC instant) it runs for, and the schedule's name.
     scheduled_for: datetime | None = None
     schedule: str | None = None
+    snoozes: int = 0  # times this job has snoozed (raise crontick.Snooze) so far
 
 
 HandlerFunc = Callable[[Any, Job], Awaitable[None] | None]

@@ -33,6 +33,7 @@ class Outcome(NamedTuple):
     attempts: int
     run_after: datetime | None = None
     last_error: str | None = None
+    snoozed: bool = False  # a snooze: pending again with its attempt handed back, and counted in jobs.snoozes
 
 
 class RescueCounts(NamedTuple):
@@ -158,6 +159,7 @@ async def claim(conn: psycopg.AsyncConnection[Any], now: datetime, limit: int, l
         Job(
             id=j[0], type=j[1], payload=decode_payload(j[2]), attempt=j[3], max_attempts=j[4],
             created_at=datetime.fromisoformat(j[5]), scheduled_for=j[6] and datetime.fromisoformat(j[6]), schedule=j[7],
+            snoozes=j[8],
         )
         for j in row[0] or ()
     ]
@@ -188,6 +190,7 @@ class Recorded(NamedTuple):
     released: int
     fenced: int  # outcomes not written: another tick had taken the job over
     jobs_due: bool  # pending jobs are due at `now`, so the caller has more to do
+    snoozed: int = 0  # handlers that raised crontick.Snooze
 
 
 async def record(
@@ -195,7 +198,7 @@ async def record(
 ) -> Recorded:
     """Write every outcome (fenced) and, given `tick`, its log row: one statement either way."""
     rows = [
-        [o.job_id, o.claimed_attempt, o.status, o.attempts, o.run_after and o.run_after.isoformat(), o.last_error]
+        [o.job_id, o.claimed_attempt, o.status, o.attempts, o.run_after and o.run_after.isoformat(), o.last_error, o.snoozed]
         for o in outcomes
     ]
     params: dict[str, Any] = {

@@ -19,7 +19,6 @@ from .errors import ConfigError, PermanentError
 from .runner import scrub
 from .settings import Settings
 
-
 STATUSES = ("sending", "sent", "failed", "unknown")
 MAX_ATTEMPTS = backoff.DEFAULT_MAX_ATTEMPTS
 UTC_ZONE = ZoneInfo("UTC")
@@ -62,6 +61,7 @@ class Failure:
 
     kind: str
     error: str
+    retry_after_seconds: float | None = None  # the provider's Retry-After on a 429 or 503
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ async def send_all(
         if isinstance(result, delivery.Delivered):
             return Outcome(c.id, c.attempts, "sent", provider_message_id=result.provider_message_id)
         finished = now + timedelta(seconds=clock() - began)
-        return decide(c, Failure(result.kind, scrub(result.error, settings.secrets)), finished, rand())
+        return decide(c, Failure(result.kind, scrub(result.error, settings.secrets), result.retry_after_seconds), finished, rand())
 
     return list(await asyncio.gather(*(one(c) for c in claimed)))
 
@@ -159,7 +159,7 @@ async def attempt(
     except PermanentError as exc:
         return Failure("permanent", f"booking {c.booking_id}: {exc}")
     except delivery.DeliveryFailed as exc:
-        return Failure("definite", f"booking {c.booking_id}: {exc}")
+        return Failure("definite", f"booking {c.booking_id}: {exc}", exc.retry_after_seconds)
     except TimeoutError:
         return Failure("ambiguous", f"booking {c.booking_id}: {channel.name}: stopped mid-call at the tick's time budget")
     except Exception as exc:  # DeliveryUnknown, or anything else once the request may have left  # noqa: BLE001
@@ -180,7 +180,9 @@ def decide(c: Claimed, failure: Failure, finished: datetime, rand: float) -> Out
         error = f"{failure.error}; not resent: the {c.channel} channel has no idempotency key"
         return Outcome(c.id, c.attempts, "unknown", None, error, ambiguous=True)
     permanent = failure.kind == "permanent"
-    decision = backoff.after_failure(c.attempts, c.max_attempts, backoff.DEFAULT_POLICY, finished, rand, permanent)
+    decision = backoff.after_failure(
+        c.attempts, c.max_attempts, backoff.DEFAULT_POLICY, finished, rand, permanent, failure.retry_after_seconds
+    )
     if isinstance(decision, backoff.Retry):
         return Outcome(c.id, c.attempts, "failed", decision.run_after, failure.error, ambiguous=ambiguous)
     final = "unknown" if ambiguous or c.maybe_delivered else "failed"

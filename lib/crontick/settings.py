@@ -87,6 +87,8 @@ class Settings:
     github_oidc_repository_id: str | None = None  # pins the numeric id: a re-created repository does not match
     # Schedules (crontick.schedules): how old the newest missed slot of a catch_up="skip" schedule may be and still run.
     schedule_grace_seconds: float = DEFAULT_SCHEDULE_GRACE_SECONDS
+    # Prompt start (crontick.kick): off | inline | http. from_env picks it per host when CRONTICK_KICK is unset.
+    kick: str = "inline"
 
     @property
     def auth_configured(self) -> bool:
@@ -172,8 +174,15 @@ class Settings:
             schedule_grace_seconds=_number(
                 env, "CRONTICK_SCHEDULE_GRACE_SECONDS", DEFAULT_SCHEDULE_GRACE_SECONDS, minimum=1
             ),
+            kick=_kick_mode(env),
         )
         _check_public_url(settings)
+        if settings.kick == "http" and env.get("CRONTICK_KICK") and not (settings.cron_secret and settings.public_url):
+            raise ConfigError(
+                "CRONTICK_KICK: expected CRON_SECRET and CRONTICK_PUBLIC_URL to be set for the http kick "
+                "(it calls the app's own tick URL with a token signed with CRON_SECRET), got: "
+                + ("no CRONTICK_PUBLIC_URL" if settings.cron_secret else "no CRON_SECRET")
+            )
         if settings.github_oidc_repository and not settings.github_oidc_audience:
             raise ConfigError(
                 "CRONTICK_GITHUB_OIDC_AUDIENCE: expected the audience your workflow requests (e.g. your app's URL) "
@@ -273,6 +282,21 @@ def _database_url(env: Mapping[str, str]) -> str | None:
         except psycopg.ProgrammingError as exc:
             raise DatabaseUrlError(url, exc) from None  # not chained: psycopg's text may quote the password
     return url
+
+
+# Prompt start (crontick.kick): the kick modes, and the default per host.
+KICK_MODES = ("off", "inline", "http")
+
+
+def _kick_mode(env: Mapping[str, str]) -> str:
+    """CRONTICK_KICK, else per host: http on AWS Lambda (it freezes once the handler returns), else
+    inline (a long-running server, and Vercel, which waits for an ASGI app's background work)."""
+    value = (_text(env, "CRONTICK_KICK") or "").lower()
+    if not value:
+        return "http" if _text(env, "AWS_LAMBDA_FUNCTION_NAME") else "inline"
+    if value not in KICK_MODES:
+        raise ConfigError(f"CRONTICK_KICK: expected one of {', '.join(KICK_MODES)}, got: {value!r}")
+    return value
 
 
 def kind_lead(kind: str) -> timedelta:

@@ -15,7 +15,6 @@ from .errors import CrontickError, DatabaseUnavailable
 from .schedules import ScheduleCounts
 from .settings import Settings
 
-
 # In `crontick tick --drain`, how often reminders are looked at again between batches of jobs.
 REMINDER_RECHECK_SECONDS = 1.0
 
@@ -29,6 +28,7 @@ class JobCounts:
     rescued: int = 0
     released: int = 0  # claimed but not started before the budget ran out; pending again
     fenced: int = 0  # outcomes not written because another tick had taken the job over
+    snoozed: int = 0  # handlers that raised crontick.Snooze: pending again, attempt not counted
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class TickResult:
             reminders=reminders.ReminderCounts(**rem, more=other.reminders.more),
             more=other.more,
             duration_ms=self.duration_ms + other.duration_ms,
-            schedules=ScheduleCounts(*(a + b for a, b in zip(self.schedules, other.schedules))),
+            schedules=ScheduleCounts(*(a + b for a, b in zip(self.schedules, other.schedules, strict=True))),
         )
 
 
@@ -68,6 +68,7 @@ async def run_tick(
     source: str = "http",
     clock: Callable[[], float] = time.monotonic,
     send_reminders: bool = True,
+    execution_id: str | None = None,
 ) -> TickResult:
     """Do one bounded unit of due work, in a constant number of statements whatever the batch size:
     the reminders' own, then the schedules' (none when no schedule is declared, one when none is
@@ -76,7 +77,10 @@ async def run_tick(
 
     Reminders go first: they are due at a time a customer sees, and a batch of slow jobs must
     not use up the budget before them. `send_reminders=False` leaves them to a later tick.
+    `execution_id` (a Vercel Schedules run's id) is stored in the tick's row and log line, so
+    duplicate deliveries of one run can be told apart from separate runs.
     """
+    run = {"execution_id": execution_id} if execution_id else {}
     now = now or datetime.now(UTC)
     t0 = clock()
     deadline = t0 + settings.time_budget_seconds
@@ -94,7 +98,7 @@ async def run_tick(
             jobs, now=now, deadline=deadline, concurrency=settings.concurrency, secrets=settings.secrets, clock=clock
         )
         duration_ms = int((clock() - t0) * 1000)
-        partial = TickResult(JobCounts(), sent, False, duration_ms, scheduled).to_json()
+        partial = TickResult(JobCounts(), sent, False, duration_ms, scheduled).to_json() | run
         tick_log = queue.TickLog(now, source, partial, claimed=len(jobs), rescued=rescued.total)
         recorded = await queue.record(conn, outcomes, now + timedelta(milliseconds=duration_ms), tick_log)
     except psycopg.OperationalError as exc:
@@ -109,12 +113,13 @@ async def run_tick(
         rescued=rescued.total,
         released=recorded.released,
         fenced=recorded.fenced,
+        snoozed=recorded.snoozed,
     )
     more = recorded.jobs_due or sent.more or out_of_time or job_counts.released > 0
     result = TickResult(job_counts, sent, more, duration_ms, scheduled)
     if job_counts.fenced:
         logs.warning("fenced", count=job_counts.fenced)
-    logs.info("tick", source=source, **result.to_json())
+    logs.info("tick", source=source, **run, **result.to_json())
     return result
 
 

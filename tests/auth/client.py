@@ -44,6 +44,10 @@ class LogLines(logging.Handler):
     def text(self) -> str:
         return "\n".join(self.lines)
 
+    def reasons(self, start: int = 0) -> str:
+        """The `reason` of each line logged from line `start` on, decoded: the lines are JSON, so quotes are escaped."""
+        return "\n".join(str(json.loads(line).get("reason", "")) for line in self.lines[start:])
+
     def refusals(self, since: int = 0) -> str:
         """The reasons logged for refused ticks (decoded from their JSON lines): they name the failed check,
         never the credential."""

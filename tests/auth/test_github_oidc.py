@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -71,7 +70,7 @@ def test_a_token_with_the_wrong_claims_is_refused(
             token = issuer.token(**claims)
             logged = len(crontick_log.lines)
             assert_refused(tick(base, headers=bearer(token)), base)
-            assert reason in crontick_log.refusals(logged), case
+            assert reason in crontick_log.reasons(logged), case
             assert token not in crontick_log.text, case
 
 

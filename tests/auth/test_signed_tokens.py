@@ -96,7 +96,7 @@ def test_a_token_outside_the_rules_is_refused(
         for case, (overrides, reason) in OUTSIDE_THE_RULES.items():
             logged = len(crontick_log.lines)
             assert_refused(tick(base, headers=bearer(tick_token(TEST_SECRET, base, **overrides))), base)
-            assert reason in crontick_log.refusals(logged), case
+            assert reason in crontick_log.reasons(logged), case
     assert _uses(conn) == 0
 
 

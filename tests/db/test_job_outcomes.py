@@ -10,8 +10,13 @@ import psycopg
 
 import crontick
 from tests.conftest import TEST_SECRET
-from tests.db.core_jobs import db_now, job_row, settings_for, tick
-from tests.db.core_jobs import ran_fixture  # noqa: F401 (provides the `ran` fixture)
+from tests.db.core_jobs import (
+    db_now,
+    job_row,
+    ran_fixture,  # noqa: F401 (provides the `ran` fixture)
+    settings_for,
+    tick,
+)
 
 
 def test_plain_sql_insert_makes_a_job_the_next_tick_runs(database_url: str, conn: psycopg.Connection[Any], ran: list[int]) -> None:

@@ -14,8 +14,13 @@ import crontick
 from crontick import db, queue
 from tests.cli.run_cli import cli_env, spawn
 from tests.cli.run_cli import crontick as run_crontick
-from tests.db.core_jobs import db_now, job_row, tick, wait_for
-from tests.db.core_jobs import ran_fixture  # noqa: F401 (provides the `ran` fixture)
+from tests.db.core_jobs import (
+    db_now,
+    job_row,
+    ran_fixture,  # noqa: F401 (provides the `ran` fixture)
+    tick,
+    wait_for,
+)
 from tests.db.sidefx_handlers import SIDE_EFFECTS_TABLE_SQL
 
 T = TypeVar("T")

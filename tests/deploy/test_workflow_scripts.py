@@ -39,10 +39,27 @@ def _lint(path: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_actionlint_passes_every_workflow() -> None:
-    assert {"tick.yml", "tick-oidc.yml", "ci.yml"} <= set(WORKFLOW_FILES)
+    assert {"tick.yml", "tick-oidc.yml", "ci.yml", "release.yml"} <= set(WORKFLOW_FILES)
     for name in WORKFLOW_FILES:
         result = _lint(workflows.WORKFLOWS / name)
         assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_release_publishes_the_tested_wheel_through_trusted_publishing() -> None:
+    release = workflows.load("release.yml")
+    assert release["on"]["push"]["tags"] == ["v*"]
+    assert release["permissions"] == {"contents": "read"}
+    jobs = release["jobs"]
+    publish = jobs["publish"]
+    # Publishing waits for the built wheel to pass the suite, and only that job may mint an OIDC token.
+    assert set(publish["needs"]) == {"build", "test-wheel"}
+    assert publish["permissions"] == {"id-token": "write"}
+    assert [n for n, job in jobs.items() if "id-token" in job.get("permissions", {})] == ["publish"]
+    (uses,) = [s for s in publish["steps"] if s.get("uses", "").startswith("pypa/gh-action-pypi-publish@")]
+    assert "with" not in uses, "trusted publishing takes no password or token"
+    test_run = "\n".join(s.get("run", "") for s in jobs["test-wheel"]["steps"])
+    assert 'pip install --quiet "$wheel[dev]"' in test_run and "pytest" in test_run
+    assert jobs["test-wheel"]["steps"][-1]["env"]["CRONTICK_TEST_INSTALLED"] == "wheel"
 
 
 def test_actionlint_would_catch_a_broken_workflow(tmp_path: Path) -> None:

@@ -15,8 +15,8 @@ from crontick.settings import Settings
 from tests.auth.client import LogLines, crontick_log  # noqa: F401 (fixture)
 from tests.conftest import TEST_SECRET, free_port
 from tests.db.core_jobs import job_row, settings_for
-from tests.http.tcp_proxy import TcpProxy
 from tests.http.http_checks import AUTH, HEALTH, TICK, LiveApp, assert_json_error
+from tests.http.tcp_proxy import TcpProxy
 
 
 def test_health_reports_the_last_tick(live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]) -> None:

@@ -13,8 +13,11 @@ import pytest
 import crontick
 from crontick.settings import Settings
 from tests.conftest import TEST_SECRET, fresh_database
-from tests.db.core_jobs import job_row, settings_for
-from tests.db.core_jobs import ran_fixture  # noqa: F401 (provides the `ran` fixture)
+from tests.db.core_jobs import (
+    job_row,
+    ran_fixture,  # noqa: F401 (provides the `ran` fixture)
+    settings_for,
+)
 from tests.http.http_checks import AUTH, TICK, LiveApp, assert_json_error
 
 

@@ -10,6 +10,7 @@ import asyncio
 import re
 import tempfile
 from datetime import datetime, timedelta
+from itertools import pairwise
 from typing import Any
 
 import psycopg
@@ -36,7 +37,7 @@ def statement_names(trace: str) -> list[str]:
     """The named query behind each statement in a trace (or its first words, if it is not one)."""
     names = []
     starts = [m.start() for m in STATEMENT.finditer(trace)] + [len(trace)]
-    for begin, end in zip(starts, starts[1:]):
+    for begin, end in pairwise(starts):
         text = trace[begin:end]
         # A named query's text up to its first parameter appears verbatim in its Parse message.
         name = next((n for n, q in db.QUERIES.items() if q.split("%(")[0].strip() in text), None)

@@ -26,7 +26,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from tests.conftest import fresh_database, free_port
+from tests.conftest import free_port, fresh_database
 
 START_TIMEOUT_SECONDS = 15.0
 SEARCH_PATHS = ("/usr/sbin/pgbouncer", "/usr/bin/pgbouncer", "/usr/local/bin/pgbouncer", "/opt/homebrew/bin/pgbouncer")

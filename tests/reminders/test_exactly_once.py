@@ -16,7 +16,6 @@ from werkzeug import Response
 
 from crontick import db
 from crontick.tick import run_tick
-
 from tests.reminders.support import NOW, Provider, Received, add_due, ok, sends, settings_for, settings_values, tick
 from tests.reminders.tick_worker import Workers
 

@@ -13,7 +13,18 @@ from werkzeug import Response
 from crontick import db, reminders
 from tests.conftest import free_port
 from tests.reminders.support import (
-    NOW, Provider, add_bookings, add_due, fail_first, later, ok, send_of, sends, settings_for, slow, tick,
+    NOW,
+    Provider,
+    add_bookings,
+    add_due,
+    fail_first,
+    later,
+    ok,
+    send_of,
+    sends,
+    settings_for,
+    slow,
+    tick,
 )
 
 

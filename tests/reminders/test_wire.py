@@ -12,7 +12,17 @@ import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from tests.reminders.support import (
-    EMAIL_KEY, NOW, TWILIO_SID, TWILIO_TOKEN, WEBHOOK_SECRET, Provider, Received, add_bookings, send_of, settings_for, tick,
+    EMAIL_KEY,
+    NOW,
+    TWILIO_SID,
+    TWILIO_TOKEN,
+    WEBHOOK_SECRET,
+    Provider,
+    Received,
+    add_bookings,
+    send_of,
+    settings_for,
+    tick,
 )
 
 TEXT = "Hi Zoë, a reminder: your appointment is tomorrow, Tue 1 Dec at 09:30 (Amsterdam time)."

@@ -1,0 +1,51 @@
+"""mkdocs hooks: drop nav entries whose page is not written yet, and fill `<!-- generated: NAME -->` markers."""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gen_reference  # noqa: E402 (next to this file, not an installed module)
+
+log = logging.getLogger("mkdocs.hooks.crontick")
+MARKER = re.compile(r"<!--\s*generated:\s*(\w+)\s*-->")
+
+
+def _present(entries: list[Any], docs_dir: Path) -> list[Any]:
+    """The nav without pages that do not exist (yet): other branches add them; strict mode would fail."""
+    kept: list[Any] = []
+    for entry in entries:
+        if isinstance(entry, dict):
+            ((title, value),) = entry.items()
+            if isinstance(value, list):
+                children = _present(value, docs_dir)
+                if children:
+                    kept.append({title: children})
+            elif "://" in value or (docs_dir / value).is_file():
+                kept.append(entry)
+            else:
+                log.info("nav: leaving out %s (%s), which does not exist yet", title, value)
+        elif isinstance(entry, str) and (docs_dir / entry).is_file():
+            kept.append(entry)
+    return kept
+
+
+def on_config(config: Any) -> Any:
+    if config.nav:
+        config.nav = _present(config.nav, Path(config.docs_dir))
+    return config
+
+
+def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
+    def generate(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in gen_reference.GENERATORS:
+            raise gen_reference.ReferenceError(f"{page.file.src_path}: expected a generator among "
+                                               f"{sorted(gen_reference.GENERATORS)}, got: {name!r}")
+        return gen_reference.GENERATORS[name]()
+
+    return MARKER.sub(generate, markdown)
