@@ -19,19 +19,21 @@ import psycopg
 
 from crontick import enqueue_many
 
-from . import coldstart, http_drain, report, scale, server
-from .noop import JOB_TYPE
+from . import chart, coldstart, http_drain, report, scale, server
+from .noop import JOB_TYPE, SYNC_JOB_TYPE
 from .seen import PATH_VARIABLE, Seen
 from .systems import System, all_systems, analyze, clear, crontick_enqueue, crontick_install
 
 FIRST_TICK_JOBS = 100
 SLOW_RUN_SECONDS = 5.0  # a system whose first drain took longer than this runs SLOW_RUNS times, not --runs
 SLOW_RUNS = 3
-HTTP_RUNS = {  # (CRONTICK_BATCH_SIZE, concurrent callers): row name
-    (100, 1): "crontick over HTTP, 1 caller",
-    (100, 4): "crontick over HTTP, 4 callers",
-    (1000, 4): "crontick over HTTP, 4 callers, CRONTICK_BATCH_SIZE=1000",
+HTTP_RUNS = {  # (CRONTICK_BATCH_SIZE, concurrent callers, job type): row name
+    (100, 1, JOB_TYPE): "crontick over HTTP, 1 caller",
+    (100, 4, JOB_TYPE): "crontick over HTTP, 4 callers",
+    (100, 4, SYNC_JOB_TYPE): "crontick over HTTP, 4 callers, sync def handlers",
+    (1000, 4, JOB_TYPE): "crontick over HTTP, 4 callers, CRONTICK_BATCH_SIZE=1000",
 }
+IDLE_REQUESTS = 300  # idle ticks (and health checks, interleaved) whose median latency is compared
 
 
 def _int(name: str, default: int) -> int:
@@ -54,6 +56,7 @@ class Bench:
         self.seen = Seen(self.seen_file, jobs)
         os.environ[PATH_VARIABLE] = str(self.seen_file)  # for bench.noop in this process
         self.workdir = workdir
+        self.idle: dict[str, Any] = {}
 
     def log(self, text: str) -> None:
         print(f"[{datetime.now().strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
@@ -90,19 +93,23 @@ class Bench:
         url = server.fresh_database(self.admin, "crontick_bench_http")
         await crontick_install(url)
         raw: dict[str, dict[str, list[Any]]] = {name: {"drain": [], "problems": []} for name in HTTP_RUNS.values()}
-        for batch_size in sorted({batch for batch, _ in HTTP_RUNS}):
+        for batch_size in sorted({batch for batch, _, _ in HTTP_RUNS}):
             with http_drain.server(url, self.seen_file, batch_size=batch_size) as base:
+                if batch_size == 100:
+                    await clear(url, "jobs")
+                    self.idle = await http_drain.idle_latency(base, IDLE_REQUESTS)
+                    self.log(f"idle tick {self.idle['tick_ms']:.2f} ms, health {self.idle['health_ms']:.2f} ms")
                 for run in range(self.runs):
-                    for (batch, callers), name in HTTP_RUNS.items():
+                    for (batch, callers, job_type), name in HTTP_RUNS.items():
                         if batch == batch_size:
-                            await self.http_run(url, base, callers, raw[name])
+                            await self.http_run(url, base, callers, job_type, raw[name])
                             self.log(f"run {run + 1}/{self.runs} {name}: {self.jobs / raw[name]['drain'][-1]:,.0f} jobs/s")
         return raw
 
-    async def http_run(self, url: str, base: str, callers: int, entry: dict[str, list[Any]]) -> None:
+    async def http_run(self, url: str, base: str, callers: int, job_type: str, entry: dict[str, list[Any]]) -> None:
         await clear(url, "jobs")
         self.seen.reset()
-        await crontick_enqueue(url, self.jobs, self.seen)
+        await crontick_enqueue(url, self.jobs, self.seen, job_type)
         await analyze(url)
         entry["drain"].append(await http_drain.drain(base, self.jobs, callers))
         entry["problems"].append(self.seen.check())
@@ -170,14 +177,19 @@ def assemble(bench: Bench, raw: dict[str, Any], http: dict[str, Any], scaled: di
     rate = {key: drained[n]["jobs_per_second"] for key, n in name.items()}
     ours = rate["crontick"]
     ours_enqueue = enqueue[name["crontick"]]["jobs_per_second"]
-    four = over_http[HTTP_RUNS[100, 4]]["jobs_per_second"]
+    four = over_http[HTTP_RUNS[100, 4, JOB_TYPE]]["jobs_per_second"]
+    limit = rate.get("plain_batch", float("nan"))  # the plain-SQL limit: claim 100, one UPDATE per batch
+    idle = bench.idle or {"tick_ms": float("nan"), "health_ms": float("nan")}
     targets = [
+        _target("idle tick ÷ GET /api/health, HTTP keep-alive, medians", idle["tick_ms"] / idle["health_ms"], 1.5, "≤"),
+        _target("drain, sync def ÷ async def handlers", rate.get("crontick_sync", float("nan")) / ours, 0.7, "≥"),
+        _target("drain async, batch 100 ÷ plain SQL limit", ours / limit, 0.9, "≥"),
+        _target("HTTP, 4 callers, async ÷ plain SQL limit", four / limit, 0.5, "≥"),
+        _target("import api/cron/tick.py ÷ starlette + psycopg", cold["imports"]["ratio"], 1.15, "≤"),
         _target("in-process drain ÷ pgqueuer asyncpg", ours / rate.get("pgqueuer_asyncpg", float("nan")), 1.0, "≥"),
-        _target("in-process drain ÷ one-UPDATE-per-batch loop", ours / rate.get("plain_batch", float("nan")), 0.5, "≥"),
         _target("HTTP drain, 4 callers (jobs/s)", four, 10_000, "≥"),
         _target("enqueue_many (jobs/s)", ours_enqueue, 50_000, "≥"),
         _target("claim 100 with history ÷ without", scaled["ratio"], 1.5, "≤"),
-        _target("entry-module import ÷ dependencies' import", cold["imports"]["ratio"], 1.3, "≤"),
     ]
     return {
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -189,6 +201,7 @@ def assemble(bench: Bench, raw: dict[str, Any], http: dict[str, Any], scaled: di
         "enqueue": _with_ratio(enqueue, ours_enqueue, {name["crontick"]}),
         "drain": _with_ratio(drained, ours, {name["crontick"]}),
         "http": _with_ratio(over_http, ours, set(over_http)),
+        "idle": bench.idle,
         "scale": scaled,
         "cold_start": cold,
         "targets": targets,
@@ -229,6 +242,7 @@ def main() -> None:
     args = p.parse_args()
     results = asyncio.run(main_async(args))
     report.write(results, args.output)
+    chart.write(results, [args.output.with_name("bench.svg"), *([] if args.output != report.RESULTS else [chart.DOCS_COPY])])
     print(report.render(results))
     for case in ("empty", "history"):
         print(f"\nEXPLAIN (ANALYZE, BUFFERS) of the claim, {case}:\n{results['scale'][f'explain_{case}']}")

@@ -6,12 +6,14 @@ import asyncio
 import os
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -100,3 +102,28 @@ async def drain(base: str, jobs: int, callers: int) -> float:
     if succeeded != jobs:
         raise RuntimeError(f"HTTP drain: expected {jobs} jobs to succeed, got: {succeeded}")
     return seconds
+
+
+async def idle_latency(base: str, requests: int) -> dict[str, Any]:
+    """Median latency of a tick that finds nothing due and of GET /api/health, interleaved on one keep-alive connection."""
+    headers = {"Authorization": f"Bearer {SECRET}"}
+    tick: list[float] = []
+    health: list[float] = []
+    async with httpx.AsyncClient(timeout=30) as client:
+        for i in range(requests + 20):  # the first 20 of each warm the connection and the server
+            began = time.perf_counter()
+            response = await client.post(f"{base}/api/cron/tick", headers=headers)
+            ticked = time.perf_counter()
+            summary = response.json()
+            if response.status_code != 200 or summary["jobs"]["claimed"] or summary["more"]:
+                raise RuntimeError(f"expected an idle tick, got {response.status_code}: {response.text}")
+            checked = await client.get(f"{base}/api/health")
+            done = time.perf_counter()
+            if checked.status_code != 200:
+                raise RuntimeError(f"expected 200 from /api/health, got {checked.status_code}: {checked.text}")
+            if i >= 20:
+                tick.append(ticked - began)
+                health.append(done - ticked)
+    tick_ms, health_ms = statistics.median(tick) * 1000, statistics.median(health) * 1000
+    return {"requests": requests, "tick_ms": round(tick_ms, 3), "health_ms": round(health_ms, 3),
+            "ratio": round(tick_ms / health_ms, 2)}

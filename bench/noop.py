@@ -1,4 +1,4 @@
-"""The benchmark's job handler for crontick (CRONTICK_HANDLERS=bench.noop): counts the run, nothing else."""
+"""The benchmark's job handlers for crontick (CRONTICK_HANDLERS=bench.noop), async and sync: each counts the run, nothing else."""
 
 from __future__ import annotations
 
@@ -9,9 +9,15 @@ import crontick
 from .seen import shared
 
 JOB_TYPE = "bench.noop"
+SYNC_JOB_TYPE = "bench.noop_sync"  # the same, as a plain `def`: most Python handlers are
 HANDLER_MODULE = __name__  # what CRONTICK_HANDLERS names in a subprocess
 
 
 @crontick.handler(JOB_TYPE)
 async def noop(payload: Any, job: crontick.Job) -> None:
+    shared().mark(payload["i"])
+
+
+@crontick.handler(SYNC_JOB_TYPE)
+def noop_sync(payload: Any, job: crontick.Job) -> None:
     shared().mark(payload["i"])

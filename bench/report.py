@@ -49,12 +49,20 @@ def render(results: dict[str, Any]) -> str:
          (f"+ {scale['history_done']:,} done + {scale['history_future']:,} future", f"{scale['history_median_ms']:.2f}",
           f"{scale['record_history_median_ms']:.2f}")],
     ))
+    idle = results.get("idle")
+    if idle:
+        parts.append(table(
+            f"idle tick over HTTP keep-alive (median of {idle['requests']}, interleaved)", ("request", "ms"),
+            [("POST /api/cron/tick, nothing due (one statement)", f"{idle['tick_ms']:.2f}"),
+             ("GET /api/health (one indexed query)", f"{idle['health_ms']:.2f}"),
+             ("ratio", f"{idle['ratio']:.2f}×")],
+        ))
     cold = results["cold_start"]
     tick = cold["first_tick"]
     parts.append(table(
         "cold start", ("measure", "ms"),
         [("import api/cron/tick.py (importtime, net of interpreter)", f"{cold['imports']['entry_ms']:.1f}"),
-         ("import starlette + psycopg + httpx alone", f"{cold['imports']['dependencies_ms']:.1f}"),
+         ("import starlette + psycopg alone", f"{cold['imports']['dependencies_ms']:.1f}"),
          ("first tick of a fresh process, end to end", f"{tick['total_ms']:.1f}"),
          ("  of which: loading the entry module (in the process)", f"{tick['import_ms']:.1f}"),
          ("  of which: connect + tick of 100 jobs", f"{tick['connect_and_tick_ms']:.1f}")],

@@ -17,7 +17,7 @@ from crontick import db, enqueue_many
 from crontick.settings import Settings
 from crontick.tick import drain
 
-from .noop import JOB_TYPE
+from .noop import JOB_TYPE, SYNC_JOB_TYPE
 from .seen import Seen
 from .server import as_url
 
@@ -66,9 +66,14 @@ async def crontick_install(url: str) -> None:
     await db.migrate(url)
 
 
-async def crontick_enqueue(url: str, jobs: int, seen: Seen) -> float:
+async def crontick_enqueue(url: str, jobs: int, seen: Seen, job_type: str = JOB_TYPE) -> float:
     with psycopg.connect(url, autocommit=True) as conn:
-        return timed(lambda: enqueue_many(conn, [(JOB_TYPE, {"i": i}) for i in range(jobs)]))
+        return timed(lambda: enqueue_many(conn, [(job_type, {"i": i}) for i in range(jobs)]))
+
+
+async def crontick_enqueue_sync(url: str, jobs: int, seen: Seen) -> float:
+    """The same jobs for the `def` handler."""
+    return await crontick_enqueue(url, jobs, seen, SYNC_JOB_TYPE)
 
 
 def crontick_drain(batch_size: int) -> Callable[[str, int, Seen], Awaitable[float]]:
@@ -238,6 +243,8 @@ def all_systems() -> list[System]:
     return [
         System("crontick", "crontick: tick loop, batch 100", "crontick enqueue_many", crontick_install,
                crontick_enqueue, crontick_drain(100), "jobs"),
+        System("crontick_sync", "crontick: tick loop, batch 100, sync def handlers", None, crontick_install,
+               crontick_enqueue_sync, crontick_drain(100), "jobs"),
         System("crontick_batch_1000", "crontick: tick loop, batch 1000", None, crontick_install, crontick_enqueue,
                crontick_drain(1000), "jobs", "CRONTICK_BATCH_SIZE=1000"),
         System("procrastinate", f"procrastinate {procrastinate}, concurrency 10",

@@ -31,7 +31,7 @@ returning id;
 -- a tick that died.
 -- Back to pending if attempts remain, else failed. SKIP LOCKED keeps parallel rescuers apart.
 with expired as materialized (
-    select id from jobs
+    select id, updated_at as started_at, locked_until from jobs
     where status = 'running' and locked_until < %(now)s
     order by locked_until
     limit %(limit)s
@@ -47,7 +47,12 @@ with expired as materialized (
             || ' (the tick running it was stopped before it could record an outcome)',
         updated_at = %(now)s
     from expired where j.id = expired.id
-    returning j.status
+    returning j.id, j.status, j.attempts, j.last_error, expired.started_at, expired.locked_until
+), attempt_log as (
+    -- The attempts history: the attempt whose lease ran out, ended when its lease did.
+    insert into job_attempts (job_id, attempt, started_at, finished_at, outcome, error)
+    select id, attempts, started_at, locked_until, 'lease_expired', left(last_error, 4096)
+    from rescued
 )
 select count(*) filter (where status = 'pending') as retried,
        count(*) filter (where status = 'failed') as failed
@@ -113,9 +118,21 @@ with outcome as materialized (
         -- crontick.Snooze: the attempt was handed back (attempts above); count the snooze, which is bounded.
         snoozes = j.snoozes + case when o.snoozed then 1 else 0 end,
         updated_at = %(now)s
+    from outcome o, jobs claimed
+    where j.id = o.id and j.status = 'running' and j.attempts = o.claimed_attempt and claimed.id = j.id
+    -- `claimed` is the row as the claim left it (this statement's snapshot): its updated_at is
+    -- when the attempt started.
+    returning j.id, claimed.updated_at as started_at
+), attempt_log as (
+    -- The attempts history (admin job page): one row per attempt that ran. A job released
+    -- unstarted (attempts handed back) made no attempt. last_error is already scrubbed.
+    insert into job_attempts (job_id, attempt, started_at, finished_at, outcome, error)
+    select o.id, o.claimed_attempt, w.started_at, %(now)s,
+        case when o.status = 'done' then 'succeeded' when o.status = 'failed' then 'failed' else 'retried' end,
+        left(o.last_error, 4096)
     from outcome o
-    where j.id = o.id and j.status = 'running' and j.attempts = o.claimed_attempt
-    returning j.id
+    join written w on w.id = o.id
+    where o.attempts >= o.claimed_attempt
 ), counts as (
     select
         count(*) filter (where w.id is not null and o.status = 'done') as succeeded,
@@ -126,16 +143,25 @@ with outcome as materialized (
         count(*) filter (where w.id is not null and o.snoozed) as snoozed
     from outcome o
     left join written w on w.id = o.id
+), next_job as (
+    -- For the summary's next_due_at: the snapshot does not see this statement's own writes,
+    -- so the batch's retries (and releases, due now) are counted from the outcomes.
+    select least(
+        (select min(run_after) from jobs where status = 'pending'),
+        (select min(coalesce(o.run_after, %(now)s)) from outcome o where o.status = 'pending')
+    ) as at
 ), logged as (
     insert into crontick_ticks (started_at, finished_at, source, summary)
     select %(started_at)s::timestamptz, %(now)s, %(source)s::text,
-        %(summary)s::jsonb || jsonb_build_object('jobs', %(jobs)s::jsonb || to_jsonb(c))
-    from counts c
+        %(summary)s::jsonb || jsonb_build_object('jobs', %(jobs)s::jsonb || to_jsonb(c),
+                                                 'next_due_at', least(n.at, %(next_other_at)s::timestamptz))
+    from counts c, next_job n
     where %(log)s::boolean
 )
 select array(select id from written) as written,
     c.succeeded, c.retried, c.failed, c.released, c.fenced,
     coalesce((select min(run_after) from jobs where status = 'pending') <= %(now)s, false) as jobs_due,
+    (select at from next_job) as next_job_at,
     c.snoozed
 from counts c;
 
@@ -143,22 +169,84 @@ from counts c;
 -- GET /api/health.
 select max(finished_at) as last_tick_at from crontick_ticks;
 
--- name: job_list
--- crontick jobs [--status S].
-select id, type, status, attempts, max_attempts, run_after, updated_at, last_error
-from jobs
-where %(status)s::text is null or status = %(status)s
-order by id desc
-limit %(limit)s;
-
--- name: job_retry
--- crontick retry JOB_ID: a failed (or done) job runs again, with a fresh set of attempts.
-update jobs set
-    status = 'pending', attempts = 0, run_after = now(), locked_until = null,
-    finished_at = null, updated_at = now()
-where id = %(id)s and status in ('failed', 'done')
-returning id;
-
--- name: job_get_status
--- crontick retry: explain why a job could not be retried.
-select status from jobs where id = %(id)s;
+-- name: tick_probe
+-- Tick, first statement: claim the due jobs (as job_claim_due does), and find out whether
+-- anything else is due and when the next thing falls due. The checks read the first entry of
+-- an index each (min(), not exists, so the plan stays the same whatever the statistics say).
+-- When nothing is due, the same statement writes the tick's log row, and the tick ends there:
+-- an idle tick is one round trip. Otherwise the tick runs only the steps whose check found
+-- work (crontick.tick.run_tick), and a tick with only jobs to do is two round trips.
+-- The checks read the snapshot from before the claim: next_job_at counts the jobs claimed here.
+-- The claim is job_claim_due's, word for word (tests/perf/test_claim_statements.py holds them equal).
+--
+-- Adding a per-tick step (schedules, an alerts outbox, retention, ...): add ONE column to
+-- `probe`, a timestamp `<step>_at` (e.g. (select min(next_at) from crontick_schedules)) or a
+-- boolean `<step>_due` (e.g. exists (select 1 from <outbox> where status = 'pending')); add
+-- it to `idle` below (a timestamp as `coalesce(<step>_at <= %(now)s, false)`) and, for a
+-- timestamp, to next_due_at; then read it in crontick.probe.Probe. previous_tick_at (the last
+-- tick's finished_at, read before this tick's own row exists) is there for scheduler-silence
+-- detection.
+with due_jobs as materialized (
+    select id from jobs
+    where status = 'pending' and run_after <= %(now)s
+    order by run_after, id
+    limit %(limit)s
+    for update skip locked
+), claimed as (
+    update jobs j set
+        status = 'running',
+        attempts = j.attempts + 1,
+        locked_until = %(lease_until)s,
+        updated_at = %(now)s
+    where j.id = any(array(select id from due_jobs))
+    returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at, j.scheduled_for, j.schedule, j.snoozes
+), probe as materialized (
+    select
+        (select min(run_after) from jobs where status = 'pending') as next_job_at,
+        coalesce((select min(locked_until) from jobs where status = 'running') < %(now)s, false) as leases_expired,
+        -- Reminders, as reminder_claim_due finds them: a row still 'sending' after its lease (its
+        -- tick died mid-send), a failed row whose retry comes due, or, per kind, the first
+        -- confirmed booking past the kind's floor without that kind's row (due once it is
+        -- inside the window, at starts_at - lead).
+        coalesce((select min(locked_until) from reminder_sends where status = 'sending') < %(now)s, false)
+            as reminder_lease_expired,
+        least(
+            (select min(next_attempt_at) from reminder_sends where status = 'failed' and next_attempt_at is not null),
+            (select min(u.first_at - k.lead)
+             from unnest(%(kinds)s::text[], %(leads)s::interval[], %(floors)s::interval[]) as k(kind, lead, floor)
+             cross join lateral (
+                 select min(b.starts_at) as first_at from bookings b
+                 where b.status = 'confirmed' and b.starts_at > %(now)s::timestamptz + k.floor
+                   and not exists (select 1 from reminder_sends r where r.booking_id = b.id and r.kind = k.kind)
+             ) u)
+        ) as next_reminder_at,
+        -- Schedules: the earliest next slot ('-infinity': not computed yet; 'infinity': dormant),
+        -- due by the database's clock, as schedule_due reads it; or this process has
+        -- declarations it has not synced yet (crontick.schedules.needs_sync).
+        (select min(next_at) from crontick_schedules) as schedules_next_at,
+        (select max(finished_at) from crontick_ticks) as previous_tick_at
+), idle as (
+    select p.*,
+        p.reminder_lease_expired or coalesce(p.next_reminder_at <= %(now)s, false) as reminders_due,
+        coalesce(p.schedules_next_at <= now(), false) or %(schedules_unsynced)s as schedules_due,
+        not (coalesce(p.next_job_at <= %(now)s, false) or p.leases_expired
+             or p.reminder_lease_expired or coalesce(p.next_reminder_at <= %(now)s, false)
+             or coalesce(p.schedules_next_at <= now(), false) or %(schedules_unsynced)s) as idle,
+        case when isfinite(p.schedules_next_at) then p.schedules_next_at end as next_slot_at
+    from probe p
+), logged as (
+    -- An idle tick's commit does not wait for the WAL flush (transaction-local, so safe behind a
+    -- pooler): its log row is all it writes, and a crash could lose only that row. CASE makes
+    -- sure a tick that claimed jobs (never idle) keeps the durable commit.
+    insert into crontick_ticks (started_at, finished_at, source, summary)
+    select %(now)s, %(now)s, %(source)s::text,
+        %(summary)s::jsonb || jsonb_build_object('next_due_at', least(i.next_job_at, i.next_reminder_at, i.next_slot_at))
+    from idle i
+    where case when i.idle then set_config('synchronous_commit', 'off', true) = 'off' else false end
+)
+select idle,
+    (select json_agg(json_build_array(
+        c.id, c.type, c.payload, c.attempts, c.max_attempts, c.created_at, c.scheduled_for, c.schedule, c.snoozes) order by c.id)
+     from claimed c) as jobs,
+    next_job_at, leases_expired, reminders_due, next_reminder_at, schedules_due, next_slot_at, previous_tick_at
+from idle;

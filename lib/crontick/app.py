@@ -1,4 +1,4 @@
-"""The ASGI app: POST/GET /api/cron/tick and GET /api/health, built from a routes list."""
+"""The ASGI app: POST/GET /api/cron/tick, GET /api/health and the admin, built from a routes list."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from . import auth, handlers, http_body, logs, vercel
+from . import admin, auth, handlers, http_body, logs, vercel
 from .db import Database
 from .errors import ConfigError, CrontickError, DatabaseUnavailable
 from .inbound import endpoint as inbound_endpoint
@@ -175,6 +175,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             _without_head(Route("/api/cron/tick", tick, methods=["GET", "POST"])),
             Route("/api/health", health, methods=["GET"]),
             Route("/api/hooks/{name}", inbound_endpoint, methods=["POST"]),
+            *admin.routes(runtime),
         ],
         exception_handlers={HTTPException: http_error, Exception: internal_error},
         lifespan=lifespan,

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import delivery, http, netguard
+from . import http
 from .errors import ConfigError, PayloadError, PermanentError
 from .handlers import Job, handler
 from .settings import Settings
+
+if TYPE_CHECKING:  # imported by each sender instead: loading the built-in types costs a cold start nothing
+    from . import delivery
 
 EMAIL_PAYLOAD = '{"to": "ada@example.com", "subject": "…", "text": "…"} (or "html"; optional "from", "idempotency_key")'
 PHONE_PAYLOAD = '{"to": "+31612345678", "body": "…"} (optional "from")'
@@ -28,9 +31,13 @@ async def webhook(payload: Any, job: Job) -> None:
     url = payload["url"]
     if not url.startswith(("http://", "https://")):
         raise PayloadError("webhook", 'a "url" starting with http:// or https://', url)
+    from . import delivery
+
     headers = {"Idempotency-Key": f"job:{job.id}"}
     what = f"webhook {delivery.public_url(url)}"
     # Job URLs may come from an app's users: by default they cannot reach internal addresses.
+    from . import netguard  # imports httpx: only when a webhook job runs (cold start)
+
     client = netguard.client() if env_settings().webhook_deny_private else http.client()
     await delivery.post(url, http.DEFAULT_TIMEOUT, what, client=client, json=payload["json"], headers=headers)
 
@@ -42,6 +49,8 @@ async def send_email(payload: Any, job: Job) -> None:
         raise PayloadError("send_email", EMAIL_PAYLOAD, payload)
     if not (_text(payload, "text") or _text(payload, "html")):
         raise PayloadError("send_email", EMAIL_PAYLOAD, payload)
+    from . import delivery
+
     message = delivery.Message(
         to=payload["to"],
         subject=payload["subject"],
@@ -68,6 +77,8 @@ async def send_whatsapp(payload: Any, job: Job) -> None:
 async def _send_phone(name: str, payload: Any, job: Job) -> None:
     if not isinstance(payload, dict) or not _text(payload, "to") or not _text(payload, "body"):
         raise PayloadError(f"send_{name}", PHONE_PAYLOAD, payload)
+    from . import delivery
+
     message = delivery.Message(
         to=payload["to"], subject="", text=payload["body"], sender=_text(payload, "from"), idempotency_key=f"job:{job.id}"
     )
@@ -81,6 +92,8 @@ async def _send_phone(name: str, payload: Any, job: Job) -> None:
 
 
 def _channel(name: str) -> delivery.Channel:
+    from . import delivery
+
     try:
         return delivery.channel(name, env_settings())
     except ConfigError as exc:

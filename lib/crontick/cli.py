@@ -1,4 +1,4 @@
-"""The `crontick` command: migrate, serve, dev, tick, enqueue, jobs, retry, token, schedules."""
+"""The `crontick` command: migrate, serve, dev, tick, enqueue, jobs, retry, cancel, stats, token, schedules."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from .settings import Settings
 DEV_HOST = "127.0.0.1"
 DEV_PORT = 8000
 DEV_SECRET_FILE = Path(".crontick") / "dev-secret"
+DEV_ADMIN_SECRET_FILE = Path(".crontick") / "dev-admin-secret"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -67,14 +68,10 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--key", help="de-duplication key: no second job while one with this key is pending or running")
     e.set_defaults(func=cmd_enqueue)
 
-    j = sub.add_parser("jobs", help="list recent jobs")
-    j.add_argument("--status", choices=("pending", "running", "done", "failed"))
-    j.add_argument("--limit", type=int, default=50)
-    j.set_defaults(func=cmd_jobs)
+    # Admin parity (crontick.admin.commands): jobs, retry, cancel, stats; a table, or --json.
+    from .admin.commands import add_parsers
 
-    r = sub.add_parser("retry", help="run a failed job again with fresh attempts")
-    r.add_argument("job_id", type=int)
-    r.set_defaults(func=cmd_retry)
+    add_parsers(sub)
 
     h = sub.add_parser("hook-sign", help="print a curl line posting a Twilio-signed webhook (for trying inbound hooks)")
     h.add_argument("url", help="the hook's URL as Twilio calls it, e.g. http://127.0.0.1:8000/api/hooks/whatsapp")
@@ -154,32 +151,6 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_jobs(args: argparse.Namespace) -> int:
-    url = _settings().require_database_url()
-    with _sync_connect(url) as conn:
-        rows = conn.execute(db.query("job_list"), {"status": args.status, "limit": args.limit}).fetchall()
-    print(f"{'id':>8}  {'type':<24} {'status':<8} {'tries':>5}  {'run_after':<25} last_error")
-    for id_, type_, status, attempts, max_attempts, run_after, _updated, last_error in rows:
-        err = (last_error or "").replace("\n", " ")[:80]
-        print(f"{id_:>8}  {type_:<24} {status:<8} {attempts:>2}/{max_attempts:<2}  {run_after.isoformat(timespec='seconds'):<25} {err}")
-    return 0
-
-
-def cmd_retry(args: argparse.Namespace) -> int:
-    url = _settings().require_database_url()
-    with _sync_connect(url) as conn:
-        row = conn.execute(db.query("job_retry"), {"id": args.job_id}).fetchone()
-        if row is None:
-            current = conn.execute(db.query("job_get_status"), {"id": args.job_id}).fetchone()
-            conn.commit()
-            if current is None:
-                raise CrontickError(f"retry: expected an existing job id, got: {args.job_id} (no such job)")
-            raise CrontickError(f"retry: expected a failed or done job, got job {args.job_id} with status {current[0]!r}")
-        conn.commit()
-    print(f"job {args.job_id} is pending again")
-    return 0
-
-
 def cmd_token(args: argparse.Namespace) -> int:
     from .auth import MAX_TOKEN_TTL_SECONDS, mint_token
 
@@ -232,7 +203,10 @@ def cmd_dev(args: argparse.Namespace) -> int:
         print(f"crontick dev: embedded PostgreSQL running, data in {embedded.DEFAULT_DATA_DIR}/")
     secret_from_env = bool(os.environ.get("CRON_SECRET"))
     if not secret_from_env:
-        os.environ["CRON_SECRET"] = _dev_secret()
+        os.environ["CRON_SECRET"] = _dev_secret(DEV_SECRET_FILE)
+    admin_from_env = bool(os.environ.get("CRONTICK_ADMIN_SECRET"))
+    if not admin_from_env:
+        os.environ["CRONTICK_ADMIN_SECRET"] = _dev_secret(DEV_ADMIN_SECRET_FILE, prefix="admin-")
     mods = [m for m in os.environ.get("CRONTICK_HANDLERS", "").split(",") if m.strip()]
     os.environ["CRONTICK_HANDLERS"] = ",".join(dict.fromkeys(["crontick.demo", *mods]))
     settings = _settings()
@@ -249,6 +223,10 @@ def cmd_dev(args: argparse.Namespace) -> int:
     base = f"http://{DEV_HOST}:{args.port}"
     print("crontick dev: demo jobs and bookings are seeded. Trigger a tick with:\n")
     print(dev_curl_line(settings.cron_secret or "", base, from_env=secret_from_env), flush=True)
+    print(f"crontick dev: the admin dashboard is at {base}/admin")
+    admin_secret = os.environ["CRONTICK_ADMIN_SECRET"]
+    shown = f"from CRONTICK_ADMIN_SECRET ({masked(admin_secret)})" if admin_from_env else admin_secret
+    print(f"crontick dev: sign in with the admin secret {shown}\n", flush=True)
     # Inbound webhooks: a Twilio WhatsApp hook signed with TWILIO_AUTH_TOKEN, or the dev secret.
     twilio_token = settings.twilio_auth_token or settings.cron_secret or ""
     demo.declare_hooks(twilio_token)
@@ -260,13 +238,17 @@ def cmd_dev(args: argparse.Namespace) -> int:
     return 0
 
 
+def masked(secret: str) -> str:
+    """Enough of a secret to recognise which one it is, never enough to use it."""
+    return f"{secret[:4]}…{secret[-2:]} ({len(secret)} characters)"
+
+
 def dev_curl_line(secret: str, base: str, *, from_env: bool) -> str:
     """The curl line `crontick dev` prints. A CRON_SECRET from the environment may be a production one
     (terminal scrollback, CI logs), so it is referenced as $CRON_SECRET and shown only masked."""
     if from_env:
-        masked = f"{secret[:4]}…{secret[-2:]} ({len(secret)} characters)"
         return (f'  curl -sS -X POST -H "Authorization: Bearer $CRON_SECRET" {base}/api/cron/tick\n\n'
-                f"  (CRON_SECRET comes from your environment: {masked})\n")
+                f"  (CRON_SECRET comes from your environment: {masked(secret)})\n")
     return f'  curl -sS -X POST -H "Authorization: Bearer {secret}" {base}/api/cron/tick\n'
 
 
@@ -300,15 +282,16 @@ def cmd_hook_sign(args: argparse.Namespace) -> int:
     return 0
 
 
-def _dev_secret() -> str:
-    """A random secret for local development, kept under .crontick/ so the curl line stays valid."""
-    if DEV_SECRET_FILE.exists():
-        return DEV_SECRET_FILE.read_text().strip()
-    DEV_SECRET_FILE.parent.mkdir(parents=True, exist_ok=True)
-    value = "dev-" + secrets.token_urlsafe(32)
-    # Created with mode 0600 (O_EXCL: never through a file someone else made), so the secret is
-    # never readable by others, not even between creating and restricting the file.
-    fd = os.open(DEV_SECRET_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+def _dev_secret(path: Path, prefix: str = "") -> str:
+    """A random secret for local development, kept under .crontick/ so it stays valid across restarts.
+
+    The file is created with mode 0600 before the secret is written, so it is never readable by others.
+    """
+    if path.exists():
+        return path.read_text().strip()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    value = f"dev-{prefix}" + secrets.token_urlsafe(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(value + "\n")
     return value

@@ -10,13 +10,14 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-import httpx
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import http
 from .errors import ConfigError, CrontickError, PermanentError, RetryableError
 from .settings import REMINDER_CHANNELS, Settings, require_channel, webhook_signing_key
+
+if TYPE_CHECKING:  # imported where a message is sent: a tick that sends nothing never pays for httpx
+    import httpx
 
 RETRYABLE_STATUSES = frozenset({408, 429})
 BODY_EXCERPT_BYTES = 500
@@ -115,6 +116,8 @@ class TwilioChannel:
             "Body": message.text,
         }
         url = f"{self.base_url.rstrip('/')}/{TWILIO_API_VERSION}/Accounts/{self.account_sid}/Messages.json"
+        import httpx
+
         auth = httpx.BasicAuth(self.account_sid, self.auth_token)
         response = await post(url, timeout_seconds, self.name, data=form, auth=auth)
         return Delivered(_json_field(response, "sid"))
@@ -194,10 +197,12 @@ def channel(name: str, settings: Settings) -> Channel:
 
 
 async def post(
-    url: str, timeout: float | httpx.Timeout, what: str, *, client: httpx.AsyncClient | None = None, **kwargs: Any
+    url: str, timeout: float | http.TimeoutTuple, what: str, *, client: httpx.AsyncClient | None = None, **kwargs: Any
 ) -> httpx.Response:
     """POST and classify: 2xx returns; DeliveryFailed, DeliveryUnknown or PermanentError otherwise.
     At most RESPONSE_MAX_BYTES of the answer are read; the rest is left unread."""
+    import httpx
+
     try:
         async with (client or http.client()).stream("POST", url, timeout=timeout, **kwargs) as streamed:
             body = bytearray()
@@ -257,6 +262,8 @@ def retry_after_seconds(value: str | None, now: float | None = None) -> float | 
 
 def public_url(url: str) -> str:
     """The URL without credentials, query or fragment, which may carry tokens, for error text."""
+    import httpx
+
     try:
         parsed = httpx.URL(url)
     except httpx.InvalidURL:

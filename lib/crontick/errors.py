@@ -91,3 +91,17 @@ def _first_line(cause: BaseException) -> str:
 def _short(value: object, limit: int = 200) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class QueryTimeout(CrontickError):
+    """An admin read or action ran past its statement_timeout; the panel shows "unavailable"."""
+
+    def __init__(self, what: str, timeout: str) -> None:
+        super().__init__(f"{what}: expected an answer within {timeout}, got a statement timeout (narrow the filter)")
+
+
+class BadCursor(CrontickError):
+    """A pagination cursor that crontick did not issue (or that was edited)."""
+
+    def __init__(self, cursor: str) -> None:
+        super().__init__(f"cursor: expected a next_cursor value from a previous page, got: {_short(cursor, 60)}")

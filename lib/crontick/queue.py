@@ -15,7 +15,7 @@ from .db import query
 from .errors import CrontickError
 from .handlers import Job
 
-STATUSES = ("pending", "running", "done", "failed")
+STATUSES = ("pending", "running", "done", "failed", "cancelled")  # cancelled: set only by an admin
 RESCUE_LIMIT = 1000
 
 
@@ -155,15 +155,20 @@ async def claim(conn: psycopg.AsyncConnection[Any], now: datetime, limit: int, l
     cur = await conn.execute(query("job_claim_due"), params)
     row = await cur.fetchone()
     assert row is not None  # the statement always returns its one row
-    jobs = [
+    return Claim(claimed_jobs(row[0]), row[1])
+
+
+def claimed_jobs(batch: list[list[Any]] | None) -> list[Job]:
+    """The jobs of a claim's JSON array of [id, type, payload, attempts, max_attempts, created_at,
+    scheduled_for, schedule]."""
+    return [
         Job(
             id=j[0], type=j[1], payload=decode_payload(j[2]), attempt=j[3], max_attempts=j[4],
             created_at=datetime.fromisoformat(j[5]), scheduled_for=j[6] and datetime.fromisoformat(j[6]), schedule=j[7],
             snoozes=j[8],
         )
-        for j in row[0] or ()
+        for j in batch or ()
     ]
-    return Claim(jobs, row[1])
 
 
 async def claim_due(
@@ -180,6 +185,7 @@ class TickLog(NamedTuple):
     summary: dict[str, Any]  # the tick's JSON summary; its job counts are filled in by the statement
     claimed: int
     rescued: int
+    next_other_at: datetime | None = None  # when reminders or slots are next due; the statement adds the jobs'
 
 
 class Recorded(NamedTuple):
@@ -190,6 +196,7 @@ class Recorded(NamedTuple):
     released: int
     fenced: int  # outcomes not written: another tick had taken the job over
     jobs_due: bool  # pending jobs are due at `now`, so the caller has more to do
+    next_job_at: datetime | None  # the earliest run_after of a pending job, this batch's retries included
     snoozed: int = 0  # handlers that raised crontick.Snooze
 
 
@@ -203,6 +210,7 @@ async def record(
     ]
     params: dict[str, Any] = {
         "now": now, "outcomes": Json(rows), "log": False, "started_at": None, "source": None, "summary": None, "jobs": None,
+        "next_other_at": None,
     }
     if tick is not None:
         params.update(
@@ -211,6 +219,7 @@ async def record(
             source=tick.source,
             summary=Jsonb(tick.summary),
             jobs=Jsonb({"claimed": tick.claimed, "rescued": tick.rescued}),
+            next_other_at=tick.next_other_at,
         )
     cur = await conn.execute(query("job_record_outcomes"), params)
     row = await cur.fetchone()

@@ -14,23 +14,16 @@ import psycopg
 from psycopg.rows import class_row
 
 from . import backoff, delivery, logs
+from .counts import ReminderCounts
 from .db import query
 from .errors import ConfigError, PermanentError
+from .probe import reminder_windows
 from .runner import scrub
 from .settings import Settings
 
 STATUSES = ("sending", "sent", "failed", "unknown")
 MAX_ATTEMPTS = backoff.DEFAULT_MAX_ATTEMPTS
 UTC_ZONE = ZoneInfo("UTC")
-
-
-@dataclass(frozen=True)
-class ReminderCounts:
-    sent: int = 0
-    failed: int = 0  # failed for good: a 4xx, the last attempt, or the booking went away before a retry
-    unknown: int = 0  # may have been delivered; left for a person to decide, never resent automatically
-    retried: int = 0  # failed this time, retry scheduled with backoff
-    more: bool = False
 
 
 @dataclass(frozen=True)
@@ -95,15 +88,11 @@ async def send_due(
 
 
 async def claim(conn: psycopg.AsyncConnection[Any], settings: Settings, now: datetime) -> list[Claimed]:
-    leads = settings.reminder_leads
     params = {
         "now": now,
         "limit": settings.batch_size,
         "lease_until": now + timedelta(seconds=settings.lease_seconds),
-        "kinds": [kind for kind, _ in leads],
-        "leads": [lead for _, lead in leads],
-        # Longest first, so each kind's window ends where the next shorter one's begins.
-        "floors": [lead for _, lead in leads[1:]] + [timedelta(0)],
+        **reminder_windows(settings),
         "channels": list(settings.reminder_channels),
         "idempotent": sorted(delivery.IDEMPOTENT_CHANNELS),
         "max_attempts": MAX_ATTEMPTS,

@@ -65,16 +65,24 @@ def print_window(args: argparse.Namespace) -> None:
 
 def listing(conn: psycopg.Connection[Any] | None, now: datetime) -> list[dict[str, Any]]:
     """Each declared schedule with its stored state (given a connection) and next slot."""
-    stored: dict[str, dict[str, Any]] = {}
-    recent: dict[str, list[dict[str, Any]]] = {}
+    stored: list[dict[str, Any]] = []
+    recent: list[dict[str, Any]] = []
     if conn is not None:
         cur = conn.cursor(row_factory=dict_row)
         try:
-            stored = {r["name"]: r for r in cur.execute(db.query("schedule_list")).fetchall()}
-            for r in cur.execute(db.query("schedule_recent_slots"), {"per_schedule": RECENT_PER_SCHEDULE}).fetchall():
-                recent.setdefault(r.pop("name"), []).append(r)
+            stored = cur.execute(db.query("schedule_list")).fetchall()
+            recent = cur.execute(db.query("schedule_recent_slots"), {"per_schedule": RECENT_PER_SCHEDULE}).fetchall()
         except psycopg.errors.UndefinedTable as exc:
             raise CrontickError("schedules: the schedule tables are missing: run `crontick migrate` against DATABASE_URL") from exc
+    return build_listing(stored, recent, now)
+
+
+def build_listing(stored_rows: list[dict[str, Any]], recent_rows: list[dict[str, Any]], now: datetime) -> list[dict[str, Any]]:
+    """The listing from the rows of schedule_list and schedule_recent_slots (the admin page reads them async)."""
+    stored = {r["name"]: r for r in stored_rows}
+    recent: dict[str, list[dict[str, Any]]] = {}
+    for r in recent_rows:
+        recent.setdefault(r["name"], []).append({k: v for k, v in r.items() if k != "name"})
     out = []
     for s in schedules.declared():
         row = stored.get(s.name)

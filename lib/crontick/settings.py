@@ -89,6 +89,10 @@ class Settings:
     schedule_grace_seconds: float = DEFAULT_SCHEDULE_GRACE_SECONDS
     # Prompt start (crontick.kick): off | inline | http. from_env picks it per host when CRONTICK_KICK is unset.
     kick: str = "inline"
+    # Admin (crontick.admin): the admin secret opens it, the viewer secret opens it read-only;
+    # the admin stays closed while the admin secret is unset. Never CRON_SECRET (see _admin_secrets).
+    admin_secret: str | None = field(default=None, repr=False)
+    admin_viewer_secret: str | None = field(default=None, repr=False)
 
     @property
     def auth_configured(self) -> bool:
@@ -114,6 +118,8 @@ class Settings:
             self.twilio_auth_token,
             self.qstash_current_signing_key,
             self.qstash_next_signing_key,
+            self.admin_secret,
+            self.admin_viewer_secret,
         )
         return tuple(v for v in values if v)
 
@@ -175,6 +181,7 @@ class Settings:
                 env, "CRONTICK_SCHEDULE_GRACE_SECONDS", DEFAULT_SCHEDULE_GRACE_SECONDS, minimum=1
             ),
             kick=_kick_mode(env),
+            **_admin_secrets(env),
         )
         _check_public_url(settings)
         if settings.kick == "http" and env.get("CRONTICK_KICK") and not (settings.cron_secret and settings.public_url):
@@ -213,6 +220,22 @@ def _secret(env: Mapping[str, str], name: str) -> str | None:
             f"(generate one with: python -c 'import secrets; print(secrets.token_urlsafe(32))')"
         )
     return value
+
+
+def _admin_secrets(env: Mapping[str, str]) -> dict[str, str | None]:
+    """The admin's two secrets (crontick.admin): each 32+ characters, and none equal to another or
+    to CRON_SECRET, which Vercel sends with every cron call and so must never open the admin."""
+    cron = _text(env, "CRON_SECRET")
+    admin = _secret(env, "CRONTICK_ADMIN_SECRET")
+    viewer = _secret(env, "CRONTICK_ADMIN_VIEWER_SECRET")
+    for name, value in (("CRONTICK_ADMIN_SECRET", admin), ("CRONTICK_ADMIN_VIEWER_SECRET", viewer)):
+        if value is not None and value == cron:
+            raise ConfigError(f"{name}: expected a secret of its own, got the value of CRON_SECRET "
+                              "(the scheduler sends that one with every call; it must never open the admin)")
+    if admin is not None and admin == viewer:
+        raise ConfigError("CRONTICK_ADMIN_VIEWER_SECRET: expected a secret other than CRONTICK_ADMIN_SECRET, "
+                          "got the same value (the viewer would have the admin's role)")
+    return {"admin_secret": admin, "admin_viewer_secret": viewer}
 
 
 def _base_url(env: Mapping[str, str], name: str) -> str | None:

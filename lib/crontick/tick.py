@@ -1,4 +1,4 @@
-"""One tick: send due reminders, claim and run a batch of jobs (rescuing expired leases), record it all."""
+"""One tick: probe for due work, send due reminders, claim and run a batch of jobs (rescuing expired leases), record it all."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 
 import psycopg
 
-from . import handlers, logs, queue, reminders, runner, schedules
+from . import handlers, logs, probe, queue, runner, schedules
+from .counts import ReminderCounts
 from .errors import CrontickError, DatabaseUnavailable
 from .schedules import ScheduleCounts
 from .settings import Settings
@@ -34,29 +35,32 @@ class JobCounts:
 @dataclass(frozen=True)
 class TickResult:
     jobs: JobCounts = field(default_factory=JobCounts)
-    reminders: reminders.ReminderCounts = field(default_factory=reminders.ReminderCounts)
+    reminders: ReminderCounts = field(default_factory=ReminderCounts)
     more: bool = False
     duration_ms: int = 0
     schedules: ScheduleCounts = field(default_factory=ScheduleCounts)
+    next_due_at: datetime | None = None  # when work is next due (now, while `more`); None: nothing pending
 
     def to_json(self) -> dict[str, Any]:
         rem = asdict(self.reminders)
         rem.pop("more", None)
+        due = self.next_due_at.isoformat() if self.next_due_at else None
         return {
             "jobs": asdict(self.jobs), "reminders": rem, "schedules": self.schedules._asdict(),
-            "more": self.more, "duration_ms": self.duration_ms,
+            "more": self.more, "duration_ms": self.duration_ms, "next_due_at": due,
         }
 
     def __add__(self, other: TickResult) -> TickResult:
-        """Sum two results (for `crontick tick --drain`); `more` is the later one's."""
+        """Sum two results (for `crontick tick --drain`); `more` and `next_due_at` are the later one's."""
         jobs = JobCounts(**{k: v + getattr(other.jobs, k) for k, v in asdict(self.jobs).items()})
         rem = {k: v + getattr(other.reminders, k) for k, v in asdict(self.reminders).items() if k != "more"}
         return TickResult(
             jobs=jobs,
-            reminders=reminders.ReminderCounts(**rem, more=other.reminders.more),
+            reminders=ReminderCounts(**rem, more=other.reminders.more),
             more=other.more,
             duration_ms=self.duration_ms + other.duration_ms,
             schedules=ScheduleCounts(*(a + b for a, b in zip(self.schedules, other.schedules, strict=True))),
+            next_due_at=other.next_due_at,
         )
 
 
@@ -68,15 +72,22 @@ async def run_tick(
     source: str = "http",
     clock: Callable[[], float] = time.monotonic,
     send_reminders: bool = True,
+    jobs_due: bool = False,
     execution_id: str | None = None,
 ) -> TickResult:
-    """Do one bounded unit of due work, in a constant number of statements whatever the batch size:
-    the reminders' own, then the schedules' (none when no schedule is declared, one when none is
-    due, two when some are), then one claim (plus a rescue and a second claim only when a lease has
-    expired), then one statement that records every outcome and the tick itself.
+    """Do one bounded unit of due work, in a constant number of statements whatever the batch size.
 
-    Reminders go first: they are due at a time a customer sees, and a batch of slow jobs must
-    not use up the budget before them. `send_reminders=False` leaves them to a later tick.
+    First the probe, one statement that also claims the due jobs: when nothing is due it writes
+    the tick's log row, and the tick ends there (an idle tick is one round trip). Otherwise only
+    the steps it found work for: the reminders' own two statements; the schedules' two (one
+    when this process has declarations to sync and none is due), and a claim of what they
+    enqueued; a rescue and a second claim only when a lease has expired; then one statement
+    that records every outcome and the tick.
+
+    Reminders run first: they are due at a time a customer sees, and a batch of slow jobs must
+    not use up the budget before them (jobs claimed but not started by the deadline are
+    released, their attempt not counted). `send_reminders=False` leaves them to a later tick.
+    `jobs_due=True` (from drain(), whose last tick left jobs due) skips the probe and claims.
     `execution_id` (a Vercel Schedules run's id) is stored in the tick's row and log line, so
     duplicate deliveries of one run can be told apart from separate runs.
     """
@@ -85,21 +96,41 @@ async def run_tick(
     t0 = clock()
     deadline = t0 + settings.time_budget_seconds
     try:
-        sent = reminders.ReminderCounts()
-        if send_reminders:
+        unsynced = schedules.needs_sync(conn)  # new declarations: the schedules step must run once
+        found = probe.JOBS_DUE if jobs_due else await probe.look(
+            conn, settings, now, source, TickResult().to_json() | run, schedules_unsynced=unsynced
+        )
+        if found.idle:
+            return _done(TickResult(duration_ms=int((clock() - t0) * 1000), next_due_at=found.next_due_at()), source, run)
+        # Whether there is anything to do is decided here, step by step, from the probe's checks.
+        # A new per-tick step adds its `if found.<step>_due:` call (into its own module) below.
+        sent = ReminderCounts()
+        if send_reminders and found.reminders_due:
+            # Imported here, with its channels: a tick that finds no reminder due never loads them.
+            from . import reminders
+
             sent = await reminders.send_due(conn, settings, now=now, deadline=deadline, clock=clock)
         out_of_time = clock() >= deadline
-        # Before the claim, so a slot due now is run by this very tick.
-        scheduled = ScheduleCounts() if out_of_time else await schedules.run_due(
-            conn, grace_seconds=settings.schedule_grace_seconds
-        )
-        jobs, rescued = ([], queue.RescueCounts(0, 0)) if out_of_time else await _claim(conn, settings, now)
+        scheduled = ScheduleCounts()
+        if (found.schedules_due or unsynced) and not out_of_time:
+            scheduled = await schedules.run_due(conn, grace_seconds=settings.schedule_grace_seconds)
+        jobs, rescued = found.jobs, queue.RescueCounts(0, 0)
+        if jobs_due and not out_of_time:  # the probe was skipped: claim now
+            jobs, rescued = await _claim(conn, settings, now)
+        elif found.leases_expired and not out_of_time:
+            jobs, rescued = await _rescue(conn, settings, now, jobs)
+        room = settings.batch_size - len(jobs)
+        if scheduled.enqueued and room > 0 and not out_of_time:  # a slot due now runs in this very tick
+            jobs = jobs + await queue.claim_due(conn, now, room, settings.lease_seconds)
         outcomes = await runner.run_batch(
             jobs, now=now, deadline=deadline, concurrency=settings.concurrency, secrets=settings.secrets, clock=clock
         )
         duration_ms = int((clock() - t0) * 1000)
         partial = TickResult(JobCounts(), sent, False, duration_ms, scheduled).to_json() | run
-        tick_log = queue.TickLog(now, source, partial, claimed=len(jobs), rescued=rescued.total)
+        # Reminders and slots due at the start were done (else `more`): their next shows in the next
+        # probe. The record statement adds the jobs' own next time.
+        next_other_at = found.next_due_at(jobs=False, reminders=not found.reminders_due, slots=not found.schedules_due)
+        tick_log = queue.TickLog(now, source, partial, len(jobs), rescued.total, next_other_at)
         recorded = await queue.record(conn, outcomes, now + timedelta(milliseconds=duration_ms), tick_log)
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailable(exc) from exc
@@ -116,9 +147,13 @@ async def run_tick(
         snoozed=recorded.snoozed,
     )
     more = recorded.jobs_due or sent.more or out_of_time or job_counts.released > 0
-    result = TickResult(job_counts, sent, more, duration_ms, scheduled)
+    next_due_at = now if more else min((t for t in (recorded.next_job_at, next_other_at) if t is not None), default=None)
     if job_counts.fenced:
         logs.warning("fenced", count=job_counts.fenced)
+    return _done(TickResult(job_counts, sent, more, duration_ms, scheduled, next_due_at), source, run)
+
+
+def _done(result: TickResult, source: str, run: dict[str, str]) -> TickResult:
     logs.info("tick", source=source, **run, **result.to_json())
     return result
 
@@ -130,11 +165,18 @@ async def _claim(
     claim = await queue.claim(conn, now, settings.batch_size, settings.lease_seconds)
     if not claim.expired:
         return claim.jobs, queue.RescueCounts(0, 0)
+    return await _rescue(conn, settings, now, claim.jobs)
+
+
+async def _rescue(
+    conn: psycopg.AsyncConnection[Any], settings: Settings, now: datetime, claimed: list[handlers.Job]
+) -> tuple[list[handlers.Job], queue.RescueCounts]:
+    """Rescue expired leases, then fill what is left of the batch from the rescued."""
     rescued = await queue.rescue_expired(conn, now)
-    room = settings.batch_size - len(claim.jobs)
+    room = settings.batch_size - len(claimed)
     if rescued.retried and room > 0:
-        return claim.jobs + await queue.claim_due(conn, now, room, settings.lease_seconds), rescued
-    return claim.jobs, rescued
+        return claimed + await queue.claim_due(conn, now, room, settings.lease_seconds), rescued
+    return claimed, rescued
 
 
 async def drain(
@@ -145,15 +187,22 @@ async def drain(
     Reminders are looked at on the first tick, then again after a full batch of them or once
     REMINDER_RECHECK_SECONDS have passed: a backlog of quick jobs drains without a reminder
     statement per batch, and no reminder waits longer than it would have had the drain ended.
+    After a tick that left work due, the next one skips the probe and claims at once (two
+    statements a batch, not three); the drain ends only on a probed tick, so its summary's
+    next_due_at counts reminders too.
     """
     total = TickResult()
     checked_at: float | None = None
+    left_work = False
     for _ in range(max_ticks):
         remind = checked_at is None or time.monotonic() - checked_at >= REMINDER_RECHECK_SECONDS
-        result = await run_tick(conn, settings, source=source, send_reminders=remind)
+        skip_probe = left_work and not remind
+        result = await run_tick(conn, settings, source=source, send_reminders=remind, jobs_due=skip_probe)
         total = total + result
         if remind:
             checked_at = None if result.reminders.more else time.monotonic()
-        if not result.more or (result.jobs.claimed == 0 and not result.reminders.sent and not result.jobs.rescued):
+        stalled = result.jobs.claimed == 0 and not result.reminders.sent and not result.jobs.rescued
+        left_work = result.more and not stalled
+        if not left_work and not skip_probe:
             break
     return total

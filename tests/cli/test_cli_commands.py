@@ -87,15 +87,37 @@ def test_jobs_lists_by_status(env: dict[str, str], conn: psycopg.Connection[Any]
     assert {line.split()[0] for line in everything.stdout.splitlines()[1:]} == {str(pending), str(failed)}
 
 
-def test_retry_makes_a_failed_job_pending_again(env: dict[str, str], conn: psycopg.Connection[Any]) -> None:
+def test_retry_makes_a_failed_job_pending_again_keeping_its_attempts(env: dict[str, str], conn: psycopg.Connection[Any]) -> None:
     [job_id] = enqueue_many(conn, [("beta", {})], max_attempts=1)
     conn.execute("update jobs set status = 'failed', attempts = 1 where id = %(id)s", {"id": job_id})
     result = crontick("retry", str(job_id), env=env)
-    assert (result.returncode, result.stdout.strip()) == (0, f"job {job_id} is pending again")
+    assert (result.returncode, result.stdout.strip()) == (0, f"job {job_id} is pending again (attempts 1 of 2)")
     row = job_row(conn, job_id)
-    assert (row["status"], row["attempts"]) == ("pending", 0)
+    # The count is kept (history stays true) and one more attempt is granted.
+    assert (row["status"], row["attempts"], row["max_attempts"]) == ("pending", 1, 2)
     again = crontick("retry", str(job_id), env=env)
-    assert_one_line_error(again, f"expected a failed or done job, got job {job_id} with status 'pending'")
+    assert_one_line_error(again, f"expected a failed, done or cancelled job, got job {job_id} with status 'pending'")
+    audit = conn.execute("select role, action, rows from admin_audit").fetchall()
+    assert audit == [("cli", "retry_job", 1)]
+
+
+def test_cancel_stats_and_json(env: dict[str, str], conn: psycopg.Connection[Any]) -> None:
+    pending, done = enqueue_many(conn, [("alpha", {"n": 1}), ("beta", {"n": 2})])
+    conn.execute("update jobs set status = 'done' where id = %(id)s", {"id": done})
+    cancelled = crontick("cancel", str(pending), "--json", env=env)
+    assert cancelled.returncode == 0 and json.loads(cancelled.stdout)["status"] == "cancelled"
+    refused = crontick("cancel", str(done), "--json", env=env)
+    assert refused.returncode == 1 and json.loads(refused.stdout)["error"] == "conflict"
+    stats = json.loads(crontick("stats", "--json", env=env).stdout)
+    assert stats["jobs"] == {"pending": 0, "running": 0, "done": 1, "failed": 0, "cancelled": 1}
+    assert stats["stale"] is True and stats["last_tick_at"] is None
+    table = crontick("stats", env=env).stdout
+    assert "cancelled" in table and "last tick: never (stale)" in table
+    listed = json.loads(crontick("jobs", "--json", "--payload", '{"n": 2}', env=env).stdout)
+    assert [j["id"] for j in listed["jobs"]] == [done] and listed["next_cursor"] is None
+    page = json.loads(crontick("jobs", "--json", "--limit", "1", env=env).stdout)
+    rest = json.loads(crontick("jobs", "--json", "--cursor", page["next_cursor"], env=env).stdout)
+    assert [j["id"] for j in page["jobs"] + rest["jobs"]] == [done, pending]
 
 
 def test_retry_unknown_id_is_a_clear_error(env: dict[str, str]) -> None:

@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -16,12 +17,13 @@ import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
+import crontick
 from crontick.app import create_app
 from crontick.settings import Settings
 from tests.auth.issuers import REPOSITORY, OidcIssuer
 from tests.conftest import TEST_SECRET, free_port, serve
 from tests.deploy import workflows
-from tests.deploy.jobs import BATCH_SIZE, counts, seed
+from tests.deploy.jobs import BATCH_SIZE, NOOP, counts, seed
 
 WORKFLOW_FILES = sorted(p.name for p in workflows.WORKFLOWS.glob("*.yml"))
 SCHEDULE = "7,22,37,52 * * * *"
@@ -131,15 +133,20 @@ def test_tick_script_calls_while_more_and_writes_the_step_summary(
     database_url: str, conn: psycopg.Connection[Any], live_app: Any, tmp_path: Path
 ) -> None:
     seed(conn, 2 * BATCH_SIZE + 2)
+    later = conn.execute("select now() + interval '3 hours'").fetchone()[0]  # type: ignore[index]
+    crontick.enqueue(conn, NOOP, {}, run_after=later)
     step = workflows.step(workflows.load("tick.yml"), "tick")
     with live_app(_settings(database_url)) as base:
         env = workflows.step_env(step, {"CRONTICK_URL": base + "/", "CRON_SECRET": TEST_SECRET})
         result, summary = workflows.run(step, env, tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert counts(conn) == {"done": 2 * BATCH_SIZE + 2, "ticks": 3}
+    assert counts(conn) == {"done": 2 * BATCH_SIZE + 2, "pending": 1, "ticks": 3}
     results = _summary_results(summary)
     assert [(r["jobs"]["succeeded"], r["more"]) for r in results] == [(BATCH_SIZE, True), (BATCH_SIZE, True), (2, False)]
     assert "call 3:" in result.stdout and TEST_SECRET not in result.stdout + summary
+    # The step summary ends with when work is next due: the job left for later.
+    shown = re.search(r"Next work due: \*\*(.+?)\*\*", summary)
+    assert shown is not None and datetime.fromisoformat(shown.group(1)) == later, summary
 
 
 def test_tick_script_stops_at_its_bound_and_warns(

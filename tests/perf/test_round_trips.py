@@ -117,9 +117,89 @@ def test_statements_per_tick_do_not_grow_with_the_batch(
             seen[batch] = one_tick(url, conn, batch, reminders=reminders, expired=expired)
     assert seen[1] == seen[100] == seen[1000], seen
     statements = seen[1]
-    # One claim and one record of outcomes (with the tick's log row) whatever the batch.
-    assert statements.count("job_record_outcomes") == 1
-    assert statements.count("job_claim_due") == (2 if expired else 1)  # a second claim takes the rescued
+    # The probe first (it claims the batch), one record of outcomes (with the tick's log row)
+    # last, whatever the batch; a step the probe found nothing for sends nothing.
+    assert statements[0] == "tick_probe" and statements.count("tick_probe") == 1
+    assert statements[-1] == "job_record_outcomes" and statements.count("job_record_outcomes") == 1
+    assert statements.count("job_claim_due") == (1 if expired else 0)  # a second claim takes the rescued
     assert statements.count("job_rescue_expired") == (1 if expired else 0)
+    assert statements.count("reminder_claim_due") == (1 if reminders else 0)
+    assert len(statements) == 2 + 2 * (reminders + expired)
     print(f"statements per tick ({'+'.join(k for k, v in (('reminders', reminders), ('expired', expired)) if v) or 'jobs'}): "
           f"{len(statements)}: {', '.join(statements)}")
+
+
+def ticks_logged(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
+    return [r[0] for r in conn.execute("select summary from crontick_ticks order by id").fetchall()]
+
+
+def test_an_idle_tick_is_one_statement_that_also_logs_it(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    settings = Settings(database_url=database_url, cron_secret=TEST_SECRET, reminder_channel="console")
+    result, statements = traced_tick(database_url, settings, db_now(conn))
+    assert statements == ["tick_probe"]
+    assert result == TickResult(duration_ms=result.duration_ms)  # nothing done, nothing pending
+    assert [t["next_due_at"] for t in ticks_logged(conn)] == [None]  # /api/health still sees the tick
+
+
+def test_an_idle_tick_says_when_work_is_next_due(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    now = db_now(conn)
+    job_at, starts_at = now + timedelta(hours=3), now + timedelta(hours=26)
+    crontick.enqueue(conn, "t_perf.noop", {"n": 1}, run_after=job_at)
+    conn.execute("update jobs set status = 'done'")  # a finished job is no work
+    crontick.enqueue(conn, "t_perf.noop", {"n": 2}, run_after=job_at + timedelta(hours=1))
+    conn.execute("insert into bookings (customer_name, starts_at) values ('Ada', %(s)s)", {"s": starts_at})
+    settings = Settings(database_url=database_url, cron_secret=TEST_SECRET, reminder_channel="console")
+
+    result, statements = traced_tick(database_url, settings, now)
+    assert statements == ["tick_probe"]
+    # The booking's 24h reminder falls due at 02:00 from now, before the job (04:00).
+    assert result.next_due_at == starts_at - timedelta(hours=24)
+    assert result.to_json()["next_due_at"] == (starts_at - timedelta(hours=24)).isoformat()
+    logged = datetime.fromisoformat(ticks_logged(conn)[-1]["next_due_at"])
+    assert logged == starts_at - timedelta(hours=24)
+
+    # Two hours on, the reminder is due: the tick sends it and goes on to record, then names the job.
+    later = now + timedelta(hours=2, seconds=1)
+    result, statements = traced_tick(database_url, settings, later)
+    assert result.reminders.sent == 1 and result.jobs.claimed == 0
+    assert statements == ["tick_probe", "reminder_claim_due", "reminder_record_outcomes", "job_record_outcomes"]
+    assert result.next_due_at == job_at + timedelta(hours=1)
+    assert datetime.fromisoformat(ticks_logged(conn)[-1]["next_due_at"]) == job_at + timedelta(hours=1)
+
+
+def test_the_idle_ticks_quick_commit_stays_inside_its_own_transaction(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    """The idle tick skips the WAL flush wait with a transaction-local setting: nothing of it may
+    outlive the statement on the connection (a pooler hands that connection to someone else)."""
+    settings = Settings(database_url=database_url, cron_secret=TEST_SECRET, reminder_channel="console")
+
+    async def go() -> tuple[str, str, TickResult]:
+        tick_conn = await db.connect(database_url)
+        try:
+            before = await (await tick_conn.execute("select current_setting('synchronous_commit')")).fetchone()
+            result = await run_tick(tick_conn, settings, now=db_now(conn), source="test")
+            after = await (await tick_conn.execute("select current_setting('synchronous_commit')")).fetchone()
+        finally:
+            await tick_conn.close()
+        assert before is not None and after is not None
+        return before[0], after[0], result
+
+    before, after, result = asyncio.run(go())
+    assert result.jobs.claimed == 0 and len(ticks_logged(conn)) == 1  # it was idle, and logged
+    assert after == before == "on"
+
+
+def test_a_declared_schedule_keeps_the_tick_idle_until_its_slot(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    from crontick import schedules
+
+    schedules.unregister("t_perf-hourly")
+    crontick.schedule("t_perf-hourly", "0 * * * *", "t_perf.noop", {"n": 0})
+    try:
+        settings = Settings(database_url=database_url, cron_secret=TEST_SECRET, reminder_channel="console")
+        _, first = traced_tick(database_url, settings, db_now(conn))
+        assert first[:2] == ["tick_probe", "schedule_due"]  # new declarations: synced once, though nothing is due
+        result, statements = traced_tick(database_url, settings, db_now(conn))
+        assert statements == ["tick_probe"]  # synced, and the next slot is ahead: idle
+        (next_at,) = conn.execute("select next_at from crontick_schedules where name = 't_perf-hourly'").fetchone()  # type: ignore[misc]
+        assert result.next_due_at == next_at and next_at.minute == 0
+    finally:
+        schedules.unregister("t_perf-hourly")

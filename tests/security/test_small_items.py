@@ -63,12 +63,12 @@ def test_dev_masks_a_secret_from_the_environment() -> None:
     assert "Bearer dev-abc" in generated  # its own local secret is printed, so the line works as pasted
 
 
-def test_dev_creates_its_secret_file_private_from_the_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cli, "DEV_SECRET_FILE", tmp_path / ".crontick" / "dev-secret")
+def test_dev_creates_its_secret_file_private_from_the_start(tmp_path: Path) -> None:
+    path = tmp_path / ".crontick" / "dev-secret"
     old = os.umask(0)  # even a permissive umask must not let the file be created world-readable
     try:
-        secret = cli._dev_secret()
+        secret = cli._dev_secret(path)
     finally:
         os.umask(old)
-    assert stat.S_IMODE(cli.DEV_SECRET_FILE.stat().st_mode) == 0o600
-    assert cli._dev_secret() == secret  # kept, so the printed curl line stays valid
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert cli._dev_secret(path) == secret  # kept, so the printed curl line stays valid

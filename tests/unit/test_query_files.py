@@ -42,7 +42,7 @@ def test_a_file_without_names_has_no_queries() -> None:
 
 def test_the_core_queries_are_loaded() -> None:
     core = {"job_insert", "job_insert_many", "job_rescue_expired", "job_claim_due", "job_record_outcomes",
-            "tick_last", "job_list", "job_retry", "job_get_status"}
+            "tick_last", "admin_jobs", "admin_job_retry", "admin_job_get"}
     assert core <= set(db.QUERIES)
 
 

@@ -1,0 +1,110 @@
+"""The admin's plumbing: its own connection, short read-only and action transactions, opaque cursors."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import weakref
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from ..db import Database, query
+from ..errors import BadCursor, DatabaseUnavailable, QueryTimeout
+
+READ_TIMEOUT = "2s"  # admin_read_begin
+ACTION_TIMEOUT = "5s"  # admin_action_begin
+NO_CURSOR = 2**63 - 1
+
+Conn = psycopg.AsyncConnection[Any]
+Row = dict[str, Any]
+
+
+# -- cursors ------------------------------------------------------------------------------------
+
+def encode_cursor(before_id: int) -> str:
+    """An opaque cursor for "rows with an id below this one"."""
+    return base64.urlsafe_b64encode(f"v1:{before_id}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None) -> int | None:
+    """The id a cursor stands for; BadCursor if it is not one of ours."""
+    if cursor is None or cursor == "":
+        return None
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        version, _, number = text.partition(":")
+        value = int(number)
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise BadCursor(cursor) from None
+    if version != "v1" or not 0 < value <= NO_CURSOR:
+        raise BadCursor(cursor)
+    return value
+
+
+# -- connection -------------------------------------------------------------------------------
+
+# The admin's own connection per process, apart from the tick's: the tick's statements must
+# never land inside an admin transaction (or the reverse) when both run at once under
+# `crontick serve`. Admin requests take turns on it; each holds it for one short transaction.
+# Per event loop: an asyncio connection and lock belong to the loop that made them.
+_per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[asyncio.Lock, dict[str, Database]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+@asynccontextmanager
+async def connection(database_url: str) -> AsyncIterator[Conn]:
+    """The admin's connection to `database_url`, for one request at a time; dropped when it breaks."""
+    loop = asyncio.get_running_loop()
+    if loop not in _per_loop:
+        _per_loop[loop] = (asyncio.Lock(), {})
+    turn, databases = _per_loop[loop]
+    database = databases.setdefault(database_url, Database(database_url))
+    async with turn:
+        conn = await database.connection()
+        try:
+            yield conn
+        except DatabaseUnavailable:
+            await database.discard()
+            raise
+        if conn.broken or conn.closed:
+            await database.discard()
+
+
+# -- transactions -------------------------------------------------------------------------------
+
+@asynccontextmanager
+async def read(conn: Conn, what: str = "admin read") -> AsyncIterator[psycopg.AsyncCursor[Row]]:
+    """One read-only transaction with a short statement_timeout; yields a dict-row cursor.
+
+    A timeout raises QueryTimeout and a lost connection DatabaseUnavailable, so a caller can
+    show "unavailable" for its panel rather than fail the page.
+    """
+    try:
+        async with conn.transaction():
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(query("admin_read_begin"))
+            yield cur
+    except psycopg.errors.QueryCanceled as exc:
+        raise QueryTimeout(what, READ_TIMEOUT) from exc
+    except psycopg.OperationalError as exc:
+        raise DatabaseUnavailable(exc) from exc
+
+
+@asynccontextmanager
+async def action(conn: Conn, what: str) -> AsyncIterator[psycopg.AsyncCursor[Row]]:
+    """One write transaction for an admin action (its audit row goes in the same one)."""
+    try:
+        async with conn.transaction():
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(query("admin_action_begin"))
+            yield cur
+    except psycopg.errors.QueryCanceled as exc:
+        raise QueryTimeout(what, ACTION_TIMEOUT) from exc
+    except psycopg.OperationalError as exc:
+        raise DatabaseUnavailable(exc) from exc

@@ -1,0 +1,75 @@
+"""The tick's first statement: claim the due jobs, find what else is due and when the next thing falls due, and log an idle tick."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any, NamedTuple
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from .db import query
+from .handlers import Job
+from .queue import claimed_jobs
+from .settings import Settings
+
+
+class Probe(NamedTuple):
+    """One row of sql/queries.sql `tick_probe`. A new per-tick step adds its column here and there."""
+
+    idle: bool  # nothing is due: the probe has written this tick's log row, and the tick is over
+    jobs: list[Job]  # the batch the probe claimed and leased
+    next_job_at: datetime | None  # the earliest run_after of a pending job (at or before now: due)
+    leases_expired: bool  # a running job's lease has passed: rescue
+    reminders_due: bool
+    next_reminder_at: datetime | None  # when the first reminder not yet claimed falls due (at or before now: due)
+    schedules_due: bool  # a schedule's next slot has come (by the database's clock), or new ones need syncing
+    next_slot_at: datetime | None  # the earliest next slot of a declared schedule
+    previous_tick_at: datetime | None  # the last tick's finished_at, before this one's row
+
+    def next_due_at(self, *, jobs: bool = True, reminders: bool = True, slots: bool = True) -> datetime | None:
+        """The earliest of the times asked for (a tick leaves out what it has done since the probe)."""
+        times = (self.next_job_at if jobs else None, self.next_reminder_at if reminders else None,
+                 self.next_slot_at if slots else None)
+        return min((t for t in times if t is not None), default=None)
+
+
+# What a caller that knows jobs are due (a drain whose last tick left some) uses instead of
+# running the probe: it claims with job_claim_due, which still reports expired leases.
+JOBS_DUE = Probe(False, [], datetime.min.replace(tzinfo=UTC), False, False, None, False, None, None)
+
+
+def reminder_windows(settings: Settings) -> dict[str, list[Any]]:
+    """Each reminder kind with its window, (now + floor, now + lead], as the claim and the probe take them."""
+    leads = settings.reminder_leads
+    return {
+        "kinds": [kind for kind, _ in leads],
+        "leads": [lead for _, lead in leads],
+        # Longest first, so each kind's window ends where the next shorter one's begins.
+        "floors": [lead for _, lead in leads[1:]] + [timedelta(0)],
+    }
+
+
+async def look(
+    conn: psycopg.AsyncConnection[Any],
+    settings: Settings,
+    now: datetime,
+    source: str,
+    idle_summary: dict[str, Any],
+    *,
+    schedules_unsynced: bool = False,
+) -> Probe:
+    """Run the probe, claiming up to a batch; `idle_summary` is the log row it writes when it finds nothing due."""
+    params = {
+        "now": now,
+        "limit": settings.batch_size,
+        "lease_until": now + timedelta(seconds=settings.lease_seconds),
+        "source": source,
+        "summary": Jsonb(idle_summary),
+        "schedules_unsynced": schedules_unsynced,
+        **reminder_windows(settings),
+    }
+    cur = await conn.execute(query("tick_probe"), params)
+    row = await cur.fetchone()
+    assert row is not None  # the statement always returns its one row
+    return Probe(row[0], claimed_jobs(row[1]), *row[2:])

@@ -1,0 +1,258 @@
+-- Named queries of the admin (pages, JSON API and the CLI's jobs/retry/cancel/stats), loaded
+-- once by crontick.db and run by crontick.admin.store. Reads run inside admin_read_begin's
+-- read-only transaction with a short statement_timeout. Lists are keyset (id below a cursor,
+-- newest first), never OFFSET; they select the first 200 characters of an error and never a
+-- payload. Each filter combination has its own fixed text, so each is planned for the index
+-- that serves it (no `col = $1 or $1 is null` in an indexed position).
+
+-- name: admin_read_begin
+-- store.read: the first statement of every admin read transaction. 2 s: a page is a few
+-- short reads; a slower one shows "unavailable" for its panel instead of holding a connection.
+set transaction read only;
+set local statement_timeout = '2s'
+
+-- name: admin_action_begin
+-- store.action: the first statement of every admin action transaction (writes; 5 s).
+set local statement_timeout = '5s'
+
+-- name: admin_jobs
+-- store.list_jobs, no filter: the primary key, backwards from the cursor.
+select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
+    created_at, updated_at, finished_at
+from jobs
+where id < %(before_id)s
+order by id desc
+limit %(limit)s;
+
+-- name: admin_jobs_by_status
+-- store.list_jobs with a status: jobs_status_id, backwards from the cursor.
+select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
+    created_at, updated_at, finished_at
+from jobs
+where status = %(status)s and id < %(before_id)s
+order by id desc
+limit %(limit)s;
+
+-- name: admin_jobs_by_type
+-- store.list_jobs with a type: one range of jobs_type_status_id per status (each at most
+-- `limit` rows), merged. The statuses come from crontick.queue.STATUSES.
+select j.*
+from unnest(%(statuses)s::text[]) as s(status)
+cross join lateral (
+    select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
+        created_at, updated_at, finished_at
+    from jobs
+    where type = %(type)s and status = s.status and id < %(before_id)s
+    order by id desc
+    limit %(limit)s
+) j
+order by j.id desc
+limit %(limit)s;
+
+-- name: admin_jobs_by_type_status
+-- store.list_jobs with a type and a status: jobs_type_status_id, backwards from the cursor.
+select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
+    created_at, updated_at, finished_at
+from jobs
+where type = %(type)s and status = %(status)s and id < %(before_id)s
+order by id desc
+limit %(limit)s;
+
+-- name: admin_jobs_search
+-- store.list_jobs with a payload filter: containment over a bounded window of ids, [floor_id,
+-- before_id), by primary key. There is no GIN index on payload (it would slow the tick's every
+-- write); the window bounds the work, and the cursor continues below it. The window is always
+-- the plan's driver, so the optional status and type are plain filters here.
+select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
+    created_at, updated_at, finished_at
+from jobs
+where id < %(before_id)s and id >= %(floor_id)s and payload @> %(payload)s::jsonb
+  and (%(status)s::text is null or status = %(status)s::text)
+  and (%(type)s::text is null or type = %(type)s::text)
+order by id desc
+limit %(limit)s;
+
+-- name: admin_jobs_next_id
+-- store.list_jobs, first page of a payload search: where the window starts.
+select coalesce(max(id), 0) + 1 from jobs;
+
+-- name: admin_job_get
+-- store.get_job: one job, whole (payload and error).
+select id, type, payload, status, attempts, max_attempts, run_after, last_error, key,
+    created_at, updated_at, finished_at, locked_until
+from jobs
+where id = %(id)s;
+
+-- name: admin_job_attempts
+-- store.get_job: its attempts, oldest first (bounded: a job retried by hand forever stays readable).
+select attempt, started_at, finished_at, outcome, error
+from job_attempts
+where job_id = %(id)s
+order by attempt, id
+limit 1000;
+
+-- name: admin_stats_counts
+-- store.stats: jobs per status, each count stopping at the cap (an index range, never a full count).
+select s.status,
+    (select count(*) from (select 1 from jobs j where j.status = s.status limit %(cap)s) c) as n
+from unnest(%(statuses)s::text[]) as s(status);
+
+-- name: admin_stats_health
+-- store.stats: the oldest due job's wait (the first entry of jobs_pending_due) and the last tick.
+select extract(epoch from now() - (select min(run_after) from jobs where status = 'pending' and run_after <= now()))::float8
+        as oldest_due_seconds,
+    (select max(finished_at) from crontick_ticks) as last_tick_at,
+    now() as as_of;
+
+-- name: admin_stats_hourly
+-- store.stats: done and failed jobs per hour over the last 24 h, summed from the ticks' own
+-- summaries (crontick_ticks_finished), not by scanning jobs.
+select date_trunc('hour', finished_at) as hour,
+    sum(coalesce((summary -> 'jobs' ->> 'succeeded')::bigint, 0))::bigint as done,
+    sum(coalesce((summary -> 'jobs' ->> 'failed')::bigint, 0))::bigint as failed,
+    count(*) as ticks
+from crontick_ticks
+where finished_at > now() - interval '24 hours'
+group by 1
+order by 1;
+
+-- name: admin_reminders
+-- store.list_reminders: the send log, newest first.
+select r.id, r.booking_id, r.kind, r.channel, r.status, r.attempts, r.max_attempts, r.sent_at, r.next_attempt_at,
+    left(r.last_error, 200) as last_error, r.created_at, r.updated_at, b.customer_name, b.starts_at, b.time_zone
+from reminder_sends r
+join bookings b on b.id = r.booking_id
+where r.id < %(before_id)s
+order by r.id desc
+limit %(limit)s;
+
+-- name: admin_reminders_by_status
+-- store.list_reminders with a status: reminder_sends_status_id.
+select r.id, r.booking_id, r.kind, r.channel, r.status, r.attempts, r.max_attempts, r.sent_at, r.next_attempt_at,
+    left(r.last_error, 200) as last_error, r.created_at, r.updated_at, b.customer_name, b.starts_at, b.time_zone
+from reminder_sends r
+join bookings b on b.id = r.booking_id
+where r.status = %(status)s and r.id < %(before_id)s
+order by r.id desc
+limit %(limit)s;
+
+-- name: admin_reminders_due
+-- store.due_reminders: confirmed bookings starting in the next 24 h, with their sends so far
+-- (bookings_confirmed_starts).
+select b.id as booking_id, b.customer_name, b.email, b.phone, b.starts_at, b.time_zone,
+    coalesce((select json_agg(json_build_object('kind', r.kind, 'status', r.status, 'channel', r.channel,
+                                                'sent_at', r.sent_at) order by r.kind)
+              from reminder_sends r where r.booking_id = b.id), '[]'::json) as sends
+from bookings b
+where b.status = 'confirmed' and b.starts_at >= now() and b.starts_at < now() + interval '24 hours'
+order by b.starts_at, b.id
+limit %(limit)s;
+
+-- name: admin_ticks
+-- store.list_ticks: recent ticks, newest first; one row more than shown gives the last gap.
+select id, started_at, finished_at, source, summary
+from crontick_ticks
+where id < %(before_id)s
+order by id desc
+limit %(limit)s;
+
+-- name: admin_job_lock
+-- store.retry_job / cancel_job / delete_job: lock the job and learn who else holds its key.
+select j.status,
+    (select o.id from jobs o
+     where j.key is not null and o.key = j.key and o.status in ('pending', 'running') and o.id <> j.id
+     limit 1) as key_holder
+from jobs j
+where j.id = %(id)s
+for update of j;
+
+-- name: admin_job_retry
+-- store.retry_job and `crontick retry`: run a finished job again, keeping its attempts and
+-- history; it gets at least one more attempt.
+update jobs set
+    status = 'pending', max_attempts = greatest(max_attempts, attempts + 1), run_after = now(),
+    locked_until = null, finished_at = null, updated_at = now()
+where id = %(id)s and status in ('done', 'failed', 'cancelled')
+returning id, type, payload, status, attempts, max_attempts, run_after, last_error, key,
+    created_at, updated_at, finished_at, locked_until;
+
+-- name: admin_job_cancel
+-- store.cancel_job and `crontick cancel`: a pending job will not run.
+update jobs set status = 'cancelled', locked_until = null, finished_at = now(), updated_at = now()
+where id = %(id)s and status = 'pending'
+returning id, type, payload, status, attempts, max_attempts, run_after, last_error, key,
+    created_at, updated_at, finished_at, locked_until;
+
+-- name: admin_job_delete
+-- store.delete_job: a finished job and (by cascade) its attempts.
+delete from jobs where id = %(id)s and status in ('done', 'failed', 'cancelled') returning id;
+
+-- name: admin_jobs_bulk_retry
+-- store.bulk_retry: the next chunk of a filter frozen at confirmation (status, optional
+-- payload, ids up to max_id), ascending from after_id on jobs_status_id. Of the jobs sharing a
+-- key only the first is retried, and none whose key another active job holds: those are
+-- skipped and counted, never a unique-violation error.
+with chosen as materialized (
+    select id, key from jobs
+    where status = %(status)s and id > %(after_id)s and id <= %(max_id)s
+      and (%(payload)s::jsonb is null or payload @> %(payload)s::jsonb)
+    order by id
+    limit %(chunk)s
+    for update
+), free as (
+    select c.id from chosen c
+    where c.key is null
+       or (c.id = (select min(c2.id) from chosen c2 where c2.key = c.key)
+           and not exists (select 1 from jobs o where o.key = c.key and o.status in ('pending', 'running')))
+), retried as (
+    update jobs j set
+        status = 'pending', max_attempts = greatest(j.max_attempts, j.attempts + 1), run_after = now(),
+        locked_until = null, finished_at = null, updated_at = now()
+    where j.id = any(array(select id from free))
+    returning j.id
+)
+select (select count(*) from retried) as retried, (select count(*) from chosen) as chosen,
+    (select max(id) from chosen) as last_id;
+
+-- name: admin_jobs_bulk_retry_by_type
+-- store.bulk_retry with a type: as admin_jobs_bulk_retry, on jobs_type_status_id.
+with chosen as materialized (
+    select id, key from jobs
+    where type = %(type)s and status = %(status)s and id > %(after_id)s and id <= %(max_id)s
+      and (%(payload)s::jsonb is null or payload @> %(payload)s::jsonb)
+    order by id
+    limit %(chunk)s
+    for update
+), free as (
+    select c.id from chosen c
+    where c.key is null
+       or (c.id = (select min(c2.id) from chosen c2 where c2.key = c.key)
+           and not exists (select 1 from jobs o where o.key = c.key and o.status in ('pending', 'running')))
+), retried as (
+    update jobs j set
+        status = 'pending', max_attempts = greatest(j.max_attempts, j.attempts + 1), run_after = now(),
+        locked_until = null, finished_at = null, updated_at = now()
+    where j.id = any(array(select id from free))
+    returning j.id
+)
+select (select count(*) from retried) as retried, (select count(*) from chosen) as chosen,
+    (select max(id) from chosen) as last_id;
+
+-- name: admin_reminder_retry
+-- store.retry_reminder: a failed or unknown reminder (a person has checked the provider) is
+-- due again now with one more attempt; the next tick's claim sends it if its booking is still
+-- confirmed and ahead.
+update reminder_sends set
+    status = 'failed', next_attempt_at = now(), max_attempts = greatest(max_attempts, attempts + 1),
+    maybe_delivered = false, locked_until = null, updated_at = now()
+where booking_id = %(booking_id)s and kind = %(kind)s and status in ('failed', 'unknown')
+returning id, booking_id, kind, channel, status, attempts, max_attempts, sent_at, next_attempt_at, last_error,
+    created_at, updated_at;
+
+-- name: admin_reminder_status
+-- store.retry_reminder: why a reminder could not be retried.
+select status from reminder_sends where booking_id = %(booking_id)s and kind = %(kind)s;
+
+-- name: admin_audit_insert
+-- store.audit: one row per admin action, in the action's own transaction.
+insert into admin_audit (role, action, detail, rows) values (%(role)s, %(action)s, %(detail)s, %(rows)s);

@@ -1,0 +1,104 @@
+"""The attempts history: written by the tick's own outcome and rescue statements, scrubbed, capped, kept on retry."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from crontick import db, queue
+from crontick.admin import store
+from tests.conftest import TEST_SECRET
+from tests.db.core_jobs import db_now, job_row, tick
+
+
+def history(conn: psycopg.Connection[Any], job_id: int) -> list[dict[str, Any]]:
+    cur = conn.cursor(row_factory=dict_row)
+    return cur.execute("select * from job_attempts where job_id = %(id)s order by id", {"id": job_id}).fetchall()
+
+
+def add(conn: psycopg.Connection[Any], type: str, max_attempts: int = 4) -> int:
+    row = conn.execute("insert into jobs (type, payload, max_attempts) values (%(t)s, '{}', %(m)s) returning id",
+                       {"t": type, "m": max_attempts}).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_each_outcome_is_one_attempt_row_and_a_secret_never_reaches_it(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    ok, leaky = add(conn, "t_core.ok"), add(conn, "t_core.leaks_secret")
+    now = db_now(conn)
+    tick(database_url, now=now)
+    [done] = history(conn, ok)
+    assert (done["attempt"], done["outcome"], done["error"], done["started_at"]) == (1, "succeeded", None, now)
+    assert done["finished_at"] >= now
+    [failed] = history(conn, leaky)
+    assert failed["outcome"] == "retried" and "[redacted]" in failed["error"] and TEST_SECRET not in failed["error"]
+
+
+def test_a_released_job_made_no_attempt_and_a_rescued_one_did(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    released, rescued = add(conn, "t_core.ok"), add(conn, "t_core.ok")
+    now = db_now(conn)
+
+    async def go() -> None:
+        c = await db.connect(database_url)
+        try:
+            claim = await queue.claim(c, now, 10, 60)
+            assert sorted(j.id for j in claim.jobs) == [released, rescued]
+            # The budget ran out before `released` started: its attempt is handed back.
+            await queue.record_outcomes(c, [queue.Outcome(released, 1, "pending", 0, now)], now)
+            await c.execute("update jobs set locked_until = %(t)s where id = %(id)s", {"t": now, "id": rescued})
+            assert (await queue.rescue_expired(c, now + timedelta(seconds=1))).retried == 1
+        finally:
+            await c.close()
+
+    asyncio.run(go())
+    assert history(conn, released) == []
+    [lost] = history(conn, rescued)
+    assert (lost["attempt"], lost["outcome"], lost["started_at"], lost["finished_at"]) == (1, "lease_expired", now, now)
+    assert lost["error"].startswith("LeaseExpired: attempt 1 of 4")
+
+
+def test_retry_keeps_history_and_attempts_and_deleting_the_job_deletes_its_history(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    job_id = add(conn, "t_core.permanent")
+    tick(database_url, now=db_now(conn))
+    assert job_row(conn, job_id)["status"] == "failed"
+
+    async def act() -> store.ActionResult:
+        c = await db.connect(database_url)
+        try:
+            result = await store.retry_job(c, job_id, role="admin")
+            job = await store.get_job(c, job_id)
+            assert job is not None and len(job["history"]) == 1
+            return result
+        finally:
+            await c.close()
+
+    result = asyncio.run(act())
+    assert result.ok and result.row is not None
+    assert (result.row["attempts"], result.row["max_attempts"]) == (1, 4)
+    tick(database_url, now=db_now(conn))
+    assert [(h["attempt"], h["outcome"]) for h in history(conn, job_id)] == [(1, "failed"), (2, "failed")]
+    conn.execute("delete from jobs where id = %(id)s", {"id": job_id})
+    assert conn.execute("select count(*) from job_attempts").fetchone() == (0,)
+
+
+def test_a_long_error_is_capped_in_the_history(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    job_id = add(conn, "t_core.ok")
+    now = db_now(conn)
+
+    async def go() -> None:
+        c = await db.connect(database_url)
+        try:
+            await queue.claim(c, now, 10, 60)
+            await queue.record_outcomes(c, [queue.Outcome(job_id, 1, "failed", 1, None, "x" * 10_000)], now)
+        finally:
+            await c.close()
+
+    asyncio.run(go())
+    [row] = history(conn, job_id)
+    assert len(row["error"]) == 4096
