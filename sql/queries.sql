@@ -245,8 +245,9 @@ with due_jobs as materialized (
     where case when i.idle then set_config('synchronous_commit', 'off', true) = 'off' else false end
 )
 select idle,
+    -- Payloads as JSON text, decoded job by job (see job_claim_due).
     (select json_agg(json_build_array(
-        c.id, c.type, c.payload, c.attempts, c.max_attempts, c.created_at, c.scheduled_for, c.schedule, c.snoozes) order by c.id)
+        c.id, c.type, c.payload::text, c.attempts, c.max_attempts, c.created_at, c.scheduled_for, c.schedule, c.snoozes) order by c.id)
      from claimed c) as jobs,
     next_job_at, leases_expired, reminders_due, next_reminder_at, schedules_due, next_slot_at, previous_tick_at
 from idle;
