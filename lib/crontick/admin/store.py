@@ -175,7 +175,7 @@ async def list_ticks(
     async with read(conn, "ticks list") as cur:
         await cur.execute(query("admin_ticks"), {"before_id": before_id or _NO_CURSOR, "limit": limit + 1})
         rows = await cur.fetchall()
-    for row, older in zip(rows, [*rows[1:], None], strict=True):
+    for row, older in zip(rows, [*rows[1:], None], strict=False):  # no ticks yet: no pairs
         gap = (row["started_at"] - older["started_at"]).total_seconds() if older else None
         row["gap_seconds"] = gap
         row["gap_flagged"] = gap is not None and gap > 2 * expected_interval_seconds
