@@ -94,8 +94,10 @@ with due as materialized (
     returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at, j.scheduled_for, j.schedule, j.snoozes
 )
 select
+    -- Each payload travels as JSON text, decoded job by job: one payload too deep for Python's
+    -- json module (jsonb accepts thousands of levels) then fails only its own job, not the batch.
     (select json_agg(json_build_array(
-        c.id, c.type, c.payload, c.attempts, c.max_attempts, c.created_at, c.scheduled_for, c.schedule, c.snoozes) order by c.id)
+        c.id, c.type, c.payload::text, c.attempts, c.max_attempts, c.created_at, c.scheduled_for, c.schedule, c.snoozes) order by c.id)
      from claimed c) as jobs,
     coalesce((select min(locked_until) from jobs where status = 'running') < %(now)s, false) as expired;
 
@@ -294,8 +296,9 @@ with due_jobs as materialized (
     where case when i.idle then set_config('synchronous_commit', 'off', true) = 'off' else false end
 )
 select idle,
+    -- Payloads as JSON text, decoded job by job (see job_claim_due).
     (select json_agg(json_build_array(
-        c.id, c.type, c.payload, c.attempts, c.max_attempts, c.created_at, c.scheduled_for, c.schedule, c.snoozes) order by c.id)
+        c.id, c.type, c.payload::text, c.attempts, c.max_attempts, c.created_at, c.scheduled_for, c.schedule, c.snoozes) order by c.id)
      from claimed c) as jobs,
     next_job_at, leases_expired, reminders_due, next_reminder_at, schedules_due, next_slot_at, previous_tick_at,
     alerts_due or (%(alerts_on)s::boolean and exists (select 1 from silence)) as alerts_due, retention_due,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import os
 import socket
 import threading
@@ -119,3 +121,50 @@ def live_app() -> Callable[..., Any]:
     from crontick.app import create_app
 
     return lambda settings: serve(create_app(settings))
+
+
+class JsonLineCheck(logging.Filter):
+    """Sees every record the `crontick` logger emits (as a filter, so it changes no handler setup) and
+    keeps each message that is not exactly one JSON object: the contract says every line is one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bad: list[str] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        try:
+            parsed = json.loads(message, object_pairs_hook=_no_duplicate_keys)
+        except ValueError:  # includes a repeated key: how a pasted value forges "event"
+            parsed = None
+        if not isinstance(parsed, dict) or "\n" in message or not isinstance(parsed.get("event"), str):
+            self.bad.append(message)
+        return True
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"repeated keys in {keys}")
+    return dict(pairs)
+
+
+@pytest.fixture(scope="session")
+def json_line_check() -> Iterator[JsonLineCheck]:
+    check = JsonLineCheck()
+    logger = logging.getLogger("crontick")
+    logger.addFilter(check)
+    try:
+        yield check
+    finally:
+        logger.removeFilter(check)
+
+
+@pytest.fixture(autouse=True)
+def every_log_line_is_json(json_line_check: JsonLineCheck) -> Iterator[None]:
+    """Fails the test during which the app logged a line that is not one JSON object with an event."""
+    seen = len(json_line_check.bad)
+    yield
+    bad = json_line_check.bad[seen:]
+    if bad:
+        pytest.fail(f"crontick logged {len(bad)} line(s) that are not one JSON object: {bad[:3]!r}")

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from . import admin, auth, handlers, logs, vercel
+from . import admin, auth, handlers, http_body, logs, vercel
 from . import health as health_check
 from .db import Database
 from .errors import ConfigError, CrontickError, DatabaseUnavailable
@@ -49,7 +49,7 @@ class Runtime:
 async def tick(request: Request) -> JSONResponse:
     rt: Runtime = request.app.state.runtime
     if rt.problem or rt.db is None:
-        return error(503, "misconfigured", f"crontick is not configured: {rt.problem}")
+        return misconfigured()
     settings = rt.settings
     if not settings.auth_configured:
         return error(
@@ -58,7 +58,14 @@ async def tick(request: Request) -> JSONResponse:
             "no way to authorise a tick is configured: set CRON_SECRET (32+ characters), "
             "QSTASH_CURRENT_SIGNING_KEY or CRONTICK_GITHUB_OIDC_REPOSITORY",
         )
-    body = await request.body()
+    if http_body.declared_too_large(request, settings.max_body_bytes):
+        return http_body.too_large(settings.max_body_bytes)
+    body = b""
+    if settings.qstash_current_signing_key and "upstash-signature" in request.headers:
+        try:  # only QStash signs the body; no other method makes the server read (or buffer) one
+            body = await http_body.read_body_capped(request, settings.max_body_bytes)
+        except http_body.BodyTooLarge:
+            return http_body.too_large(settings.max_body_bytes)
     try:
         # Inside the try: recording a short-lived token's jti needs the database, and an
         # outage there is a 503 the scheduler retries, not a 401 that looks like a bad secret.
@@ -79,17 +86,27 @@ async def tick(request: Request) -> JSONResponse:
         )
     except ConfigError as exc:  # found only on connecting, e.g. a DATABASE_URL psycopg cannot parse
         logs.error("misconfigured", detail=str(exc))
-        return error(503, "misconfigured", f"crontick is not configured: {exc}")
+        return misconfigured()
     except CrontickError as exc:
         logs.error("tick_error", detail=str(exc))
         return error(500, "tick_failed", str(exc))
     return JSONResponse(result.to_json())
 
 
+def misconfigured() -> JSONResponse:
+    """The same answer whatever is wrong: the caller may be anyone, and the detail (a variable's
+    value, a handler module's import error) goes to the log only, where the operator reads it."""
+    return JSONResponse(misconfigured_body(), status_code=503)
+
+
+def misconfigured_body() -> dict[str, str]:
+    return {"error": "misconfigured", "detail": "crontick is not configured correctly; the server log names the setting to fix"}
+
+
 async def health(request: Request) -> JSONResponse:
     rt: Runtime = request.app.state.runtime
     if rt.problem or rt.db is None:
-        return JSONResponse({"ok": False, "last_tick_at": None, "error": "misconfigured", "detail": rt.problem}, 503)
+        return JSONResponse({"ok": False, "last_tick_at": None, **misconfigured_body()}, 503)
     try:
         conn = await rt.db.connection()
         status = await health_check.read(conn, rt.settings)
@@ -154,7 +171,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
 
     app = Starlette(
         routes=[
-            Route("/api/cron/tick", tick, methods=["GET", "POST"]),
+            _without_head(Route("/api/cron/tick", tick, methods=["GET", "POST"])),
             Route("/api/health", health, methods=["GET"]),
             Route("/api/hooks/{name}", inbound_endpoint, methods=["POST"]),
             *admin.routes(runtime),
@@ -165,6 +182,13 @@ def create_app(settings: Settings | None = None) -> Starlette:
     app.state.runtime = runtime
     attach_kick(runtime)
     return app
+
+
+def _without_head(route: Route) -> Route:
+    """Starlette adds HEAD to every GET route; a HEAD must not run a tick, so it gets 405."""
+    assert route.methods is not None
+    route.methods.discard("HEAD")
+    return route
 
 
 class _LazyApp:

@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 from starlette.requests import Request
 
-from . import http
+from . import jwks
 from .db import Database, query
 from .errors import DatabaseUnavailable
 from .settings import Settings
@@ -27,10 +27,6 @@ DEFAULT_TOKEN_TTL_SECONDS = 60
 CLOCK_LEEWAY_SECONDS = 30
 MAX_JTI_CHARS = 200
 QSTASH_ISSUER = "Upstash"
-# GitHub rotates its signing keys rarely; an unknown kid triggers a refetch, at most once a minute,
-# so a stream of forged kids cannot make every request fetch the JWKS.
-JWKS_TTL_SECONDS = 3600.0
-JWKS_REFETCH_MIN_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -94,7 +90,7 @@ def bearer_token(header: str | None) -> str | None:
 
 
 def credentials(request: Request, body: bytes, settings: Settings) -> Credentials:
-    base = settings.public_url or _request_origin(request)
+    base = settings.public_url or _request_origin(request, trust_forwarded=settings.trust_forwarded)
     query_string = request.url.query
     url = base + request.url.path + (f"?{query_string}" if query_string else "")
     return Credentials(
@@ -106,12 +102,21 @@ def credentials(request: Request, body: bytes, settings: Settings) -> Credential
     )
 
 
-def _request_origin(request: Request) -> str:
-    """scheme://host as the caller saw it: Vercel, Lambda URLs and most proxies pass x-forwarded-*."""
+def _request_origin(request: Request, *, trust_forwarded: bool) -> str:
+    """scheme://host as the caller saw it. x-forwarded-* count only with CRONTICK_TRUST_FORWARDED=1:
+    any client can send them, and they would decide the URL a QStash signature must name."""
     headers = request.headers
-    scheme = _first(headers.get("x-forwarded-proto")) or request.url.scheme
-    host = _first(headers.get("x-forwarded-host")) or headers.get("host") or request.url.netloc
+    forwarded_scheme = _first(headers.get("x-forwarded-proto")) if trust_forwarded else None
+    forwarded_host = _first(headers.get("x-forwarded-host")) if trust_forwarded else None
+    scheme = forwarded_scheme or request.url.scheme
+    host = forwarded_host or headers.get("host") or request.url.netloc
     return f"{scheme}://{host}"
+
+
+def _require_trusted_url(settings: Settings) -> None:
+    """Signed credentials name the URL they are for; without a trusted one, a client's headers would choose it."""
+    if not (settings.public_url or settings.trust_forwarded):
+        raise Refused("off: a signed credential needs CRONTICK_PUBLIC_URL (or CRONTICK_TRUST_FORWARDED=1 behind your proxy)")
 
 
 def _first(value: str | None) -> str | None:
@@ -151,6 +156,7 @@ async def check_signed_token(creds: Credentials, settings: Settings, db: Databas
 
     assert settings.cron_secret is not None
     token = _jwt_bearer(creds)
+    _require_trusted_url(settings)
     audiences = [creds.base_url, creds.url.split("?")[0]]
     try:
         claims = jwt.decode(
@@ -170,6 +176,15 @@ async def check_signed_token(creds: Credentials, settings: Settings, db: Databas
     if not isinstance(jti, str) or not 1 <= len(jti) <= MAX_JTI_CHARS:
         raise Refused(f"expected a jti string of 1 to {MAX_JTI_CHARS} characters")
     await _use_jti(db, jti, exp + CLOCK_LEEWAY_SECONDS)
+
+
+def _namespaced_jti(issuer: str, claims: dict[str, Any]) -> str:
+    """`qstash:<jti>`: each issuer picks its own jtis, so they share the table without colliding."""
+    jti = claims.get("jti")
+    limit = MAX_JTI_CHARS - len(issuer) - 1
+    if not isinstance(jti, str) or not 1 <= len(jti) <= limit:
+        raise Refused(f"expected a jti string of 1 to {limit} characters")
+    return f"{issuer}:{jti}"
 
 
 async def _use_jti(db: Database, jti: str, expires_at: float) -> None:
@@ -196,18 +211,22 @@ async def check_qstash(creds: Credentials, settings: Settings, db: Database) -> 
     """Verify Upstash-Signature with the current key, then the next key (Upstash rotates them)."""
     if not creds.upstash_signature:
         raise Refused("no Upstash-Signature header")
+    _require_trusted_url(settings)
     keys = [k for k in (settings.qstash_current_signing_key, settings.qstash_next_signing_key) if k]
     failures = []
     for label, key in zip(("current key", "next key"), keys, strict=False):
         try:
-            _verify_qstash(creds, key)
-            return
+            claims = _verify_qstash(creds, key)
         except Refused as exc:
             failures.append(f"{label}: {exc}")
+            continue
+        # Recorded only now, after the signature verified: forged jtis never reach the table.
+        await _use_jti(db, _namespaced_jti("qstash", claims), claims["exp"] + CLOCK_LEEWAY_SECONDS)
+        return
     raise Refused("; ".join(failures))
 
 
-def _verify_qstash(creds: Credentials, key: str) -> None:
+def _verify_qstash(creds: Credentials, key: str) -> dict[str, Any]:
     import jwt
 
     assert creds.upstash_signature is not None
@@ -218,7 +237,7 @@ def _verify_qstash(creds: Credentials, key: str) -> None:
             algorithms=["HS256"],
             issuer=QSTASH_ISSUER,
             leeway=CLOCK_LEEWAY_SECONDS,
-            options={"require": ["iss", "sub", "exp", "nbf", "body"], "verify_aud": False},
+            options={"require": ["iss", "sub", "exp", "nbf", "body", "jti"], "verify_aud": False},
         )
     except jwt.PyJWTError as exc:
         raise Refused(_jwt_reason(exc)) from None
@@ -228,6 +247,7 @@ def _verify_qstash(creds: Credentials, key: str) -> None:
     signed = str(claims["body"]).rstrip("=").encode()
     if not hmac.compare_digest(signed, expected):
         raise Refused("expected body = base64url(SHA-256 of the raw request body), got a different hash")
+    return claims
 
 
 # --- GitHub Actions OIDC -------------------------------------------------------------------------
@@ -242,7 +262,12 @@ async def check_github_oidc(creds: Credentials, settings: Settings, db: Database
         kid = jwt.get_unverified_header(token).get("kid")
     except jwt.PyJWTError as exc:
         raise Refused(_jwt_reason(exc)) from None
-    key = await _signing_key(settings.github_oidc_issuer, kid)
+    if not isinstance(kid, str) or not kid:
+        raise Refused("expected a kid in the token header, got none")
+    try:
+        key = await jwks.signing_key(settings.github_oidc_issuer, kid)
+    except jwks.KeysUnavailable as exc:
+        raise Refused(str(exc)) from None
     try:
         claims = jwt.decode(
             token,
@@ -251,11 +276,12 @@ async def check_github_oidc(creds: Credentials, settings: Settings, db: Database
             audience=settings.github_oidc_audience,
             issuer=settings.github_oidc_issuer,
             leeway=CLOCK_LEEWAY_SECONDS,
-            options={"require": ["exp", "iat", "iss", "aud", "repository"]},
+            options={"require": ["exp", "iat", "iss", "aud", "repository", "jti"]},
         )
     except jwt.PyJWTError as exc:
         raise Refused(_jwt_reason(exc)) from None
     check_github_claims(claims, settings)
+    await _use_jti(db, _namespaced_jti("github", claims), claims["exp"] + CLOCK_LEEWAY_SECONDS)
 
 
 def check_github_claims(claims: dict[str, Any], settings: Settings) -> None:
@@ -265,15 +291,21 @@ def check_github_claims(claims: dict[str, Any], settings: Settings) -> None:
     # GitHub names are case-insensitive; the claim carries the canonical spelling.
     if repository.casefold() != settings.github_oidc_repository.casefold():
         raise Refused(f"expected repository {settings.github_oidc_repository!r}, got: {_short(repository)}")
+    pinned_id = settings.github_oidc_repository_id
+    if pinned_id and str(claims.get("repository_id", "")) != pinned_id:
+        # A deleted and re-created repository keeps its name but gets a new id.
+        raise Refused(f"expected repository_id {pinned_id!r} (CRONTICK_GITHUB_OIDC_REPOSITORY_ID), got: {_short(claims.get('repository_id'))}")
     ref = claims.get("ref")
     if settings.github_oidc_refs and ref not in settings.github_oidc_refs:
         raise Refused(f"expected ref in CRONTICK_GITHUB_OIDC_REFS {list(settings.github_oidc_refs)}, got: {_short(ref)}")
     if settings.github_oidc_workflows:
-        names = {claims.get("workflow"), _workflow_path(claims.get("workflow_ref"), repository)}
-        if not names & set(settings.github_oidc_workflows):
+        # Only the file path in workflow_ref: the `workflow` claim is the YAML `name:`, which any
+        # author of any workflow in the repository can set to an allowed value.
+        path = _workflow_path(claims.get("workflow_ref"), repository)
+        if path not in settings.github_oidc_workflows:
             raise Refused(
-                f"expected workflow in CRONTICK_GITHUB_OIDC_WORKFLOWS {list(settings.github_oidc_workflows)}, "
-                f"got: {_short(claims.get('workflow'))} ({_short(claims.get('workflow_ref'))})"
+                f"expected a workflow_ref path in CRONTICK_GITHUB_OIDC_WORKFLOWS {list(settings.github_oidc_workflows)}, "
+                f"got: {_short(claims.get('workflow_ref'))}"
             )
 
 
@@ -282,47 +314,6 @@ def _workflow_path(workflow_ref: object, repository: str) -> str | None:
     if not isinstance(workflow_ref, str) or not workflow_ref.casefold().startswith(repository.casefold() + "/"):
         return None
     return workflow_ref[len(repository) + 1 :].rpartition("@")[0] or None
-
-
-@dataclass(frozen=True)
-class _KeySet:
-    jwks: Any  # jwt.PyJWKSet
-    fetched_at: float
-
-
-_jwks_cache: dict[str, _KeySet] = {}
-
-
-async def _signing_key(issuer: str, kid: object) -> Any:
-    """The issuer's public key for `kid`, from its JWKS, fetched once and cached per process."""
-    if not isinstance(kid, str) or not kid:
-        raise Refused("expected a kid in the token header, got none")
-    cached = _jwks_cache.get(issuer)
-    age = time.monotonic() - cached.fetched_at if cached else None
-    if cached is None or age is None or age > JWKS_TTL_SECONDS or (not _has_kid(cached, kid) and age > JWKS_REFETCH_MIN_SECONDS):
-        cached = await _fetch_jwks(issuer)
-        _jwks_cache[issuer] = cached
-    if not _has_kid(cached, kid):
-        raise Refused(f"expected a key id published in {issuer}/.well-known/jwks, got: {_short(kid)}")
-    return cached.jwks[kid].key
-
-
-def _has_kid(keyset: _KeySet, kid: str) -> bool:
-    return any(k.key_id == kid for k in keyset.jwks.keys)
-
-
-async def _fetch_jwks(issuer: str) -> _KeySet:
-    import httpx
-    import jwt
-
-    url = f"{issuer}/.well-known/jwks"
-    try:
-        response = await http.client().get(url)
-        response.raise_for_status()
-        keys = jwt.PyJWKSet.from_dict(response.json())
-    except (httpx.HTTPError, ValueError, jwt.PyJWTError) as exc:
-        raise Refused(f"could not load the JWKS from {url}: {type(exc).__name__}") from None
-    return _KeySet(keys, time.monotonic())
 
 
 # --- helpers -------------------------------------------------------------------------------------

@@ -35,7 +35,11 @@ async def webhook(payload: Any, job: Job) -> None:
 
     headers = {"Idempotency-Key": f"job:{job.id}"}
     what = f"webhook {delivery.public_url(url)}"
-    await delivery.post(url, http.DEFAULT_TIMEOUT, what, json=payload["json"], headers=headers)
+    # Job URLs may come from an app's users: by default they cannot reach internal addresses.
+    from . import netguard  # imports httpx: only when a webhook job runs (cold start)
+
+    client = netguard.client() if env_settings().webhook_deny_private else http.client()
+    await delivery.post(url, http.DEFAULT_TIMEOUT, what, client=client, json=payload["json"], headers=headers)
 
 
 @handler("send_email")

@@ -201,9 +201,11 @@ def cmd_dev(args: argparse.Namespace) -> int:
 
         os.environ["DATABASE_URL"] = embedded.start()
         print(f"crontick dev: embedded PostgreSQL running, data in {embedded.DEFAULT_DATA_DIR}/")
-    if not os.environ.get("CRON_SECRET"):
+    secret_from_env = bool(os.environ.get("CRON_SECRET"))
+    if not secret_from_env:
         os.environ["CRON_SECRET"] = _dev_secret(DEV_SECRET_FILE)
-    if not os.environ.get("CRONTICK_ADMIN_SECRET"):
+    admin_from_env = bool(os.environ.get("CRONTICK_ADMIN_SECRET"))
+    if not admin_from_env:
         os.environ["CRONTICK_ADMIN_SECRET"] = _dev_secret(DEV_ADMIN_SECRET_FILE, prefix="admin-")
     mods = [m for m in os.environ.get("CRONTICK_HANDLERS", "").split(",") if m.strip()]
     os.environ["CRONTICK_HANDLERS"] = ",".join(dict.fromkeys(["crontick.demo", *mods]))
@@ -220,9 +222,11 @@ def cmd_dev(args: argparse.Namespace) -> int:
 
     base = f"http://{DEV_HOST}:{args.port}"
     print("crontick dev: demo jobs and bookings are seeded. Trigger a tick with:\n")
-    print(f'  curl -sS -X POST -H "Authorization: Bearer {settings.cron_secret}" {base}/api/cron/tick\n')
+    print(dev_curl_line(settings.cron_secret or "", base, from_env=secret_from_env), flush=True)
     print(f"crontick dev: the admin dashboard is at {base}/admin")
-    print(f"crontick dev: sign in with the admin secret {os.environ['CRONTICK_ADMIN_SECRET']}\n", flush=True)
+    admin_secret = os.environ["CRONTICK_ADMIN_SECRET"]
+    shown = f"from CRONTICK_ADMIN_SECRET ({masked(admin_secret)})" if admin_from_env else admin_secret
+    print(f"crontick dev: sign in with the admin secret {shown}\n", flush=True)
     # Inbound webhooks: a Twilio WhatsApp hook signed with TWILIO_AUTH_TOKEN, or the dev secret.
     twilio_token = settings.twilio_auth_token or settings.cron_secret or ""
     demo.declare_hooks(twilio_token)
@@ -232,6 +236,20 @@ def cmd_dev(args: argparse.Namespace) -> int:
     print(f"  {hook_curl(base + '/api/hooks/whatsapp', form, twilio_token)}\n", flush=True)
     uvicorn.run(create_app(settings), host=DEV_HOST, port=args.port, log_level="info")
     return 0
+
+
+def masked(secret: str) -> str:
+    """Enough of a secret to recognise which one it is, never enough to use it."""
+    return f"{secret[:4]}…{secret[-2:]} ({len(secret)} characters)"
+
+
+def dev_curl_line(secret: str, base: str, *, from_env: bool) -> str:
+    """The curl line `crontick dev` prints. A CRON_SECRET from the environment may be a production one
+    (terminal scrollback, CI logs), so it is referenced as $CRON_SECRET and shown only masked."""
+    if from_env:
+        return (f'  curl -sS -X POST -H "Authorization: Bearer $CRON_SECRET" {base}/api/cron/tick\n\n'
+                f"  (CRON_SECRET comes from your environment: {masked(secret)})\n")
+    return f'  curl -sS -X POST -H "Authorization: Bearer {secret}" {base}/api/cron/tick\n'
 
 
 def hook_curl(url: str, form: dict[str, str], token: str) -> str:

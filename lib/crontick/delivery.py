@@ -21,6 +21,10 @@ if TYPE_CHECKING:  # imported where a message is sent: a tick that sends nothing
 
 RETRYABLE_STATUSES = frozenset({408, 429})
 BODY_EXCERPT_BYTES = 500
+# The most of a provider's answer read: only an excerpt and a message id are ever used, so a
+# response that never ends, or a huge one, cannot fill the tick's memory.
+RESPONSE_MAX_BYTES = 64 * 1024
+_ENCODING_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 CONSOLE_RULE = "-" * 79  # what Django's console email backend prints between messages
 TWILIO_API_VERSION = "2010-04-01"
 # Channels where a retry after an ambiguous outcome cannot deliver twice: the provider honours the
@@ -192,12 +196,24 @@ def channel(name: str, settings: Settings) -> Channel:
     return ConsoleChannel(sender)
 
 
-async def post(url: str, timeout: float | http.TimeoutTuple, what: str, **kwargs: Any) -> httpx.Response:
-    """POST and classify: 2xx returns; DeliveryFailed, DeliveryUnknown or PermanentError otherwise."""
+async def post(
+    url: str, timeout: float | http.TimeoutTuple, what: str, *, client: httpx.AsyncClient | None = None, **kwargs: Any
+) -> httpx.Response:
+    """POST and classify: 2xx returns; DeliveryFailed, DeliveryUnknown or PermanentError otherwise.
+    At most RESPONSE_MAX_BYTES of the answer are read; the rest is left unread."""
     import httpx
 
     try:
-        response = await http.client().post(url, timeout=timeout, **kwargs)
+        async with (client or http.client()).stream("POST", url, timeout=timeout, **kwargs) as streamed:
+            body = bytearray()
+            async for chunk in streamed.aiter_bytes():
+                body += chunk
+                if len(body) >= RESPONSE_MAX_BYTES:
+                    break
+        # The body is already decoded, so the encoding headers no longer describe it.
+        headers = [(k, v) for k, v in streamed.headers.items() if k.lower() not in _ENCODING_HEADERS]
+        response = httpx.Response(streamed.status_code, headers=headers, content=bytes(body[:RESPONSE_MAX_BYTES]),
+                                  request=streamed.request)
     except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
         raise DeliveryFailed(f"{what}: expected a connection to {public_url(url)}, got: {_describe(exc)}; nothing was sent") from exc
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:

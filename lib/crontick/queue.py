@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
@@ -133,6 +135,20 @@ class Claim(NamedTuple):
     expired: bool  # some running job's lease has passed: rescue, then claim again
 
 
+class UndecodablePayload(NamedTuple):
+    """A payload Python cannot decode (nested deeper than its recursion limit): its job fails, alone."""
+
+    reason: str
+
+
+def decode_payload(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except RecursionError:
+        return UndecodablePayload(f"expected a payload Python can decode, got JSON nested deeper than "
+                                  f"{sys.getrecursionlimit()} levels ({len(text)} characters)")
+
+
 async def claim(conn: psycopg.AsyncConnection[Any], now: datetime, limit: int, lease_seconds: float) -> Claim:
     """Claim and lease up to `limit` due jobs, and learn whether a rescue is needed, in one statement."""
     params = {"now": now, "limit": limit, "lease_until": now + timedelta(seconds=lease_seconds)}
@@ -147,8 +163,9 @@ def claimed_jobs(batch: list[list[Any]] | None) -> list[Job]:
     scheduled_for, schedule]."""
     return [
         Job(
-            id=j[0], type=j[1], payload=j[2], attempt=j[3], max_attempts=j[4], created_at=datetime.fromisoformat(j[5]),
-            scheduled_for=j[6] and datetime.fromisoformat(j[6]), schedule=j[7], snoozes=j[8],
+            id=j[0], type=j[1], payload=decode_payload(j[2]), attempt=j[3], max_attempts=j[4],
+            created_at=datetime.fromisoformat(j[5]), scheduled_for=j[6] and datetime.fromisoformat(j[6]), schedule=j[7],
+            snoozes=j[8],
         )
         for j in batch or ()
     ]

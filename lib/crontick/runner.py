@@ -15,7 +15,7 @@ from typing import NamedTuple
 from . import backoff, handlers, logs
 from .errors import PermanentError, RetryableError, Snooze
 from .handlers import Handler, Job
-from .queue import Outcome
+from .queue import Outcome, UndecodablePayload
 
 SLOW_JOB_SECONDS = 8.0
 LAST_ERROR_MAX_CHARS = 2000
@@ -191,6 +191,8 @@ async def _attempt(job: Job, clock: Callable[[], float]) -> Ended:
     entry = handlers.get(job.type)
     if entry is None:
         return Ended(_unknown_type(job), True)
+    if isinstance(job.payload, UndecodablePayload):
+        return Ended(f"PermanentError: job {job.id} ({job.type}): {job.payload.reason}", True)
     began = clock()
     limit = None if entry.timeout_seconds is None else asyncio.timeout(entry.timeout_seconds)
     try:

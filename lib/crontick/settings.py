@@ -32,6 +32,12 @@ REMINDER_TEMPLATE_VARIABLES = (
     "starts_at", "starts_at_utc",
 )
 DEFAULT_REMINDER_SUBJECT = "Reminder: your appointment {day} at {time}"
+# Security hardening (issue 10): upper bounds, so a typo cannot make a tick claim a million rows or run for hours.
+MAX_BATCH_SIZE = 10_000
+MAX_TIME_BUDGET_SECONDS = 900.0  # 15 minutes: AWS Lambda's limit, and more than Vercel's default
+MAX_CONCURRENCY = 256
+DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+MAX_MAX_BODY_BYTES = 64 * 1024 * 1024
 DEFAULT_REMINDER_TEMPLATE = "Hi {first_name}, a reminder: your appointment is {day}, {date} at {time} ({zone})."
 DEFAULT_SCHEDULE_GRACE_SECONDS = 900.0  # schedules: catch_up="skip" runs a slot at most this late
 # Health, alerts and retention: a tick is expected this often; finished jobs are kept this long.
@@ -78,6 +84,11 @@ class Settings:
     # The base URL schedulers call (https://app.example.com): QStash signs the full URL it calls and
     # short-lived tokens name it as their audience. Unset: taken from the request (x-forwarded-*).
     public_url: str | None = None
+    # Security hardening (issue 10, crontick.http_body, crontick.netguard, crontick.auth).
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES  # the largest request body read (413 above)
+    trust_forwarded: bool = False  # X-Forwarded-Host/-Proto decide the URL only when the operator says so
+    webhook_deny_private: bool = True  # outbound webhooks refuse loopback, private and link-local addresses
+    github_oidc_repository_id: str | None = None  # pins the numeric id: a re-created repository does not match
     # Schedules (crontick.schedules): how old the newest missed slot of a catch_up="skip" schedule may be and still run.
     schedule_grace_seconds: float = DEFAULT_SCHEDULE_GRACE_SECONDS
     # Prompt start (crontick.kick): off | inline | http. from_env picks it per host when CRONTICK_KICK is unset.
@@ -127,7 +138,8 @@ class Settings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
-        budget = _number(env, "CRONTICK_TIME_BUDGET_SECONDS", DEFAULT_TIME_BUDGET_SECONDS, minimum=0.1)
+        budget = _number(env, "CRONTICK_TIME_BUDGET_SECONDS", DEFAULT_TIME_BUDGET_SECONDS, minimum=0.1,
+                         maximum=MAX_TIME_BUDGET_SECONDS)
         lease = _number(env, "CRONTICK_LEASE_SECONDS", budget + LEASE_MARGIN_SECONDS, minimum=1.0)
         if lease <= budget:
             raise ConfigError(
@@ -138,10 +150,12 @@ class Settings:
         settings = cls(
             database_url=_database_url(env),
             cron_secret=_secret(env, "CRON_SECRET"),
-            batch_size=int(_number(env, "CRONTICK_BATCH_SIZE", DEFAULT_BATCH_SIZE, minimum=1, integer=True)),
+            batch_size=int(_number(env, "CRONTICK_BATCH_SIZE", DEFAULT_BATCH_SIZE, minimum=1, maximum=MAX_BATCH_SIZE,
+                                      integer=True)),
             time_budget_seconds=budget,
             lease_seconds=lease,
-            concurrency=int(_number(env, "CRONTICK_CONCURRENCY", DEFAULT_CONCURRENCY, minimum=1, integer=True)),
+            concurrency=int(_number(env, "CRONTICK_CONCURRENCY", DEFAULT_CONCURRENCY, minimum=1, maximum=MAX_CONCURRENCY,
+                                       integer=True)),
             handler_modules=_list(env, "CRONTICK_HANDLERS"),
             reminder_channel=channel,
             reminder_kinds=_list(env, "CRONTICK_REMINDER_KINDS") or ("24h",),
@@ -168,6 +182,12 @@ class Settings:
             github_oidc_refs=_list(env, "CRONTICK_GITHUB_OIDC_REFS"),
             github_oidc_workflows=_list(env, "CRONTICK_GITHUB_OIDC_WORKFLOWS"),
             public_url=_base_url(env, "CRONTICK_PUBLIC_URL"),
+            # Security hardening (issue 10).
+            max_body_bytes=int(_number(env, "CRONTICK_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1024,
+                                       maximum=MAX_MAX_BODY_BYTES, integer=True)),
+            trust_forwarded=_flag(env, "CRONTICK_TRUST_FORWARDED", default=False),
+            webhook_deny_private=_flag(env, "CRONTICK_WEBHOOK_DENY_PRIVATE", default=True),
+            github_oidc_repository_id=_text(env, "CRONTICK_GITHUB_OIDC_REPOSITORY_ID"),
             # Schedules
             schedule_grace_seconds=_number(
                 env, "CRONTICK_SCHEDULE_GRACE_SECONDS", DEFAULT_SCHEDULE_GRACE_SECONDS, minimum=1
@@ -183,6 +203,7 @@ class Settings:
             keep_done_days=_number(env, "CRONTICK_KEEP_DONE_DAYS", DEFAULT_KEEP_DONE_DAYS, minimum=0),
             keep_failed_days=_number(env, "CRONTICK_KEEP_FAILED_DAYS", DEFAULT_KEEP_FAILED_DAYS, minimum=0),
         )
+        _check_public_url(settings)
         if settings.kick == "http" and env.get("CRONTICK_KICK") and not (settings.cron_secret and settings.public_url):
             raise ConfigError(
                 "CRONTICK_KICK: expected CRON_SECRET and CRONTICK_PUBLIC_URL to be set for the http kick "
@@ -253,7 +274,9 @@ def _list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
-def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float, integer: bool = False) -> float:
+def _number(
+    env: Mapping[str, str], name: str, default: float, *, minimum: float, maximum: float = math.inf, integer: bool = False
+) -> float:
     raw = _text(env, name)
     if raw is None:
         return default
@@ -266,7 +289,31 @@ def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float
         raise ConfigError(f"{name}: expected a finite number, got: {raw!r}")
     if value < minimum:
         raise ConfigError(f"{name}: expected at least {minimum:g}, got: {raw!r}")
+    if value > maximum:
+        plain = str(int(maximum)) if float(maximum).is_integer() else f"{maximum:g}"
+        raise ConfigError(f"{name}: expected at most {plain}, got: {raw!r}")
     return value
+
+
+def _flag(env: Mapping[str, str], name: str, *, default: bool) -> bool:
+    raw = (_text(env, name) or "").lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name}: expected 1 or 0, got: {raw!r}")
+
+
+def _check_public_url(s: Settings) -> None:
+    """QStash signs the full URL it calls: without a trusted base URL, a client's headers would decide it."""
+    if s.qstash_current_signing_key and not (s.public_url or s.trust_forwarded):
+        raise ConfigError(
+            "CRONTICK_PUBLIC_URL: expected the base URL QStash calls (such as https://app.example.com) because "
+            "QSTASH_CURRENT_SIGNING_KEY is set, got: nothing (or set CRONTICK_TRUST_FORWARDED=1 when a proxy you "
+            "control sets X-Forwarded-Host and X-Forwarded-Proto)"
+        )
 
 
 def _database_url(env: Mapping[str, str]) -> str | None:

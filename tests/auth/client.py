@@ -48,9 +48,11 @@ class LogLines(logging.Handler):
         """The `reason` of each line logged from line `start` on, decoded: the lines are JSON, so quotes are escaped."""
         return "\n".join(str(json.loads(line).get("reason", "")) for line in self.lines[start:])
 
-    def refusals(self) -> str:
-        """The reasons logged for refused ticks: they name the failed check, never the credential."""
-        return "\n".join(line for line in self.lines if "tick_refused" in line)
+    def refusals(self, since: int = 0) -> str:
+        """The reasons logged for refused ticks (decoded from their JSON lines): they name the failed check,
+        never the credential."""
+        events = (json.loads(line) for line in self.lines[since:])
+        return "\n".join(str(e.get("reason")) for e in events if e.get("event") == "tick_refused")
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from pytest_httpserver import HTTPServer
 
-from crontick import auth
+from crontick import jwks
 
 # Shaped like Upstash's signing keys (sig_ + 28 characters).
 QSTASH_CURRENT = "sig_7kYjw48mhY7kAjqNGcy6cr29RJ6r"
@@ -136,5 +136,5 @@ def other_rsa_key() -> rsa.RSAPrivateKey:
 @pytest.fixture
 def issuer(httpserver: HTTPServer, rsa_key: rsa.RSAPrivateKey, monkeypatch: pytest.MonkeyPatch) -> Iterator[OidcIssuer]:
     """A fresh issuer per test, with crontick's per-process JWKS cache emptied so fetches can be counted."""
-    monkeypatch.setattr(auth, "_jwks_cache", {})
+    jwks.reset()
     yield OidcIssuer(httpserver, rsa_key)

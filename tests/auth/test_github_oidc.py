@@ -82,7 +82,10 @@ def test_ref_and_workflow_allow_lists(database_url: str, issuer: OidcIssuer, liv
     )
     with live_app(settings) as base:
         assert tick(base, headers=bearer(issuer.token())).status_code == 200  # matched by workflow file path
-        assert tick(base, headers=bearer(issuer.token(workflow="nightly", workflow_ref=None))).status_code == 200  # by name
+        # The `workflow` claim is the YAML name:, which any workflow author picks: it never matches.
+        assert_refused(tick(base, headers=bearer(issuer.token(workflow="nightly", workflow_ref=None))), base)
+        other = f"{REPOSITORY}/.github/workflows/pwn.yml@refs/heads/feature"
+        assert_refused(tick(base, headers=bearer(issuer.token(workflow=".github/workflows/tick-oidc.yml", workflow_ref=other))), base)
         assert_refused(tick(base, headers=bearer(issuer.token(ref="refs/heads/feature"))), base)
         other_file = f"{REPOSITORY}/.github/workflows/other.yml@refs/heads/main"
         assert_refused(tick(base, headers=bearer(issuer.token(workflow="other", workflow_ref=other_file))), base)
@@ -91,7 +94,7 @@ def test_ref_and_workflow_allow_lists(database_url: str, issuer: OidcIssuer, liv
         assert_refused(tick(base, headers=bearer(issuer.token(workflow="other", workflow_ref=foreign))), base)
     reasons = crontick_log.refusals()
     assert "expected ref in CRONTICK_GITHUB_OIDC_REFS ['refs/heads/main'], got: 'refs/heads/feature'" in reasons
-    assert "expected workflow in CRONTICK_GITHUB_OIDC_WORKFLOWS" in reasons
+    assert "expected a workflow_ref path in CRONTICK_GITHUB_OIDC_WORKFLOWS" in reasons
 
 
 def test_forged_keys_and_algorithms_are_refused(

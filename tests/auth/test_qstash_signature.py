@@ -12,6 +12,7 @@ from qstash.errors import SignatureError
 from starlette.requests import Request
 
 from crontick import auth
+from crontick.errors import ConfigError
 from crontick.settings import Settings
 from tests.auth.client import TICK_PATH, LogLines, assert_refused, tick
 from tests.auth.issuers import QSTASH_CURRENT, QSTASH_NEXT, qstash_signature
@@ -26,6 +27,9 @@ def _settings(database_url: str, **overrides: Any) -> Settings:
         "database_url": database_url,
         "qstash_current_signing_key": QSTASH_CURRENT,
         "qstash_next_signing_key": QSTASH_NEXT,
+        # The live app's port is chosen at start, so these tests trust the Host header as the
+        # origin; no forwarded header is sent unless a test says so.
+        "trust_forwarded": True,
     }
     values.update(overrides)
     return Settings(**values)
@@ -53,7 +57,7 @@ CASES: dict[str, tuple[str, bytes, bytes, dict[str, Any], bool, bool]] = {
     "body re-serialised after signing": (QSTASH_CURRENT, RAW_BODY, json.dumps(json.loads(RAW_BODY)).encode(), {}, True, False),
     "body changed": (QSTASH_CURRENT, RAW_BODY, b'{"job": "drop tables"}', {}, True, False),
     "expired": (QSTASH_CURRENT, RAW_BODY, RAW_BODY, {"iat": _now() - 420, "nbf": _now() - 420, "exp": _now() - 120}, True, False),
-    "not valid yet": (QSTASH_CURRENT, RAW_BODY, RAW_BODY, {"nbf": _now() + 120}, True, False),
+    "not valid yet": (QSTASH_CURRENT, RAW_BODY, RAW_BODY, {"nbf": _now() + 3600}, True, False),  # far ahead: CASES is built at collection, minutes before it runs in a full suite
     "another issuer": (QSTASH_CURRENT, RAW_BODY, RAW_BODY, {"iss": "NotUpstash"}, True, False),
     "no body claim": (QSTASH_CURRENT, RAW_BODY, RAW_BODY, {"body": None}, True, False),
 }
@@ -89,13 +93,33 @@ def test_sub_must_be_the_url_called_including_its_query(database_url: str, live_
     assert other_path not in crontick_log.text
 
 
-def test_behind_a_proxy_the_forwarded_scheme_and_host_are_the_url(database_url: str, live_app: Any) -> None:
+def test_behind_a_trusted_proxy_the_forwarded_scheme_and_host_are_the_url(database_url: str, live_app: Any) -> None:
     public = "https://app.example.com" + TICK_PATH
     forwarded = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "app.example.com"}
-    with live_app(_settings(database_url)) as base:
+    with live_app(_settings(database_url, trust_forwarded=True)) as base:
         signature = qstash_signature(QSTASH_CURRENT, public, RAW_BODY)
         assert tick(base, headers={"Upstash-Signature": signature, **forwarded}, body=RAW_BODY).status_code == 200
         assert_refused(tick(base, headers={"Upstash-Signature": signature}, body=RAW_BODY), base)
+
+
+def test_forwarded_headers_are_ignored_unless_trusted(database_url: str, live_app: Any, crontick_log: LogLines) -> None:
+    """The review's attack: a QStash signature made for another app on the same Upstash account."""
+    spoofed = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "other-app.example.com"}
+    for_other = qstash_signature(QSTASH_CURRENT, "https://other-app.example.com" + TICK_PATH, RAW_BODY)
+    with live_app(_settings(database_url, trust_forwarded=False)) as base:
+        assert_refused(tick(base, headers={"Upstash-Signature": for_other, **spoofed}, body=RAW_BODY), base)
+        # Even a signature for this very URL is refused while no trusted URL is configured.
+        for_here = qstash_signature(QSTASH_CURRENT, base + TICK_PATH, RAW_BODY)
+        assert_refused(tick(base, headers={"Upstash-Signature": for_here}, body=RAW_BODY), base)
+    assert "qstash: off: a signed credential needs CRONTICK_PUBLIC_URL" in crontick_log.refusals()
+
+
+def test_qstash_without_a_public_url_fails_at_startup() -> None:
+    env = {"QSTASH_CURRENT_SIGNING_KEY": QSTASH_CURRENT}
+    with pytest.raises(ConfigError, match="CRONTICK_PUBLIC_URL: expected the base URL QStash calls"):
+        Settings.from_env(env)
+    assert Settings.from_env({**env, "CRONTICK_PUBLIC_URL": "https://app.example.com"}).public_url
+    assert Settings.from_env({**env, "CRONTICK_TRUST_FORWARDED": "1"}).trust_forwarded
 
 
 def test_crontick_public_url_wins_over_forwarded_headers(database_url: str, live_app: Any) -> None:
@@ -128,20 +152,23 @@ def _request(headers: dict[str, str], scheme: str = "http") -> Request:
 
 
 @pytest.mark.parametrize(
-    ("headers", "public_url", "url"),
+    ("headers", "public_url", "trust", "url"),
     [
-        ({"host": "10.0.0.5:8000"}, None, "http://10.0.0.5:8000/api/cron/tick"),
+        ({"host": "10.0.0.5:8000"}, None, True, "http://10.0.0.5:8000/api/cron/tick"),
         # A proxy that terminates TLS, as Vercel, Lambda URLs, Cloud Run and Fly do; the first hop wins.
         ({"host": "10.0.0.5:8000", "x-forwarded-proto": "https, http", "x-forwarded-host": "app.example.com, internal"},
-         None, "https://app.example.com/api/cron/tick"),
-        ({"host": "10.0.0.5:8000", "x-forwarded-proto": "https"}, None, "https://10.0.0.5:8000/api/cron/tick"),
+         None, True, "https://app.example.com/api/cron/tick"),
+        ({"host": "10.0.0.5:8000", "x-forwarded-proto": "https"}, None, True, "https://10.0.0.5:8000/api/cron/tick"),
+        # Not trusted (the default): forwarded headers change nothing.
+        ({"host": "10.0.0.5:8000", "x-forwarded-proto": "https", "x-forwarded-host": "app.example.com"},
+         None, False, "http://10.0.0.5:8000/api/cron/tick"),
         # CRONTICK_PUBLIC_URL ignores what the request says, and may carry an API Gateway stage.
         ({"host": "10.0.0.5:8000", "x-forwarded-host": "spoofed.example.com"}, "https://abc.execute-api.us-east-1.amazonaws.com/prod",
-         "https://abc.execute-api.us-east-1.amazonaws.com/prod/api/cron/tick"),
+         True, "https://abc.execute-api.us-east-1.amazonaws.com/prod/api/cron/tick"),
     ],
 )
 def test_the_url_qstash_signed_is_rebuilt_from_the_request_or_the_setting(
-    headers: dict[str, str], public_url: str | None, url: str
+    headers: dict[str, str], public_url: str | None, trust: bool, url: str
 ) -> None:
-    creds = auth.credentials(_request(headers), b"", Settings(public_url=public_url))
+    creds = auth.credentials(_request(headers), b"", Settings(public_url=public_url, trust_forwarded=trust))
     assert creds.url == url

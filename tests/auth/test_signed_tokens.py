@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,16 +16,26 @@ import psycopg
 import pytest
 
 from crontick import cli
+from crontick.app import create_app
 from crontick.settings import Settings
 from tests.auth.client import LogLines, assert_refused, bearer, tick
 from tests.auth.issuers import tick_token
-from tests.conftest import TEST_SECRET
+from tests.conftest import TEST_SECRET, free_port, serve
 
 OTHER_SECRET = "another-secret-" + "y" * 32
 
 
-def _settings(database_url: str) -> Settings:
-    return Settings(database_url=database_url, cron_secret=TEST_SECRET)
+def _settings(database_url: str, **overrides: Any) -> Settings:
+    return Settings(database_url=database_url, cron_secret=TEST_SECRET, **overrides)
+
+
+@contextmanager
+def _live(database_url: str) -> Iterator[str]:
+    """The live app with CRONTICK_PUBLIC_URL set to its own loopback address (tokens are off without one)."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with serve(create_app(_settings(database_url, public_url=base)), port) as url:
+        yield url
 
 
 def _uses(conn: psycopg.Connection[Any]) -> int:
@@ -33,7 +45,7 @@ def _uses(conn: psycopg.Connection[Any]) -> int:
 def test_a_token_ticks_once_and_its_replay_is_refused(
     database_url: str, conn: psycopg.Connection[Any], live_app: Any, crontick_log: LogLines
 ) -> None:
-    with live_app(_settings(database_url)) as base:
+    with _live(database_url) as base:
         token = tick_token(TEST_SECRET, base)
         first = tick(base, headers=bearer(token))
         assert first.status_code == 200, first.text
@@ -46,8 +58,16 @@ def test_a_token_ticks_once_and_its_replay_is_refused(
     assert token not in crontick_log.text and token.split(".")[2] not in crontick_log.text
 
 
-def test_the_audience_may_be_the_base_url_or_the_tick_url(database_url: str, live_app: Any) -> None:
+def test_tokens_are_off_without_a_trusted_url(database_url: str, live_app: Any, crontick_log: LogLines) -> None:
+    """Without CRONTICK_PUBLIC_URL the audience would come from the request's own headers."""
     with live_app(_settings(database_url)) as base:
+        assert_refused(tick(base, headers=bearer(tick_token(TEST_SECRET, base))), base)
+        assert tick(base, headers=bearer(TEST_SECRET)).status_code == 200  # the plain secret still works
+    assert "token: off: a signed credential needs CRONTICK_PUBLIC_URL" in crontick_log.refusals()
+
+
+def test_the_audience_may_be_the_base_url_or_the_tick_url(database_url: str, live_app: Any) -> None:
+    with _live(database_url) as base:
         for audience in (base, base + "/api/cron/tick"):
             response = tick(base, method="GET", headers=bearer(tick_token(TEST_SECRET, audience)))
             assert response.status_code == 200, (audience, response.text)
@@ -72,7 +92,7 @@ OUTSIDE_THE_RULES: dict[str, tuple[dict[str, Any], str]] = {
 def test_a_token_outside_the_rules_is_refused(
     database_url: str, conn: psycopg.Connection[Any], live_app: Any, crontick_log: LogLines
 ) -> None:
-    with live_app(_settings(database_url)) as base:
+    with _live(database_url) as base:
         for case, (overrides, reason) in OUTSIDE_THE_RULES.items():
             logged = len(crontick_log.lines)
             assert_refused(tick(base, headers=bearer(tick_token(TEST_SECRET, base, **overrides))), base)
@@ -81,7 +101,7 @@ def test_a_token_outside_the_rules_is_refused(
 
 
 def test_a_token_signed_with_another_secret_or_unsigned_is_refused(database_url: str, live_app: Any) -> None:
-    with live_app(_settings(database_url)) as base:
+    with _live(database_url) as base:
         forged = tick_token(OTHER_SECRET, base)
         header, payload, _ = tick_token(TEST_SECRET, base).split(".")
         unsigned = f"{header}.{payload}."
@@ -100,7 +120,7 @@ def test_expired_jtis_are_pruned_a_bounded_number_at_a_time(
     )
     conn.execute("insert into crontick_token_uses (jti, expires_at) values ('live', now() + interval '4 minutes')")
     expired = "select count(*) from crontick_token_uses where expires_at < now()"
-    with live_app(_settings(database_url)) as base:
+    with _live(database_url) as base:
         assert tick(base, headers=bearer(tick_token(TEST_SECRET, base))).status_code == 200
         assert conn.execute(expired).fetchone()[0] == 50  # type: ignore[index]
         assert tick(base, headers=bearer(tick_token(TEST_SECRET, base))).status_code == 200
@@ -124,7 +144,7 @@ def _curl(url: str, token: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_crontick_token_output_ticks_with_curl_once(database_url: str, live_app: Any) -> None:
-    with live_app(_settings(database_url)) as base:
+    with _live(database_url) as base:
         made = _cli("--audience", base, "--ttl", "120", CRON_SECRET=TEST_SECRET)
         assert made.returncode == 0, made.stderr
         token = made.stdout.strip()

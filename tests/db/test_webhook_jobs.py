@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 import psycopg
+import pytest
 from pytest_httpserver import HTTPServer
 
 import crontick
+from crontick import builtin
 from tests.conftest import free_port
 from tests.db.core_jobs import db_now, job_row, tick
+
+
+@pytest.fixture(autouse=True)
+def _allow_loopback(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """These tests' receivers listen on 127.0.0.1, which the default refuses (tests/security covers that)."""
+    monkeypatch.setenv("CRONTICK_WEBHOOK_DENY_PRIVATE", "0")
+    builtin.env_settings.cache_clear()
+    yield
+    builtin.env_settings.cache_clear()
 
 
 def _run_webhook(database_url: str, conn: psycopg.Connection[Any], payload: Any) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
@@ -13,7 +14,7 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Response
 
 import crontick
-from crontick import delivery, runner
+from crontick import builtin, delivery, runner
 from tests.db.core_jobs import db_now, job_row, tick
 from tests.reminders.conftest import provider, provider_server  # noqa: F401 - fixtures
 from tests.reminders.support import NOW, Provider, add_bookings, send_of
@@ -75,6 +76,15 @@ def test_snooze_seconds_are_checked() -> None:
         crontick.Snooze(10**9)
 
 
+@pytest.fixture
+def allow_loopback_webhooks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The receiver listens on 127.0.0.1, which the webhook job refuses by default (tests/security covers that)."""
+    monkeypatch.setenv("CRONTICK_WEBHOOK_DENY_PRIVATE", "0")
+    builtin.env_settings.cache_clear()
+    yield
+    builtin.env_settings.cache_clear()
+
+
 @pytest.mark.parametrize(
     ("status", "retry_after", "at_least", "at_most"),
     [
@@ -86,7 +96,7 @@ def test_snooze_seconds_are_checked() -> None:
     ids=["429-seconds", "503-http-date", "429-short", "500-ignored"],
 )
 def test_webhook_job_waits_out_retry_after(
-    database_url: str, conn: psycopg.Connection[Any], httpserver: HTTPServer, status: int, retry_after: str, at_least: int, at_most: int
+    allow_loopback_webhooks: None, database_url: str, conn: psycopg.Connection[Any], httpserver: HTTPServer, status: int, retry_after: str, at_least: int, at_most: int
 ) -> None:
     if retry_after.startswith("http-date"):
         retry_after = format_datetime(datetime.now(UTC) + timedelta(seconds=300), usegmt=True)

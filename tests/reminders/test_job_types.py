@@ -39,6 +39,15 @@ def channel_env(monkeypatch: pytest.MonkeyPatch, provider: Provider) -> Iterator
     builtin.env_settings.cache_clear()
 
 
+@pytest.fixture(autouse=True)
+def _allow_loopback_webhooks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The provider listens on 127.0.0.1, which the webhook job refuses by default (tests/security covers that)."""
+    monkeypatch.setenv("CRONTICK_WEBHOOK_DENY_PRIVATE", "0")
+    builtin.env_settings.cache_clear()
+    yield
+    builtin.env_settings.cache_clear()
+
+
 def run_jobs(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
     now = conn.execute("select now() + interval '1 second'").fetchone()[0]  # type: ignore[index]
     tick(database_url, settings_for(database_url, provider, "console"), now)

@@ -48,7 +48,8 @@ def test_secret_of_exactly_the_minimum_length_is_accepted() -> None:
 
 
 def test_secrets_are_not_in_the_repr() -> None:
-    s = Settings.from_env({"CRON_SECRET": GOOD_SECRET, "QSTASH_CURRENT_SIGNING_KEY": "sig_" + "k" * 20})
+    s = Settings.from_env({"CRON_SECRET": GOOD_SECRET, "QSTASH_CURRENT_SIGNING_KEY": "sig_" + "k" * 20,
+                           "CRONTICK_PUBLIC_URL": "https://app.example.com"})
     assert GOOD_SECRET not in repr(s) and "sig_" not in repr(s)
     assert GOOD_SECRET in s.secrets  # but they are known, so error text can be scrubbed of them
 

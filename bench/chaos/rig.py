@@ -1,0 +1,243 @@
+"""What every chaos scenario runs against: a database, `crontick serve` processes, a provider that counts."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+import httpx
+import psycopg
+
+from bench import server as pg
+from crontick import db
+
+from .handlers import SIDE_EFFECTS_SQL
+
+ROOT = Path(__file__).resolve().parents[2]
+CRONTICK = Path(sys.executable).parent / "crontick"
+SECRET = "chaos-secret-" + "c" * 40
+URL_VARIABLE = "CRONTICK_CHAOS_DATABASE_URL"
+START_TIMEOUT_SECONDS = 30.0
+
+
+class Provider(ThreadingHTTPServer):
+    """A local reminder provider and alert receiver: counts each reminder by booking id, and can misbehave."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _ProviderHandler)
+        self.lock = threading.Lock()
+        self.sends: Counter[int] = Counter()
+        self.mode = "ok"  # ok | slow | error | reset | endless
+        self.delay_seconds = 0.0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        return  # a client that hung up on a slow or endless answer is what these scenarios do on purpose
+
+    def clear(self) -> None:
+        with self.lock:
+            self.sends.clear()
+            self.mode, self.delay_seconds = "ok", 0.0
+
+
+class _ProviderHandler(BaseHTTPRequestHandler):
+    server: Provider
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        body = self.rfile.read(int(self.headers.get("content-length") or 0))
+        mode, delay = self.server.mode, self.server.delay_seconds
+        if mode == "reset":
+            self.connection.shutdown(2)
+            return
+        time.sleep(delay)
+        if mode == "error":
+            self._answer(500, b'{"error": "provider down"}')
+            return
+        if mode == "endless":
+            self.send_response(200)
+            self.end_headers()
+            for _ in range(600):  # bounded: at most a minute of trickle
+                try:
+                    self.wfile.write(b"x" * 1024)
+                    self.wfile.flush()
+                except OSError:
+                    return
+                time.sleep(0.1)
+            return
+        # Twilio's Messages API: form-encoded, and the chaos template puts the booking id in Body.
+        text = parse_qs(body.decode(errors="replace")).get("Body", [""])[0]
+        match = re.search(r"booking (\d+)", text)
+        booking = int(match.group(1)) if match else -1
+        with self.server.lock:
+            self.server.sends[booking] += 1
+        self._answer(201, json.dumps({"sid": f"SM{booking:032d}"}).encode())
+
+    def _answer(self, status: int, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+@dataclass
+class Server:
+    """One `crontick serve` process; its stderr (the JSON log) goes to a file read afterwards."""
+
+    base: str
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+
+    def log_lines(self) -> list[str]:
+        return self.log_path.read_text(errors="replace").splitlines()
+
+    def kill9(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+
+@dataclass
+class Rig:
+    admin: str
+    url: str  # conninfo of the scenario database
+    provider: Provider
+    workdir: Path
+    servers: list[Server] = field(default_factory=list)
+
+    def env(self, **extra: str) -> dict[str, str]:
+        keep = {k: v for k, v in os.environ.items() if not k.startswith(("CRONTICK_", "CRON_", "QSTASH_", "DATABASE_"))}
+        return {
+            **keep,
+            "PYTHONPATH": str(ROOT),
+            "DATABASE_URL": pg.as_url(self.url),
+            "CRON_SECRET": SECRET,
+            "CRONTICK_HANDLERS": "bench.chaos.handlers",
+            # SMS, because Twilio takes no idempotency key: crontick never resends after an
+            # ambiguous outcome, so the provider's raw count per booking must never exceed one.
+            "CRONTICK_REMINDER_CHANNEL": "sms",
+            "CRONTICK_TWILIO_API_URL": self.provider.url,
+            "TWILIO_ACCOUNT_SID": "AC" + "c" * 32,
+            "TWILIO_AUTH_TOKEN": "chaos-twilio-token-" + "t" * 20,
+            "CRONTICK_SMS_FROM": "+15005550006",
+            "CRONTICK_REMINDER_TEMPLATE": "Hi {first_name}, booking {booking_id} is {day} at {time}.",
+            **extra,
+        }
+
+    @contextmanager
+    def serve(self, env: dict[str, str] | None = None, port: int | None = None) -> Iterator[Server]:
+        """A `crontick serve` on a free loopback port, stopped (SIGTERM, then SIGKILL) on exit."""
+        port = port or free_port()
+        log_path = self.workdir / f"serve-{port}-{time.monotonic_ns()}.log"
+        with log_path.open("wb") as log:
+            proc = subprocess.Popen(
+                [str(CRONTICK), "serve", "--host", "127.0.0.1", "--port", str(port)],
+                env=self.env(**(env or {})), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log,
+            )
+        server = Server(f"http://127.0.0.1:{port}", proc, log_path)
+        try:
+            _wait_up(server)
+            self.servers.append(server)
+            yield server
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(10)
+
+    def sql(self, statement: str, params: Any = None) -> list[tuple[Any, ...]]:
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            cur = conn.execute(statement, params)
+            return cur.fetchall() if cur.description else []
+
+    def reset(self) -> None:
+        self.sql("truncate jobs, reminder_sends, bookings, chaos_side_effects, crontick_token_uses restart identity cascade")
+        self.provider.clear()
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_up(server: Server) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if server.proc.poll() is not None:
+            raise RuntimeError(f"crontick serve exited: {server.log_path.read_text()[-2000:]}")
+        try:
+            httpx.get(server.base + "/api/health", timeout=1)
+            return
+        except httpx.TransportError:
+            time.sleep(0.05)
+    raise RuntimeError(f"crontick serve did not answer within {START_TIMEOUT_SECONDS:.0f} s")
+
+
+@contextmanager
+def rig(admin: str | None = None) -> Iterator[Rig]:
+    """A fresh, migrated database (on `admin`'s server, CRONTICK_CHAOS_DATABASE_URL's, or an embedded one)
+    and a provider."""
+    import asyncio
+
+    name = f"crontick_chaos_{os.getpid()}"
+    with ExitStack() as stack:
+        if admin is None and os.environ.get(URL_VARIABLE):
+            admin = os.environ[URL_VARIABLE]
+        admin = admin or pg.admin_url(stack)
+        url = pg.fresh_database(admin, name)
+        stack.callback(pg.drop_database, admin, name)
+        asyncio.run(db.migrate(url))
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(SIDE_EFFECTS_SQL)
+        provider = Provider()
+        threading.Thread(target=provider.serve_forever, daemon=True).start()
+        stack.callback(provider.server_close)
+        stack.callback(provider.shutdown)
+        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="crontick-chaos-")))
+        yield Rig(admin, url, provider, workdir)
+
+
+def raw_request(base: str, method: str, path: str, headers: list[tuple[str, str]], body: bytes) -> tuple[int, str]:
+    """One HTTP/1.1 request written byte for byte, for what HTTP clients refuse to send (such as a
+    header value with trailing spaces); returns (status, response text)."""
+    import socket
+
+    host, port = base.removeprefix("http://").split(":")
+    head = f"{method} {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\nContent-Length: {len(body)}\r\n"
+    head += "".join(f"{k}: {v}\r\n" for k, v in headers)
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(head.encode("utf-8", "surrogateescape") + b"\r\n" + body)
+        chunks = []
+        while chunk := s.recv(65536):
+            chunks.append(chunk)
+    text = b"".join(chunks).decode("utf-8", "replace")
+    status = int(text.split(" ", 2)[1]) if text.startswith("HTTP/") else 0
+    return status, text
