@@ -16,6 +16,7 @@ from . import admin, auth, handlers, http_body, logs, vercel
 from . import health as health_check
 from .db import Database
 from .errors import ConfigError, CrontickError, DatabaseUnavailable
+from .http_body import misconfigured, misconfigured_body
 from .inbound import endpoint as inbound_endpoint
 from .kick import attach as attach_kick
 from .settings import Settings
@@ -91,16 +92,6 @@ async def tick(request: Request) -> JSONResponse:
         logs.error("tick_error", detail=str(exc))
         return error(500, "tick_failed", str(exc))
     return JSONResponse(result.to_json())
-
-
-def misconfigured() -> JSONResponse:
-    """The same answer whatever is wrong: the caller may be anyone, and the detail (a variable's
-    value, a handler module's import error) goes to the log only, where the operator reads it."""
-    return JSONResponse(misconfigured_body(), status_code=503)
-
-
-def misconfigured_body() -> dict[str, str]:
-    return {"error": "misconfigured", "detail": "crontick is not configured correctly; the server log names the setting to fix"}
 
 
 async def health(request: Request) -> JSONResponse:

@@ -45,3 +45,13 @@ def too_large(limit: int) -> JSONResponse:
         status_code=413,
         headers={"Connection": "close"},
     )
+
+
+def misconfigured() -> JSONResponse:
+    """The same answer whatever is wrong: the caller may be anyone, and the detail (a variable's
+    value, a handler module's import error) goes to the log only, where the operator reads it."""
+    return JSONResponse(misconfigured_body(), status_code=503)
+
+
+def misconfigured_body() -> dict[str, str]:
+    return {"error": "misconfigured", "detail": "crontick is not configured correctly; the server log names the setting to fix"}

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from . import logs, verify
+from . import http_body, logs, verify
 from .db import query
 from .errors import ConfigError, CrontickError, DatabaseUnavailable
 from .settings import MIN_SECRET_CHARS, webhook_signing_key
@@ -27,7 +27,6 @@ if TYPE_CHECKING:  # starlette is imported when a request comes, so `import cron
 VERIFIERS = ("twilio", "stripe", "github", "standard", "bearer")
 # The variable each provider's secret is read from when `secret` is not given; None: per hook.
 DEFAULT_SECRET_VARIABLES = {"twilio": "TWILIO_AUTH_TOKEN", "stripe": "STRIPE_WEBHOOK_SECRET", "github": "GITHUB_WEBHOOK_SECRET"}
-DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 MAX_EVENT_ID_CHARS = 500
 RETRY_AFTER_SECONDS = 30
 TWIML_EMPTY = "<Response></Response>"
@@ -40,11 +39,6 @@ class Hook:
     job_type: str
     verify: str
     secret: str = field(repr=False)
-
-
-class BodyTooLarge(CrontickError):
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"expected a request body of at most {limit} bytes (CRONTICK_MAX_BODY_BYTES), got more")
 
 
 class BadEvent(CrontickError):
@@ -106,21 +100,6 @@ def forget(name: str) -> None:
     _hooks.pop(name, None)
 
 
-async def read_body_capped(request: Request, limit: int) -> bytes:
-    """The raw body, streamed and refused as soon as it passes `limit` bytes: never buffered unbounded."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise BodyTooLarge(limit)
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise BodyTooLarge(limit)
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 def _error(status: int, code: str, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
     from starlette.responses import JSONResponse
 
@@ -134,16 +113,16 @@ async def endpoint(request: Request) -> Response:
 
     rt: Runtime = request.app.state.runtime
     if rt.problem or rt.db is None:
-        return _error(503, "misconfigured", f"crontick is not configured: {rt.problem}")
+        return http_body.misconfigured()  # the detail is in the log; the caller may be anyone
     name = request.path_params["name"]
     hook = _hooks.get(name)
     if hook is None:
         return _error(404, "unknown_hook", f"no inbound hook named {name!r} is declared; declare it with crontick.inbound()")
-    limit = int(getattr(rt.settings, "max_body_bytes", DEFAULT_MAX_BODY_BYTES))
+    limit = rt.settings.max_body_bytes
     try:
-        body = await read_body_capped(request, limit)
-    except BodyTooLarge as exc:
-        return _error(413, "body_too_large", str(exc))
+        body = await http_body.read_body_capped(request, limit)
+    except http_body.BodyTooLarge:
+        return http_body.too_large(limit)
     url = _public_url(request, rt)
     try:
         check(hook, request, url, body, time.time())

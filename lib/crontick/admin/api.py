@@ -15,6 +15,7 @@ from starlette.routing import Route
 
 from .. import logs
 from ..errors import CrontickError, DatabaseUnavailable, QueryTimeout
+from ..http_body import misconfigured_body
 from ..queue import STATUSES
 from . import bearer, store
 
@@ -78,7 +79,7 @@ def guarded(handler: Handler, *, write: bool = False) -> Callable[[Request], Awa
             return refused
         rt = request.app.state.runtime
         if rt.problem or not rt.settings.database_url:
-            return error(503, "misconfigured", f"crontick is not configured: {rt.problem or 'DATABASE_URL is unset'}")
+            return error(503, "misconfigured", misconfigured_body()["detail"])  # detail in the log only
         try:
             async with store.connection(rt.settings.database_url) as conn:
                 return await handler(request, conn, role)

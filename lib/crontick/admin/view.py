@@ -13,6 +13,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 
 from .. import logs
 from ..errors import DatabaseUnavailable
+from ..http_body import misconfigured_body
 from ..settings import Settings
 from . import render, session, store
 from .session import Session
@@ -114,7 +115,8 @@ async def gate(request: Request, handler: Handler, *, action: bool = False) -> R
     runtime = request.app.state.runtime
     settings: Settings = runtime.settings
     if runtime.problem:
-        return error(request, 503, "misconfigured", f"crontick is not configured: {runtime.problem}")
+        # Before sign-in the caller may be anyone: the detail is in the log only.
+        return error(request, 503, "misconfigured", misconfigured_body()["detail"])
     if not session.admin_open(settings):
         return error(request, 404, "not_found", "the admin is closed: set CRONTICK_ADMIN_SECRET (32+ characters) to open it")
     if action and not session.same_origin(request, settings):
