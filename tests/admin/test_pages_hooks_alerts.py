@@ -63,7 +63,9 @@ def test_hooks_page_lists_the_declared_hook_and_a_real_signed_event(database_url
         assert f'href="/admin/jobs/{job_id}"' in page.text
         assert 'href="/admin/hooks"' in page.text and 'aria-current="page"' in page.text
         data = c.get("/admin/hooks.json").json()
-        assert data["hooks"] == [{"name": hook, "verify": "bearer", "job_type": "t_admin.hooked"}]
+        # Other test modules may have declared hooks in this process: ours is one of the list.
+        assert {"name": hook, "verify": "bearer", "job_type": "t_admin.hooked"} in data["hooks"]
+        assert all(set(h) == {"name", "verify", "job_type"} for h in data["hooks"])
         assert [(e["hook"], e["event_id"], e["job_id"]) for e in data["events"]] == [(hook, EVIL, job_id)]
         assert HOOK_SECRET not in c.get("/admin/hooks", headers={"Accept": "application/json"}).text
         api = httpx.get(base + "/api/admin/hooks", headers={"Authorization": f"Bearer {VIEWER_SECRET}"})
