@@ -256,3 +256,45 @@ select status from reminder_sends where booking_id = %(booking_id)s and kind = %
 -- name: admin_audit_insert
 -- store.audit: one row per admin action, in the action's own transaction.
 insert into admin_audit (role, action, detail, rows) values (%(role)s, %(action)s, %(detail)s, %(rows)s);
+
+-- name: admin_inbound_events
+-- hooks_alerts_store.list_events: recorded inbound events, newest first, keyset on (received_at,
+-- hook, event_id) below the cursor, walking crontick_inbound_events_received backwards. The
+-- first page passes 'infinity' as its cursor; the plain `received_at <=` lets the index serve
+-- the range (a row comparison alone does not match a one-column index). Never the event's
+-- payload: that is in its job.
+select hook, event_id, job_id, received_at
+from crontick_inbound_events
+where received_at <= %(before_at)s::timestamptz
+  and (received_at, hook, event_id) < (%(before_at)s::timestamptz, %(before_hook)s::text, %(before_event)s::text)
+order by received_at desc, hook desc, event_id desc
+limit %(limit)s;
+
+-- name: admin_inbound_events_by_hook
+-- hooks_alerts_store.list_events with ?hook=: as admin_inbound_events, one hook's events.
+select hook, event_id, job_id, received_at
+from crontick_inbound_events
+where hook = %(hook)s and received_at <= %(before_at)s::timestamptz
+  and (received_at, hook, event_id) < (%(before_at)s::timestamptz, %(before_hook)s::text, %(before_event)s::text)
+order by received_at desc, hook desc, event_id desc
+limit %(limit)s;
+
+-- name: admin_alerts
+-- hooks_alerts_store.list_alerts: the alert outbox, newest first, by primary key below the
+-- cursor. The first 200 characters of the error and never the body (the POST's fields).
+select id, event, subject, status, attempts, occurred_at, next_attempt_at, sent_at,
+    left(last_error, 200) as last_error, created_at, updated_at
+from crontick_alerts
+where id < %(before_id)s
+order by id desc
+limit %(limit)s;
+
+-- name: admin_alerts_by_status
+-- hooks_alerts_store.list_alerts with ?status=: as admin_alerts, one status. Retention keeps
+-- the outbox to about a month of rows, so the primary key walk with a filter stays short.
+select id, event, subject, status, attempts, occurred_at, next_attempt_at, sent_at,
+    left(last_error, 200) as last_error, created_at, updated_at
+from crontick_alerts
+where status = %(status)s and id < %(before_id)s
+order by id desc
+limit %(limit)s;

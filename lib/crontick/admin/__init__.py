@@ -69,6 +69,8 @@ def routes(runtime: Any = None) -> list[BaseRoute]:
         *_page("/admin/ticks", "pages", "ticks"),
         *_page("/admin/overview", "pages", "overview"),
         *_page("/admin/schedules", "schedules_page", "schedules"),
+        *_page("/admin/hooks", "hooks_alerts_page", "hooks"),
+        *_page("/admin/alerts", "hooks_alerts_page", "alerts"),
         Route("/admin/login", _lazy("actions", "login_form"), methods=["GET"]),
         Route("/admin/login", _lazy("actions", "login"), methods=["POST"]),
         Route("/admin/logout", _lazy("actions", "logout"), methods=["POST"]),

@@ -251,6 +251,30 @@ async def list_ticks(request: Request, conn: store.Conn, role: str) -> Response:
     return answer({"ticks": rows, "next_cursor": cursor})
 
 
+async def list_hooks(request: Request, conn: store.Conn, role: str) -> Response:
+    from . import hooks_alerts_store as feeds
+    from .hooks_alerts_page import declared_hooks
+
+    q = request.query_params
+    rows, cursor = await feeds.list_events(
+        conn, hook=_text(q.get("hook"), "hook"), before=feeds.decode_event_cursor(q.get("cursor")),
+        limit=_int(q.get("limit"), "limit", default=50, high=store.MAX_LIMIT) or 50,
+    )
+    return answer({"hooks": declared_hooks(), "events": rows, "next_cursor": cursor})
+
+
+async def list_alerts(request: Request, conn: store.Conn, role: str) -> Response:
+    from . import hooks_alerts_store as feeds
+
+    q = request.query_params
+    rows, cursor = await feeds.list_alerts(
+        conn, status=_text(q.get("status"), "status"), before_id=store.decode_cursor(q.get("cursor")),
+        limit=_int(q.get("limit"), "limit", default=50, high=store.MAX_LIMIT) or 50,
+    )
+    sending = request.app.state.runtime.settings.alert_webhook_url is not None
+    return answer({"alerts": rows, "next_cursor": cursor, "sending": sending})
+
+
 async def openapi(request: Request) -> Response:
     """The OpenAPI document needs a secret like every route, but no database."""
     refused, _ = refusal(request)
@@ -275,5 +299,7 @@ def routes() -> list[Route]:
         Route("/api/admin/reminders/due", guarded(due_reminders), methods=["GET"]),
         Route("/api/admin/reminders/{booking_id}/{kind}/retry", guarded(retry_reminder, write=True), methods=["POST"]),
         Route("/api/admin/ticks", guarded(list_ticks), methods=["GET"]),
+        Route("/api/admin/hooks", guarded(list_hooks), methods=["GET"]),
+        Route("/api/admin/alerts", guarded(list_alerts), methods=["GET"]),
         Route("/api/admin/openapi.json", openapi, methods=["GET"]),
     ]

@@ -5,6 +5,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from ..alerts import EVENTS as ALERT_EVENTS
+from ..alerts import STATUSES as ALERT_STATUSES
 from ..queue import STATUSES
 from ..reminders import STATUSES as REMINDER_STATUSES
 from . import store
@@ -112,6 +114,22 @@ def _schemas() -> dict[str, Any]:
             "id": INT, "started_at": TIME, "finished_at": TIME, "source": {"type": "string"}, "summary": {"type": "object"},
             "gap_seconds": {"type": ["number", "null"]}, "gap_flagged": {"type": "boolean"},
         })}, "next_cursor": TEXT_OR_NULL}),
+        "HookPage": _object({
+            "hooks": {"type": "array", "items": _object({
+                "name": {"type": "string"}, "verify": {"type": "string"}, "job_type": {"type": "string"}})},
+            "events": {"type": "array", "items": _object({
+                "hook": {"type": "string"}, "event_id": {"type": "string"}, "job_id": INT, "received_at": TIME})},
+            "next_cursor": TEXT_OR_NULL,
+        }),
+        "AlertPage": _object({"alerts": {"type": "array", "items": _object({
+            "id": INT, "event": {"type": "string", "enum": list(ALERT_EVENTS)}, "subject": {"type": "string"},
+            "status": {"type": "string", "enum": list(ALERT_STATUSES)}, "attempts": INT, "occurred_at": TIME,
+            "next_attempt_at": TIME, "sent_at": TIME_OR_NULL,
+            "last_error": {"type": ["string", "null"], "maxLength": 200, "description": "The first 200 characters."},
+            "created_at": TIME, "updated_at": TIME,
+        })}, "next_cursor": TEXT_OR_NULL,
+            "sending": {"type": "boolean", "description": "False when CRONTICK_ALERT_WEBHOOK_URL is unset: alerts are "
+                        "recorded but not sent."}}),
     }
 
 
@@ -177,6 +195,17 @@ def _paths() -> dict[str, Any]:
             "summary": "Recent ticks, with the gap since the one before (flagged over 2x the expected interval)",
             "parameters": [LIMIT, CURSOR],
             "responses": _responses(_json(_ref("TickPage"), "A page of ticks.")),
+        }},
+        "/api/admin/hooks": {"get": {
+            "summary": "The declared inbound hooks (never their secrets) and recorded events, newest first",
+            "parameters": [_query("hook", {"type": "string"}, "Only this hook's events."), LIMIT, CURSOR],
+            "responses": _responses(_json(_ref("HookPage"), "The hooks and a page of events.")),
+        }},
+        "/api/admin/alerts": {"get": {
+            "summary": "The alert outbox, newest first (errors cut to 200 characters, no bodies)",
+            "parameters": [_query("status", {"type": "string", "enum": list(ALERT_STATUSES)}, "Only this status."),
+                           LIMIT, CURSOR],
+            "responses": _responses(_json(_ref("AlertPage"), "A page of alerts.")),
         }},
         "/api/admin/openapi.json": {"get": {
             "summary": "This document",

@@ -24,6 +24,8 @@ NAV = (
     ("reminders", "/admin/reminders", "Reminders"),
     ("ticks", "/admin/ticks", "Ticks"),
     ("schedules", "/admin/schedules", "Schedules"),
+    ("hooks", "/admin/hooks", "Hooks"),
+    ("alerts", "/admin/alerts", "Alerts"),
     ("overview", "/admin/overview", "Overview"),
 )
 REFRESH_SECONDS = 30

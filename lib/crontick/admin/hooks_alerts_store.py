@@ -1,0 +1,77 @@
+"""The admin's reads of inbound hook events and the alert outbox: keyset lists in store.read's short read-only transaction."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from datetime import datetime
+
+from ..alerts import STATUSES as ALERT_STATUSES
+from ..db import query
+from ..errors import BadCursor, CrontickError
+from .store import MAX_LIMIT, Conn, Row, encode_cursor, read
+
+__all__ = ["ALERT_STATUSES", "EventCursor", "decode_event_cursor", "encode_event_cursor", "list_alerts", "list_events"]
+
+_NO_CURSOR = 2**63 - 1
+EventCursor = tuple[datetime, str, str]
+
+
+def _limit(limit: int) -> int:
+    if not 1 <= limit <= MAX_LIMIT:
+        raise CrontickError(f"limit: expected 1 to {MAX_LIMIT}, got: {limit}")
+    return limit
+
+
+def encode_event_cursor(row: Row) -> str:
+    """An opaque cursor for "events older than this one" (events have no id: received_at, hook, event_id)."""
+    text = json.dumps(["e1", row["received_at"].isoformat(), row["hook"], row["event_id"]], separators=(",", ":"))
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def decode_event_cursor(cursor: str | None) -> EventCursor | None:
+    """The event a cursor stands for; BadCursor if it is not one of ours."""
+    if cursor is None or cursor == "":
+        return None
+    try:
+        value = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode())
+        version, at, hook, event_id = value
+        when = datetime.fromisoformat(at)
+    except (binascii.Error, UnicodeDecodeError, ValueError, TypeError):
+        raise BadCursor(cursor) from None
+    if version != "e1" or when.tzinfo is None or not isinstance(hook, str) or not isinstance(event_id, str):
+        raise BadCursor(cursor)
+    return when, hook, event_id
+
+
+async def list_events(
+    conn: Conn, *, hook: str | None = None, before: EventCursor | None = None, limit: int = 50
+) -> tuple[list[Row], str | None]:
+    """Recorded inbound events newest first (hook, event_id, job_id, received_at), and the next page's cursor."""
+    _limit(limit)
+    at, last_hook, last_event = before if before is not None else ("infinity", "", "")
+    params = {"hook": hook, "before_at": at, "before_hook": last_hook, "before_event": last_event, "limit": limit + 1}
+    async with read(conn, "inbound events list") as cur:
+        await cur.execute(query("admin_inbound_events_by_hook" if hook is not None else "admin_inbound_events"), params)
+        rows = await cur.fetchall()
+    if len(rows) > limit:
+        return rows[:limit], encode_event_cursor(rows[limit - 1])
+    return rows, None
+
+
+async def list_alerts(
+    conn: Conn, *, status: str | None = None, before_id: int | None = None, limit: int = 50
+) -> tuple[list[Row], str | None]:
+    """The alert outbox newest first (the first 200 characters of each error, never the body), and the next cursor."""
+    _limit(limit)
+    if status is not None and status not in ALERT_STATUSES:
+        raise CrontickError(f"status: expected one of {', '.join(ALERT_STATUSES)}, got: {status!r}")
+    params = {"status": status, "before_id": before_id or _NO_CURSOR, "limit": limit + 1}
+    async with read(conn, "alerts list") as cur:
+        await cur.execute(query("admin_alerts_by_status" if status is not None else "admin_alerts"), params)
+        rows = await cur.fetchall()
+    if len(rows) > limit:
+        return rows[:limit], encode_cursor(rows[limit - 1]["id"])
+    return rows, None
+
