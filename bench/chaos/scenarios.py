@@ -470,5 +470,11 @@ def database_restart(rig: Rig, sizes: Sizes) -> Row:
     return scenario(rig, sizes)
 
 
+def database_restart_pgbouncer(rig: Rig, sizes: Sizes) -> Row:
+    from .restart import database_restart_pgbouncer as scenario
+
+    return scenario(rig, sizes)
+
+
 SCENARIOS: list[Callable[[Rig, Sizes], Row]] = [auth_attack, load, kill9, poison, bad_input, providers, frozen, connections,
-                                                database_restart]
+                                                database_restart, database_restart_pgbouncer]
