@@ -164,8 +164,9 @@ def _restart(rig: Rig, sizes: Sizes, *, pooled: bool) -> Row:
         down: list[tuple[int, str, str | None, float]] = []
         with own.serve(env) as app:
             for _ in range(restarts):
-                own.sql("insert into jobs (type, payload) select 'chaos.slow', '{\"sleep\": 1.5}' from generate_series(1, %s)",
-                        (SLOW_JOBS,))
+                # Due an hour ago: claimed ahead of the other jobs, so the next tick is inside them when the database stops.
+                own.sql("insert into jobs (type, payload, run_after) select 'chaos.slow', '{\"sleep\": 1.5}', "
+                        "now() - interval '1 hour' from generate_series(1, %s)", (SLOW_JOBS,))
                 first = threading.Thread(target=lambda: mid.append(_ticked(app.base)))
                 first.start()
                 time.sleep(0.7)  # the tick has claimed its batch and its slow handlers are sleeping
@@ -192,7 +193,7 @@ def _restart(rig: Rig, sizes: Sizes, *, pooled: bool) -> Row:
     mid_503 = sum(1 for a in mid if a[0] == 503 and _clear_503((a[0], a[1], a[2], 0.0)))
     mid_worst = max((a[3] for a in mid), default=0.0)
     hangs_or_500 = sum(1 for a in mid + down if a[0] == 0 or a[0] >= 500 and a[0] != 503)
-    ok = (clear_down == len(down) and len(mid) == restarts and hangs_or_500 == 0 and mid_worst < BUDGET_SECONDS + 1.5
+    ok = (clear_down == len(down) and mid_503 == restarts and hangs_or_500 == 0 and mid_worst < BUDGET_SECONDS + 1.5
           and not (stuck or over or failed or lost or slow_lost or r_twice or internal) and r_lost <= unknown and back == 200)
     where = f"behind PgBouncer (transaction mode, query_wait_timeout {QUERY_WAIT_SECONDS} s) " if pooled else ""
     return Row("4 database restart" + (", PgBouncer" if pooled else ""),
