@@ -74,3 +74,10 @@ async def stale(payload: Any, job: crontick.Job) -> None:
     if job.attempt == 1:
         raise RuntimeError(f"job {job.id}: first attempt fails on purpose")
     await _side_effect(job)
+
+
+@crontick.handler("chaos.slow")
+async def slow(payload: Any, job: crontick.Job) -> None:
+    """Pauses, then records the run: a tick running these is mid-batch when the database goes away."""
+    await asyncio.sleep(float(payload.get("sleep", 1.0)))
+    await _side_effect(job)

