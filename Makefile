@@ -21,10 +21,10 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
-## ruff (lint rules in pyproject.toml) over the whole tree, then mypy --strict over lib/.
-## `ruff format` is configured but not enforced yet: it would rewrite most files in one commit.
+## ruff (lint rules and format, configured in pyproject.toml) over the whole tree, then mypy --strict over lib/.
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
 ## The docs site (mkdocs-material, --strict) into .crontick/site; reference pages are generated from the code.

@@ -77,8 +77,10 @@ class Bench:
                 raw[system.name]["enqueue"].append(enq)
                 raw[system.name]["drain"].append(drained)
                 raw[system.name]["problems"].append(problem)
-                self.log(f"run {run + 1}/{self.runs} {system.name}: drain {self.jobs / drained:,.0f} jobs/s"
-                         + (f" PROBLEM: {problem}" if problem else ""))
+                self.log(
+                    f"run {run + 1}/{self.runs} {system.name}: drain {self.jobs / drained:,.0f} jobs/s"
+                    + (f" PROBLEM: {problem}" if problem else "")
+                )
         return raw
 
     async def one_run(self, system: System, url: str) -> tuple[float, float, str | None]:
@@ -103,7 +105,9 @@ class Bench:
                     for (batch, callers, job_type), name in HTTP_RUNS.items():
                         if batch == batch_size:
                             await self.http_run(url, base, callers, job_type, raw[name])
-                            self.log(f"run {run + 1}/{self.runs} {name}: {self.jobs / raw[name]['drain'][-1]:,.0f} jobs/s")
+                            self.log(
+                                f"run {run + 1}/{self.runs} {name}: {self.jobs / raw[name]['drain'][-1]:,.0f} jobs/s"
+                            )
         return raw
 
     async def http_run(self, url: str, base: str, callers: int, job_type: str, entry: dict[str, list[Any]]) -> None:
@@ -164,7 +168,9 @@ def _with_ratio(rows: dict[str, dict[str, Any]], ours: float, skip: set[str]) ->
     return [{**r, "crontick_ratio": None if name in skip else ours / r["jobs_per_second"]} for name, r in rows.items()]
 
 
-def assemble(bench: Bench, raw: dict[str, Any], http: dict[str, Any], scaled: dict[str, Any], cold: dict[str, Any]) -> dict[str, Any]:
+def assemble(
+    bench: Bench, raw: dict[str, Any], http: dict[str, Any], scaled: dict[str, Any], cold: dict[str, Any]
+) -> dict[str, Any]:
     jobs = bench.jobs
     systems = {s.key: s for s in all_systems() if s.name in raw}
     name = {key: s.name for key, s in systems.items()}
@@ -193,11 +199,19 @@ def assemble(bench: Bench, raw: dict[str, Any], http: dict[str, Any], scaled: di
     ]
     return {
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-                    "postgres": server.describe(bench.admin)},
-        "settings": {"jobs": jobs, "runs": bench.runs, "statistic": "median of runs",
-                     "note": "each run truncates the system's tables, enqueues, runs ANALYZE (as autovacuum would), then drains",
-                     "slow_systems": f"a system whose first drain took over {SLOW_RUN_SECONDS:g} s runs {SLOW_RUNS} times"},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "postgres": server.describe(bench.admin),
+        },
+        "settings": {
+            "jobs": jobs,
+            "runs": bench.runs,
+            "statistic": "median of runs",
+            "note": "each run truncates the system's tables, enqueues, runs ANALYZE (as autovacuum would), then drains",
+            "slow_systems": f"a system whose first drain took over {SLOW_RUN_SECONDS:g} s runs {SLOW_RUNS} times",
+        },
         "enqueue": _with_ratio(enqueue, ours_enqueue, {name["crontick"]}),
         "drain": _with_ratio(drained, ours, {name["crontick"]}),
         "http": _with_ratio(over_http, ours, set(over_http)),
@@ -234,15 +248,21 @@ def main() -> None:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     p.add_argument("--jobs", type=int, default=_int("CRONTICK_BENCH_JOBS", 10_000))
     p.add_argument("--runs", type=int, default=_int("CRONTICK_BENCH_RUNS", 5))
-    p.add_argument("--history", type=int, default=_int("CRONTICK_BENCH_HISTORY", 1_000_000),
-                   help="finished jobs in the flat-at-scale table (future ones: a tenth of it)")
+    p.add_argument(
+        "--history",
+        type=int,
+        default=_int("CRONTICK_BENCH_HISTORY", 1_000_000),
+        help="finished jobs in the flat-at-scale table (future ones: a tenth of it)",
+    )
     p.add_argument("--import-repeats", type=int, default=7)
     p.add_argument("--systems", default="", help="comma-separated keys to run only some (crontick is always needed)")
     p.add_argument("--output", type=Path, default=report.RESULTS)
     args = p.parse_args()
     results = asyncio.run(main_async(args))
     report.write(results, args.output)
-    chart.write(results, [args.output.with_name("bench.svg"), *([] if args.output != report.RESULTS else [chart.DOCS_COPY])])
+    chart.write(
+        results, [args.output.with_name("bench.svg"), *([] if args.output != report.RESULTS else [chart.DOCS_COPY])]
+    )
     print(report.render(results))
     for case in ("empty", "history"):
         print(f"\nEXPLAIN (ANALYZE, BUFFERS) of the claim, {case}:\n{results['scale'][f'explain_{case}']}")

@@ -75,13 +75,26 @@ CALLS = [
     ("GET /api/admin/reminders/due", "/api/admin/reminders/due"),
     ("GET /api/admin/ticks", "/api/admin/ticks"),
 ]
-PAGES = ["/admin", "/admin/jobs?status=failed", "/admin/jobs/{failed}", "/admin/reminders", "/admin/ticks", "/admin/overview"]
+PAGES = [
+    "/admin",
+    "/admin/jobs?status=failed",
+    "/admin/jobs/{failed}",
+    "/admin/reminders",
+    "/admin/ticks",
+    "/admin/overview",
+]
 EXPLAINED: dict[str, dict[str, Any]] = {
     "admin_stats_counts": {"statuses": list(queue.STATUSES), "cap": 10_001},
     "admin_jobs_by_type": {"statuses": list(queue.STATUSES), "type": "bench.t3", "before_id": 2**63 - 1, "limit": 51},
     "admin_jobs_by_status": {"status": "done", "before_id": 2**63 - 1, "limit": 51},
-    "admin_jobs_search": {"before_id": 2**63 - 1, "floor_id": 0, "payload": Jsonb({"user_id": 7}), "status": None,
-                          "type": None, "limit": 51},
+    "admin_jobs_search": {
+        "before_id": 2**63 - 1,
+        "floor_id": 0,
+        "payload": Jsonb({"user_id": 7}),
+        "status": None,
+        "type": None,
+        "limit": 51,
+    },
     "admin_stats_hourly": {},
     "admin_reminders_due": {"limit": 50},
 }
@@ -184,8 +197,10 @@ def tick_path_cost(admin_url: str, jobs: int = 10_000, rounds: int = 7) -> dict[
     enq: dict[str, list[float]] = {v: [] for v in VARIANTS}
     cycle: dict[str, list[float]] = {v: [] for v in VARIANTS}
     with database(admin_url) as url, psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("insert into jobs (type, payload, status) select 'b', jsonb_build_object('user_id', g), 'done'"
-                     " from generate_series(1, 200000) g")
+        conn.execute(
+            "insert into jobs (type, payload, status) select 'b', jsonb_build_object('user_id', g), 'done'"
+            " from generate_series(1, 200000) g"
+        )
         conn.execute("vacuum analyze jobs")
         for r in range(rounds):
             for label, wanted in VARIANTS.items():
@@ -211,8 +226,12 @@ async def _claim_record(url: str) -> float:
             now = datetime.now(UTC)
             began = time.perf_counter()
             batch = await queue.claim_due(conn, now, 100, 60)
-            await queue.record(conn, [queue.Outcome(j.id, j.attempt, "done", j.attempt) for j in batch], now,
-                               queue.TickLog(now, "bench", {}, len(batch), 0))
+            await queue.record(
+                conn,
+                [queue.Outcome(j.id, j.attempt, "done", j.attempt) for j in batch],
+                now,
+                queue.TickLog(now, "bench", {}, len(batch), 0),
+            )
             times.append((time.perf_counter() - began) * 1000)
         return statistics.median(times)
     finally:
@@ -236,8 +255,10 @@ def main(argv: list[str] | None = None) -> int:
         load(empty, 0, EMPTY_ROWS, EMPTY_ROWS)
         began = time.perf_counter()
         load(full, args.done, args.failed, args.pending)
-        print(f"loaded {args.done:,} done + {args.failed:,} failed + {args.pending:,} pending in "
-              f"{time.perf_counter() - began:.0f} s\n")
+        print(
+            f"loaded {args.done:,} done + {args.failed:,} failed + {args.pending:,} pending in "
+            f"{time.perf_counter() - began:.0f} s\n"
+        )
         small, big = measure(empty, args.runs), measure(full, args.runs)
         print(f"{'median ms (of ' + str(args.runs) + ')':<52} {'empty':>8} {'full':>8} {'ratio':>6}")
         for label in small.keys() & big.keys():

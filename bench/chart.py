@@ -50,7 +50,9 @@ def draw(results: dict[str, Any]) -> Any:
     goals = _goals(results)
     jobs, runs = results["settings"]["jobs"], results["settings"]["runs"]
     fig, (left, right) = plt.subplots(
-        2, 1, figsize=(12, 0.34 * (len(rows) + len(goals)) + 2.6),
+        2,
+        1,
+        figsize=(12, 0.34 * (len(rows) + len(goals)) + 2.6),
         gridspec_kw={"height_ratios": [len(rows), max(len(goals), 1)]},
     )
     labels, rates, colours = zip(*rows, strict=True)
@@ -62,7 +64,8 @@ def draw(results: dict[str, Any]) -> Any:
         left.axvline(limit, color=PLAIN, linestyle="--", linewidth=1)
         left.text(limit, len(rows) - 0.4, " plain-SQL limit", color="#b45309", fontsize=8, va="bottom")
     left.set_title(
-        f"Drain {jobs:,} no-op jobs, jobs/s, median of {runs} runs (blue: crontick; light: over HTTP)", fontsize=10,
+        f"Drain {jobs:,} no-op jobs, jobs/s, median of {runs} runs (blue: crontick; light: over HTTP)",
+        fontsize=10,
     )
     left.tick_params(axis="y", labelsize=8)
     left.set_xlim(0, max(rates) * 1.15)
@@ -73,9 +76,14 @@ def draw(results: dict[str, Any]) -> Any:
         right.set_title("Goals: measured ÷ goal (≥ 1 meets it; green met, red not)", fontsize=10)
         right.tick_params(axis="y", labelsize=8)
     machine = results["machine"]
-    fig.text(0.01, 0.005, f"{machine['cpus']} CPUs shared with other work, Python {machine['python']}; "
-             "ratios are measured side by side in one run, absolute figures vary ±30 % between runs",
-             fontsize=7, color="#6b7280")
+    fig.text(
+        0.01,
+        0.005,
+        f"{machine['cpus']} CPUs shared with other work, Python {machine['python']}; "
+        "ratios are measured side by side in one run, absolute figures vary ±30 % between runs",
+        fontsize=7,
+        color="#6b7280",
+    )
     fig.tight_layout(rect=(0, 0.02, 1, 1))
     return fig
 

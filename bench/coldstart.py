@@ -23,9 +23,7 @@ ENTRY = (
 )
 # What the entry module cannot do without: the ASGI framework parts it serves with, the
 # PostgreSQL driver (httpx is imported only when a tick sends something).
-DEPENDENCIES = (
-    "import starlette.applications, starlette.requests, starlette.responses, starlette.routing, psycopg"
-)
+DEPENDENCIES = "import starlette.applications, starlette.requests, starlette.responses, starlette.routing, psycopg"
 BARE = "pass"
 
 
@@ -73,19 +71,28 @@ def imports(python: str, repeats: int) -> dict[str, Any]:
         "dependencies_ms": round(deps / 1000, 1),
         "interpreter_imports_ms": round(bare / 1000, 1),
         "ratio": round(entry / deps, 2),
-        "entry_top_level_modules_ms": {k: round(v / 1000, 1) for k, v in sorted(last["entry"].items(), key=lambda kv: -kv[1])[:8]},
+        "entry_top_level_modules_ms": {
+            k: round(v / 1000, 1) for k, v in sorted(last["entry"].items(), key=lambda kv: -kv[1])[:8]
+        },
     }
 
 
 def first_tick(python: str, url: str, seen_file: Path) -> dict[str, Any]:
     """Start a fresh process that loads the entry module, connects and serves one tick."""
-    env = {**os.environ, "DATABASE_URL": url, "CRON_SECRET": SECRET, "CRONTICK_HANDLERS": HANDLER_MODULE,
-           PATH_VARIABLE: str(seen_file)}
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "CRON_SECRET": SECRET,
+        "CRONTICK_HANDLERS": HANDLER_MODULE,
+        PATH_VARIABLE: str(seen_file),
+    }
     began = time.perf_counter()
     proc = subprocess.run([python, "-m", "bench.first_tick"], cwd=ROOT, env=env, capture_output=True, text=True)
     wall_ms = (time.perf_counter() - began) * 1000
     if proc.returncode != 0:
-        raise RuntimeError(f"expected the first-tick process to succeed, got exit {proc.returncode}: {proc.stderr[-2000:]}")
+        raise RuntimeError(
+            f"expected the first-tick process to succeed, got exit {proc.returncode}: {proc.stderr[-2000:]}"
+        )
     child = json.loads(proc.stdout.strip().splitlines()[-1])
     if child["status"] != 200:
         raise RuntimeError(f"expected the first tick to answer 200, got {child['status']}: {child['body']}")

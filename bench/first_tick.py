@@ -19,10 +19,18 @@ ENTRY = Path(__file__).resolve().parent.parent / "api" / "cron" / "tick.py"
 async def post(app: Any, path: str, secret: str) -> tuple[int, bytes]:
     """One request through the ASGI interface, as a platform's runtime would hand it over."""
     scope = {
-        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "https",
-        "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "https",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
         "headers": [(b"host", b"bench.invalid"), (b"authorization", f"Bearer {secret}".encode())],
-        "client": ("127.0.0.1", 40000), "server": ("bench.invalid", 443),
+        "client": ("127.0.0.1", 40000),
+        "server": ("bench.invalid", 443),
     }
     sent: list[dict[str, Any]] = []
 
@@ -42,12 +50,16 @@ def main() -> None:
     imported = time.perf_counter()
     status, body = asyncio.run(post(app, "/api/cron/tick", os.environ["CRON_SECRET"]))
     ticked = time.perf_counter()
-    print(json.dumps({
-        "import_ms": round((imported - STARTED) * 1000, 1),
-        "connect_and_tick_ms": round((ticked - imported) * 1000, 1),
-        "status": status,
-        "body": json.loads(body),
-    }))
+    print(
+        json.dumps(
+            {
+                "import_ms": round((imported - STARTED) * 1000, 1),
+                "connect_and_tick_ms": round((ticked - imported) * 1000, 1),
+                "status": status,
+                "body": json.loads(body),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -44,8 +44,21 @@ def server(url: str, seen_file: Path, *, batch_size: int = 100, workers: int = 1
         PATH_VARIABLE: str(seen_file),
     }
     command = [
-        sys.executable, "-m", "uvicorn", "crontick.app:app", "--host", "127.0.0.1", "--port", str(port),
-        "--workers", str(workers), "--loop", "asyncio", "--log-level", "warning", "--no-access-log",
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "crontick.app:app",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--loop",
+        "asyncio",
+        "--log-level",
+        "warning",
+        "--no-access-log",
     ]
     log_file = seen_file.with_name("uvicorn.log")  # one JSON line per tick: kept out of the table
     with log_file.open("wb") as log:
@@ -125,5 +138,9 @@ async def idle_latency(base: str, requests: int) -> dict[str, Any]:
                 tick.append(ticked - began)
                 health.append(done - ticked)
     tick_ms, health_ms = statistics.median(tick) * 1000, statistics.median(health) * 1000
-    return {"requests": requests, "tick_ms": round(tick_ms, 3), "health_ms": round(health_ms, 3),
-            "ratio": round(tick_ms / health_ms, 2)}
+    return {
+        "requests": requests,
+        "tick_ms": round(tick_ms, 3),
+        "health_ms": round(health_ms, 3),
+        "ratio": round(tick_ms / health_ms, 2),
+    }

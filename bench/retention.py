@@ -77,17 +77,22 @@ def main() -> None:
         with psycopg.connect(expired) as conn:
             left = conn.execute("select count(*) from jobs").fetchone()[0]  # type: ignore[index]
         kept_ms, expired_ms = statistics.median(times["kept"]), statistics.median(times["expired"])
-        print(json.dumps({
-            "rows": ROWS,
-            "ticks": TICKS,
-            "batch": retention.BATCH_SIZE,
-            "median_tick_ms_nothing_expired": round(kept_ms, 1),
-            "median_tick_ms_all_expired": round(expired_ms, 1),
-            "slowest_tick_ms_all_expired": round(max(times["expired"]), 1),
-            "extra_ms_per_tick": round(expired_ms - kept_ms, 1),
-            "ratio": round(expired_ms / kept_ms, 2),
-            "deleted": ROWS - left,
-        }, indent=2))
+        print(
+            json.dumps(
+                {
+                    "rows": ROWS,
+                    "ticks": TICKS,
+                    "batch": retention.BATCH_SIZE,
+                    "median_tick_ms_nothing_expired": round(kept_ms, 1),
+                    "median_tick_ms_all_expired": round(expired_ms, 1),
+                    "slowest_tick_ms_all_expired": round(max(times["expired"]), 1),
+                    "extra_ms_per_tick": round(expired_ms - kept_ms, 1),
+                    "ratio": round(expired_ms / kept_ms, 2),
+                    "deleted": ROWS - left,
+                },
+                indent=2,
+            )
+        )
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:
             for name in made:

@@ -40,15 +40,19 @@ def slot_math() -> None:
     now = cursor + timedelta(days=30, seconds=30)
     bounded = median_ms(lambda: slots.plan("* * * * *", "Europe/Amsterdam", "latest", cursor, now))
     walk_all = median_ms(lambda: slots.slots_between("* * * * *", "Europe/Amsterdam", cursor, now))
-    print(f"30-day sleep, * * * * *: plan {bounded:.1f} ms, walking every slot {walk_all:.1f} ms "
-          f"(ratio {walk_all / bounded:.0f}x)")
+    print(
+        f"30-day sleep, * * * * *: plan {bounded:.1f} ms, walking every slot {walk_all:.1f} ms "
+        f"(ratio {walk_all / bounded:.0f}x)"
+    )
 
 
 def declare(count: int) -> None:
     for name in [s.name for s in schedules.declared()]:
         schedules.unregister(name)
     for n in range(count):
-        crontick.schedule(f"bench-{n:03d}", "* * * * *", "bench.schedule_noop", {"n": n}, catch_up="all" if n % 2 else "latest")
+        crontick.schedule(
+            f"bench-{n:03d}", "* * * * *", "bench.schedule_noop", {"n": n}, catch_up="all" if n % 2 else "latest"
+        )
 
 
 async def step_ms(url: str, count: int, sleep_days: float) -> tuple[float, float]:
@@ -64,7 +68,8 @@ async def step_ms(url: str, count: int, sleep_days: float) -> tuple[float, float
             idle.append((time.perf_counter() - t0) * 1000)
         await conn.execute(
             "update crontick_schedules set evaluated_until = evaluated_until - make_interval(days => %(d)s),"
-            " next_at = '-infinity'", {"d": sleep_days},
+            " next_at = '-infinity'",
+            {"d": sleep_days},
         )
         t0 = time.perf_counter()
         counts = await schedules.run_due(conn)
@@ -84,13 +89,17 @@ def with_database(admin_url: str) -> None:
             url = make_conninfo(admin_url, dbname=name)
             asyncio.run(db.migrate(url))
             idle, busy = asyncio.run(step_ms(url, count, 7))
-            print(f"{count:>2} schedules: idle step {idle:.2f} ms (1 statement); after a 7-day sleep {busy:.1f} ms (2 statements)")
+            print(
+                f"{count:>2} schedules: idle step {idle:.2f} ms (1 statement); after a 7-day sleep {busy:.1f} ms (2 statements)"
+            )
             with psycopg.connect(url, autocommit=True) as conn:
                 conn.execute("truncate crontick_schedules, crontick_schedule_slots, crontick_schedule_declared, jobs")
     finally:
         declare(0)
         with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(psycopg.sql.SQL("drop database if exists {} with (force)").format(psycopg.sql.Identifier(name)))
+            conn.execute(
+                psycopg.sql.SQL("drop database if exists {} with (force)").format(psycopg.sql.Identifier(name))
+            )
 
 
 if __name__ == "__main__":

@@ -54,4 +54,6 @@ def as_url(conninfo: str) -> str:
     host, port = str(d.get("host", "")), str(d.get("port", ""))
     query = {"host": host, "port": port} if host.startswith("/") else {}
     where = "" if query else f"{host}{':' + port if port else ''}"
-    return f"postgresql://{user}{password}@{where}/{quote(str(d['dbname']), safe='')}" + (f"?{urlencode(query)}" if query else "")
+    return f"postgresql://{user}{password}@{where}/{quote(str(d['dbname']), safe='')}" + (
+        f"?{urlencode(query)}" if query else ""
+    )

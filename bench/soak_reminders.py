@@ -205,7 +205,8 @@ def seed(url: str, count: int, t0: datetime, window_hours: float) -> set[int]:
         with conn.cursor() as cur:
             cur.executemany(
                 "insert into bookings (customer_name, email, phone, starts_at, time_zone, status)"
-                " values (%s, %s, %s, %s, %s, %s)", rows,
+                " values (%s, %s, %s, %s, %s, %s)",
+                rows,
             )
         return {r[0] for r in conn.execute("select id from bookings where status = 'cancelled'")}
 
@@ -309,29 +310,45 @@ def finish(url: str, values: dict[str, Any], now: datetime) -> dict[str, int]:
 
     ticks = asyncio.run(go())
     with psycopg.connect(url) as conn:
-        statuses: dict[str, int] = dict(conn.execute("select status, count(*) from reminder_sends group by status").fetchall())
+        statuses: dict[str, int] = dict(
+            conn.execute("select status, count(*) from reminder_sends group by status").fetchall()
+        )
     return {"finishing_ticks": ticks, **{f"rows_{k}": v for k, v in statuses.items()}}
 
 
 def report(
-    args: argparse.Namespace, provider: Provider, cancelled: set[int], totals: Counter[str], histogram: list[int],
-    kills: int, seconds: float, final: dict[str, int], url: str,
+    args: argparse.Namespace,
+    provider: Provider,
+    cancelled: set[int],
+    totals: Counter[str],
+    histogram: list[int],
+    kills: int,
+    seconds: float,
+    final: dict[str, int],
+    url: str,
 ) -> dict[str, Any]:
     double = {k: n for k, n in provider.deliveries.items() if n > 1}
     with psycopg.connect(url) as conn:
         attempts: dict[str, int] = dict(conn.execute("select idempotency_key, attempts from reminder_sends").fetchall())
-        phones: dict[str, int] = dict(conn.execute(
-            "select 'to:' || b.phone, r.attempts from reminder_sends r join bookings b on b.id = r.booking_id"
-        ).fetchall())
+        phones: dict[str, int] = dict(
+            conn.execute(
+                "select 'to:' || b.phone, r.attempts from reminder_sends r join bookings b on b.id = r.booking_id"
+            ).fetchall()
+        )
     # Each request must belong to an attempt some tick claimed: more requests than attempts for a
     # key would mean two ticks sent the same claim.
     over = [k for k, n in provider.requests.items() if n > (attempts.get(k) or phones.get(k) or 0)]
     with psycopg.connect(url) as conn:
         examples = [
-            {"key": k, "answers": provider.history[k], "row": conn.execute(
-                "select r.status, r.attempts, r.maybe_delivered, r.created_at, r.updated_at, r.last_error from reminder_sends r"
-                " join bookings b on b.id = r.booking_id where r.idempotency_key = %s or 'to:' || b.phone = %s", (k, k),
-            ).fetchall()}
+            {
+                "key": k,
+                "answers": provider.history[k],
+                "row": conn.execute(
+                    "select r.status, r.attempts, r.maybe_delivered, r.created_at, r.updated_at, r.last_error from reminder_sends r"
+                    " join bookings b on b.id = r.booking_id where r.idempotency_key = %s or 'to:' || b.phone = %s",
+                    (k, k),
+                ).fetchall(),
+            }
             for k in over[:5]
         ]
     cancelled_keys = {f"reminder:{b}:24h" for b in cancelled} | {f"to:+3161{b - 1:07d}" for b in cancelled}
@@ -339,8 +356,8 @@ def report(
         sent_rows = conn.execute("select count(*) from reminder_sends where status = 'sent'").fetchone()
     return {
         "command": f"python -m bench.soak_reminders --seconds {args.seconds} --bookings {args.bookings} "
-                   f"--ticks-per-second {args.ticks_per_second} --failure-rate {args.failure_rate} "
-                   f"--channel {args.channel} --kill-every {args.kill_every} --time-scale {args.time_scale}",
+        f"--ticks-per-second {args.ticks_per_second} --failure-rate {args.failure_rate} "
+        f"--channel {args.channel} --kill-every {args.kill_every} --time-scale {args.time_scale}",
         "wall_seconds": round(seconds, 1),
         "ticks": totals["ticks"],
         "ticks_per_second": round(totals["ticks"] / seconds, 1),
@@ -390,7 +407,11 @@ def main() -> None:
     logging.getLogger("crontick").setLevel(logging.ERROR)
     result = run(p.parse_args())
     print(json.dumps(result, indent=2))
-    ok = not (result["double_deliveries"] or result["cancelled_delivered"] or result["keys_with_more_requests_than_claimed_attempts"])
+    ok = not (
+        result["double_deliveries"]
+        or result["cancelled_delivered"]
+        or result["keys_with_more_requests_than_claimed_attempts"]
+    )
     raise SystemExit(0 if ok else 1)
 
 

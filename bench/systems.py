@@ -196,7 +196,9 @@ def pgqueuer_drain(kind: str, batch_size: int) -> Callable[[str, int, Seen], Awa
 
 # --- plain psycopg reference loops, on crontick's own jobs table ------------------------------
 
-PLAIN_INSERT = "insert into jobs (type, payload) select t, p from unnest(%(types)s::text[], %(payloads)s::jsonb[]) as u(t, p)"
+PLAIN_INSERT = (
+    "insert into jobs (type, payload) select t, p from unnest(%(types)s::text[], %(payloads)s::jsonb[]) as u(t, p)"
+)
 PLAIN_CLAIM = """
 with due as materialized (
     select id from jobs where status = 'pending' and run_after <= now()
@@ -207,7 +209,9 @@ update jobs j set status = 'running', attempts = j.attempts + 1,
 where j.id = any(array(select id from due))
 returning j.id, j.payload
 """
-PLAIN_DONE_ONE = "update jobs set status = 'done', locked_until = null, finished_at = now(), updated_at = now() where id = %(id)s"
+PLAIN_DONE_ONE = (
+    "update jobs set status = 'done', locked_until = null, finished_at = now(), updated_at = now() where id = %(id)s"
+)
 PLAIN_DONE_MANY = "update jobs set status = 'done', locked_until = null, finished_at = now(), updated_at = now() where id = any(%(ids)s)"
 
 
@@ -241,25 +245,87 @@ def plain_drain(per_job: bool, prepare: bool = True) -> Callable[[str, int, Seen
 def all_systems() -> list[System]:
     procrastinate, pgqueuer = version("procrastinate"), version("pgqueuer")
     return [
-        System("crontick", "crontick: tick loop, batch 100", "crontick enqueue_many", crontick_install,
-               crontick_enqueue, crontick_drain(100), "jobs"),
-        System("crontick_sync", "crontick: tick loop, batch 100, sync def handlers", None, crontick_install,
-               crontick_enqueue_sync, crontick_drain(100), "jobs"),
-        System("crontick_batch_1000", "crontick: tick loop, batch 1000", None, crontick_install, crontick_enqueue,
-               crontick_drain(1000), "jobs", "CRONTICK_BATCH_SIZE=1000"),
-        System("procrastinate", f"procrastinate {procrastinate}, concurrency 10",
-               f"procrastinate {procrastinate} batch_defer_async", procrastinate_install, procrastinate_enqueue,
-               procrastinate_drain, "procrastinate_"),
-        System("pgqueuer_asyncpg", f"pgqueuer {pgqueuer}, asyncpg, batch 100", f"pgqueuer {pgqueuer} enqueue, asyncpg",
-               pgqueuer_install("asyncpg"), pgqueuer_enqueue("asyncpg"), pgqueuer_drain("asyncpg", 100), "pgqueuer"),
-        System("pgqueuer_psycopg", f"pgqueuer {pgqueuer}, psycopg, batch 100", f"pgqueuer {pgqueuer} enqueue, psycopg",
-               pgqueuer_install("psycopg"), pgqueuer_enqueue("psycopg"), pgqueuer_drain("psycopg", 100), "pgqueuer"),
-        System("plain_per_job", "plain psycopg: claim 100, one UPDATE per job",
-               "plain psycopg: INSERT … SELECT unnest(jsonb[])", crontick_install, plain_enqueue,
-               plain_drain(per_job=True), "jobs"),
-        System("plain_batch", "plain psycopg: claim 100, one UPDATE per batch", None, crontick_install,
-               plain_enqueue, plain_drain(per_job=False), "jobs"),
-        System("plain_batch_unprepared", "plain psycopg: claim 100, one UPDATE per batch, no prepared statements", None,
-               crontick_install, plain_enqueue, plain_drain(per_job=False, prepare=False), "jobs",
-               "prepare_threshold=None, as behind a transaction pooler"),
+        System(
+            "crontick",
+            "crontick: tick loop, batch 100",
+            "crontick enqueue_many",
+            crontick_install,
+            crontick_enqueue,
+            crontick_drain(100),
+            "jobs",
+        ),
+        System(
+            "crontick_sync",
+            "crontick: tick loop, batch 100, sync def handlers",
+            None,
+            crontick_install,
+            crontick_enqueue_sync,
+            crontick_drain(100),
+            "jobs",
+        ),
+        System(
+            "crontick_batch_1000",
+            "crontick: tick loop, batch 1000",
+            None,
+            crontick_install,
+            crontick_enqueue,
+            crontick_drain(1000),
+            "jobs",
+            "CRONTICK_BATCH_SIZE=1000",
+        ),
+        System(
+            "procrastinate",
+            f"procrastinate {procrastinate}, concurrency 10",
+            f"procrastinate {procrastinate} batch_defer_async",
+            procrastinate_install,
+            procrastinate_enqueue,
+            procrastinate_drain,
+            "procrastinate_",
+        ),
+        System(
+            "pgqueuer_asyncpg",
+            f"pgqueuer {pgqueuer}, asyncpg, batch 100",
+            f"pgqueuer {pgqueuer} enqueue, asyncpg",
+            pgqueuer_install("asyncpg"),
+            pgqueuer_enqueue("asyncpg"),
+            pgqueuer_drain("asyncpg", 100),
+            "pgqueuer",
+        ),
+        System(
+            "pgqueuer_psycopg",
+            f"pgqueuer {pgqueuer}, psycopg, batch 100",
+            f"pgqueuer {pgqueuer} enqueue, psycopg",
+            pgqueuer_install("psycopg"),
+            pgqueuer_enqueue("psycopg"),
+            pgqueuer_drain("psycopg", 100),
+            "pgqueuer",
+        ),
+        System(
+            "plain_per_job",
+            "plain psycopg: claim 100, one UPDATE per job",
+            "plain psycopg: INSERT … SELECT unnest(jsonb[])",
+            crontick_install,
+            plain_enqueue,
+            plain_drain(per_job=True),
+            "jobs",
+        ),
+        System(
+            "plain_batch",
+            "plain psycopg: claim 100, one UPDATE per batch",
+            None,
+            crontick_install,
+            plain_enqueue,
+            plain_drain(per_job=False),
+            "jobs",
+        ),
+        System(
+            "plain_batch_unprepared",
+            "plain psycopg: claim 100, one UPDATE per batch, no prepared statements",
+            None,
+            crontick_install,
+            plain_enqueue,
+            plain_drain(per_job=False, prepare=False),
+            "jobs",
+            "prepare_threshold=None, as behind a transaction pooler",
+        ),
     ]

@@ -116,7 +116,13 @@ def _code_default(field_name: str | None) -> str | None:
 
     for f in fields(Settings):
         if f.name == field_name:
-            value = f.default if f.default is not MISSING else f.default_factory() if f.default_factory is not MISSING else None
+            value = (
+                f.default
+                if f.default is not MISSING
+                else f.default_factory()
+                if f.default_factory is not MISSING
+                else None
+            )
             if value is None or value == ():
                 return None
             if isinstance(value, tuple):
@@ -131,7 +137,11 @@ def _where_else_read(name: str) -> bool:
     """A development-only variable (tests, bench, CI) must still be read somewhere."""
     for folder in ("tests", "bench", ".ci", ".github"):
         for path in (ROOT / folder).rglob("*"):
-            if path.is_file() and path.suffix in {".py", ".yml", ".yaml", ""} and name in path.read_text(errors="ignore"):
+            if (
+                path.is_file()
+                and path.suffix in {".py", ".yml", ".yaml", ""}
+                and name in path.read_text(errors="ignore")
+            ):
                 return True
     return False
 
@@ -145,9 +155,13 @@ def configuration_table() -> str:
         raise ReferenceError(
             f"expected a description in docs/variables.toml for every variable lib/ reads, got none for: {', '.join(missing)}"
         )
-    stale = sorted(n for n, d in docs.items() if n not in reads and not (d.get("scope") == "development" and _where_else_read(n)))
+    stale = sorted(
+        n for n, d in docs.items() if n not in reads and not (d.get("scope") == "development" and _where_else_read(n))
+    )
     if stale:
-        raise ReferenceError(f"expected docs/variables.toml to describe only variables the code reads, got: {', '.join(stale)}")
+        raise ReferenceError(
+            f"expected docs/variables.toml to describe only variables the code reads, got: {', '.join(stale)}"
+        )
     groups: dict[str, list[str]] = {}
     for name, d in docs.items():
         groups.setdefault(d.get("group", "Other"), []).append(name)
@@ -183,8 +197,16 @@ def cli_reference() -> str:
         os.environ["COLUMNS"] = "100"
         out = ["## `crontick`", "", "```text", parser.format_help().rstrip(), "```", ""]
         for name, sub, help_text in _subcommands(parser):
-            out += [f"## `crontick {name}`", "", help_text[:1].upper() + help_text[1:] + ".", "", "```text",
-                    sub.format_help().rstrip(), "```", ""]
+            out += [
+                f"## `crontick {name}`",
+                "",
+                help_text[:1].upper() + help_text[1:] + ".",
+                "",
+                "```text",
+                sub.format_help().rstrip(),
+                "```",
+                "",
+            ]
         return "\n".join(out)
     finally:
         os.environ.update(saved)

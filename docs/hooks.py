@@ -44,8 +44,9 @@ def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
     def generate(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in gen_reference.GENERATORS:
-            raise gen_reference.ReferenceError(f"{page.file.src_path}: expected a generator among "
-                                               f"{sorted(gen_reference.GENERATORS)}, got: {name!r}")
+            raise gen_reference.ReferenceError(
+                f"{page.file.src_path}: expected a generator among {sorted(gen_reference.GENERATORS)}, got: {name!r}"
+            )
         return gen_reference.GENERATORS[name]()
 
     return MARKER.sub(generate, markdown)

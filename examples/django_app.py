@@ -21,10 +21,16 @@ if not settings.configured:
         SECRET_KEY="example-only",  # noqa: S106 - a runnable example, never deployed
         ROOT_URLCONF=__name__,
         ALLOWED_HOSTS=["*"],
-        DATABASES={"default": {
-            "ENGINE": "django.db.backends.postgresql", "NAME": db.get("dbname"), "USER": db.get("user", ""),
-            "PASSWORD": db.get("password", ""), "HOST": db.get("host", ""), "PORT": db.get("port", ""),
-        }},
+        DATABASES={
+            "default": {
+                "ENGINE": "django.db.backends.postgresql",
+                "NAME": db.get("dbname"),
+                "USER": db.get("user", ""),
+                "PASSWORD": db.get("password", ""),
+                "HOST": db.get("host", ""),
+                "PORT": db.get("port", ""),
+            }
+        },
     )
 
 from django.db import connection, transaction

@@ -26,8 +26,10 @@ def main(argv: list[str] | None = None) -> int:
             row = scenario(r, sizes)
             rows.append(row)
             mark = "ok" if row.ok else "FAIL"
-            print(f"{row.scenario:<30} | {row.amount:<70} | {mark}: {row.verified} ({time.monotonic() - began:.0f} s)",
-                  flush=True)
+            print(
+                f"{row.scenario:<30} | {row.amount:<70} | {mark}: {row.verified} ({time.monotonic() - began:.0f} s)",
+                flush=True,
+            )
     print(summary(rows))
     return 0 if all(row.ok for row in rows) else 1
 

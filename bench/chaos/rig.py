@@ -154,7 +154,10 @@ class Rig:
         with log_path.open("wb") as log:
             proc = subprocess.Popen(
                 [str(CRONTICK), "serve", "--host", "127.0.0.1", "--port", str(port)],
-                env=self.env(**(env or {})), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log,
+                env=self.env(**(env or {})),
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
             )
         server = Server(f"http://127.0.0.1:{port}", proc, log_path)
         try:
@@ -176,7 +179,9 @@ class Rig:
             return cur.fetchall() if cur.description else []
 
     def reset(self) -> None:
-        self.sql("truncate jobs, reminder_sends, bookings, chaos_side_effects, crontick_token_uses restart identity cascade")
+        self.sql(
+            "truncate jobs, reminder_sends, bookings, chaos_side_effects, crontick_token_uses restart identity cascade"
+        )
         self.provider.clear()
 
 

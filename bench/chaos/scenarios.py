@@ -41,8 +41,19 @@ class Sizes:
     deadline_seconds: float
 
 
-FULL = Sizes(auth_requests=10_000, jobs=20_000, bookings=2_000, callers=16, kills=20, restarts=5, bad_requests=2_000, deadline_seconds=600)
-SHORT = Sizes(auth_requests=300, jobs=300, bookings=30, callers=4, kills=2, restarts=1, bad_requests=150, deadline_seconds=60)
+FULL = Sizes(
+    auth_requests=10_000,
+    jobs=20_000,
+    bookings=2_000,
+    callers=16,
+    kills=20,
+    restarts=5,
+    bad_requests=2_000,
+    deadline_seconds=600,
+)
+SHORT = Sizes(
+    auth_requests=300, jobs=300, bookings=30, callers=4, kills=2, restarts=1, bad_requests=150, deadline_seconds=60
+)
 
 
 @dataclass(frozen=True)
@@ -70,8 +81,16 @@ def _tick(client: httpx.Client, base: str, headers: dict[str, str] | None = None
 def _qstash(key: str, url: str, body: bytes, **overrides: object) -> str:
     now = int(time.time())
     digest = base64.urlsafe_b64encode(hashlib.sha256(body).digest()).decode()
-    claims: dict[str, object] = {"iss": "Upstash", "sub": url, "iat": now, "nbf": now, "exp": now + 300,
-                                 "jti": f"jwt_{uuid.uuid4().hex}", "body": digest, **overrides}
+    claims: dict[str, object] = {
+        "iss": "Upstash",
+        "sub": url,
+        "iat": now,
+        "nbf": now,
+        "exp": now + 300,
+        "jti": f"jwt_{uuid.uuid4().hex}",
+        "body": digest,
+        **overrides,
+    }
     return jwt.encode(claims, key, algorithm="HS256")
 
 
@@ -95,18 +114,43 @@ def _forgeries(rng: random.Random, n: int) -> list[tuple[str, list[tuple[str, st
         ("empty header", lambda: [("authorization", "")]),
         ("scheme only", lambda: [("authorization", rng.choice(["Bearer", "Bearer ", "Basic " + SECRET]))]),
         ("repeated headers", lambda: [("authorization", "Bearer x"), ("authorization", "Bearer " + flipped)]),
-        ("alg none", lambda: [("authorization", "Bearer " + jwt.encode({"aud": PUBLIC_URL, "iat": int(time.time()),
-                                                                           "exp": int(time.time()) + 60, "jti": "n"},
-                                                                          "", algorithm="none"))]),
+        (
+            "alg none",
+            lambda: [
+                (
+                    "authorization",
+                    "Bearer "
+                    + jwt.encode(
+                        {"aud": PUBLIC_URL, "iat": int(time.time()), "exp": int(time.time()) + 60, "jti": "n"},
+                        "",
+                        algorithm="none",
+                    ),
+                )
+            ],
+        ),
         ("other secret", lambda: [("authorization", "Bearer " + _token("other-" + SECRET))]),
-        ("expired", lambda: [("authorization", "Bearer " + _token(SECRET, iat=int(time.time()) - 400,
-                                                                  exp=int(time.time()) - 100))]),
-        ("not yet valid", lambda: [("authorization", "Bearer " + _token(SECRET, iat=int(time.time()) + 200,
-                                                                        exp=int(time.time()) + 260))]),
+        (
+            "expired",
+            lambda: [
+                ("authorization", "Bearer " + _token(SECRET, iat=int(time.time()) - 400, exp=int(time.time()) - 100))
+            ],
+        ),
+        (
+            "not yet valid",
+            lambda: [
+                ("authorization", "Bearer " + _token(SECRET, iat=int(time.time()) + 200, exp=int(time.time()) + 260))
+            ],
+        ),
         ("wrong aud", lambda: [("authorization", "Bearer " + _token(SECRET, aud="https://other.example.com"))]),
         ("qstash tampered body", lambda: [("upstash-signature", _qstash(QSTASH_KEY, tick_url, b'{"other": 1}'))]),
-        ("qstash other url", lambda: [("upstash-signature", _qstash(QSTASH_KEY, "https://other.example.com" + TICK, body)),
-                                      ("x-forwarded-host", "other.example.com"), ("x-forwarded-proto", "https")]),
+        (
+            "qstash other url",
+            lambda: [
+                ("upstash-signature", _qstash(QSTASH_KEY, "https://other.example.com" + TICK, body)),
+                ("x-forwarded-host", "other.example.com"),
+                ("x-forwarded-proto", "https"),
+            ],
+        ),
         ("qstash wrong key", lambda: [("upstash-signature", _qstash("sig_" + "w" * 28, tick_url, body))]),
     ]
     out = []
@@ -124,10 +168,15 @@ def auth_attack(rig: Rig, sizes: Sizes) -> Row:
     with rig.serve(env) as server, httpx.Client(timeout=30) as client:
         # Controls: each real credential works once, and its replay is one more forgery.
         token, signature = _token(SECRET), _qstash(QSTASH_KEY, PUBLIC_URL + TICK, body)
-        controls = [_tick(client, server.base), _tick(client, server.base, _bearer(token)),
-                    client.post(server.base + TICK, headers={"upstash-signature": signature}, content=body)]
-        replays = [_tick(client, server.base, _bearer(token)),
-                   client.post(server.base + TICK, headers={"upstash-signature": signature}, content=body)]
+        controls = [
+            _tick(client, server.base),
+            _tick(client, server.base, _bearer(token)),
+            client.post(server.base + TICK, headers={"upstash-signature": signature}, content=body),
+        ]
+        replays = [
+            _tick(client, server.base, _bearer(token)),
+            client.post(server.base + TICK, headers={"upstash-signature": signature}, content=body),
+        ]
 
         def send(item: tuple[str, list[tuple[str, str]], bytes]) -> tuple[str, int, str]:
             kind, headers, payload = item
@@ -140,15 +189,22 @@ def auth_attack(rig: Rig, sizes: Sizes) -> Row:
         with ThreadPoolExecutor(8) as pool:
             answers = list(pool.map(send, forged))
         lines = server.log_lines()
-    accepted = [kind for kind, status, _ in answers if status != 401] + [r.status_code for r in replays if r.status_code != 401]
+    accepted = [kind for kind, status, _ in answers if status != 401] + [
+        r.status_code for r in replays if r.status_code != 401
+    ]
     secrets = (SECRET, QSTASH_KEY, token, signature)
     leaks = sum(1 for _, _, text in answers for s in secrets if s in text)
     leaks += sum(1 for line in lines for s in secrets if s in line)
     bad_lines = sum(1 for line in lines if not _one_json_object(line))
     ok = all(r.status_code == 200 for r in controls) and not accepted and not leaks and not bad_lines
-    return Row("8 auth under attack", f"{len(forged) + len(replays):,} forged requests, 16 kinds, 2 replays",
-               f"controls accepted {sum(r.status_code == 200 for r in controls)}/3; secret in responses or "
-               f"{len(lines)} log lines: {leaks}; non-JSON lines: {bad_lines}", forged_accepted=len(accepted), ok=ok)
+    return Row(
+        "8 auth under attack",
+        f"{len(forged) + len(replays):,} forged requests, 16 kinds, 2 replays",
+        f"controls accepted {sum(r.status_code == 200 for r in controls)}/3; secret in responses or "
+        f"{len(lines)} log lines: {leaks}; non-JSON lines: {bad_lines}",
+        forged_accepted=len(accepted),
+        ok=ok,
+    )
 
 
 def _one_json_object(line: str) -> bool:
@@ -164,12 +220,15 @@ def _one_json_object(line: str) -> bool:
 
 
 def seed(rig: Rig, jobs: int, bookings: int) -> None:
-    rig.sql("insert into jobs (type, payload) select 'chaos.record', jsonb_build_object('n', n) from generate_series(1, %s) n",
-            (jobs,))
+    rig.sql(
+        "insert into jobs (type, payload) select 'chaos.record', jsonb_build_object('n', n) from generate_series(1, %s) n",
+        (jobs,),
+    )
     rig.sql(
         "insert into bookings (customer_name, email, phone, starts_at) select 'Ada ' || n, 'ada' || n || '@example.com', "
         "'+3161234' || lpad(n::text, 4, '0'), now() + interval '1 hour' + n * interval '1 second' "
-        "from generate_series(1, %s) n", (bookings,),
+        "from generate_series(1, %s) n",
+        (bookings,),
     )
 
 
@@ -214,12 +273,21 @@ def drain_all(rig: Rig, base: str, callers: int, deadline_seconds: float) -> lis
 
 def counts(rig: Rig, jobs: int, bookings: int, job_type: str = "chaos.record") -> tuple[int, int, int, int]:
     """(jobs lost, jobs run twice, reminders lost, reminders sent twice), from side effects and the provider."""
-    runs = dict(rig.sql("select j.id, count(s.job_id) from jobs j left join chaos_side_effects s on s.job_id = j.id "
-                        "where j.type = %s group by j.id", (job_type,)))
+    runs = dict(
+        rig.sql(
+            "select j.id, count(s.job_id) from jobs j left join chaos_side_effects s on s.job_id = j.id "
+            "where j.type = %s group by j.id",
+            (job_type,),
+        )
+    )
     ids = [row[0] for row in rig.sql("select id from bookings")]
     sends = rig.provider.sends
-    return (sum(1 for n in runs.values() if n == 0) + max(0, jobs - len(runs)), sum(1 for n in runs.values() if n > 1),
-            sum(1 for b in ids if sends[b] == 0) + max(0, bookings - len(ids)), sum(1 for b in ids if sends[b] > 1))
+    return (
+        sum(1 for n in runs.values() if n == 0) + max(0, jobs - len(runs)),
+        sum(1 for n in runs.values() if n > 1),
+        sum(1 for b in ids if sends[b] == 0) + max(0, bookings - len(ids)),
+        sum(1 for b in ids if sends[b] > 1),
+    )
 
 
 def load(rig: Rig, sizes: Sizes) -> Row:
@@ -231,18 +299,24 @@ def load(rig: Rig, sizes: Sizes) -> Row:
     # Ran more often than it was attempted: the same claim ran twice, which would break the queue's
     # promise. Ran again on a later attempt (its first was stopped at the tick's budget after its
     # side effect): at-least-once, as documented.
-    over = rig.sql("select count(*) from jobs j where (select count(*) from chaos_side_effects s where s.job_id = j.id) > j.attempts")[0][0]
+    over = rig.sql(
+        "select count(*) from jobs j where (select count(*) from chaos_side_effects s where s.job_id = j.id) > j.attempts"
+    )[0][0]
     unknown = rig.sql("select count(*) from reminder_sends where status = 'unknown'")[0][0]
     once = sum(1 for n in rig.provider.sends.values() if n == 1)
     q = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [0.0] * 99
     # An SMS still in flight when its tick's budget ends is 'unknown' (it may have been delivered) and
     # is never resent: visible, not lost. Lost means neither delivered nor marked.
-    return Row("1 load", f"{sizes.jobs:,} jobs, {sizes.bookings:,} reminders, {sizes.callers} callers, {len(latencies):,} ticks",
-               f"jobs: {sizes.jobs - lost - rerun:,} ran exactly once, {rerun} again on a later attempt (at-least-once), "
-               f"{over} more often than attempted; reminders: {once:,} delivered once, {unknown} marked unknown, "
-               f"{r_twice} twice; tick p50 {q[49]:.0f} ms, p99 {q[98]:.0f} ms",
-               lost=lost + max(0, r_lost - unknown), duplicated=over + r_twice,
-               ok=not (lost or over or r_twice) and r_lost <= unknown)
+    return Row(
+        "1 load",
+        f"{sizes.jobs:,} jobs, {sizes.bookings:,} reminders, {sizes.callers} callers, {len(latencies):,} ticks",
+        f"jobs: {sizes.jobs - lost - rerun:,} ran exactly once, {rerun} again on a later attempt (at-least-once), "
+        f"{over} more often than attempted; reminders: {once:,} delivered once, {unknown} marked unknown, "
+        f"{r_twice} twice; tick p50 {q[49]:.0f} ms, p99 {q[98]:.0f} ms",
+        lost=lost + max(0, r_lost - unknown),
+        duplicated=over + r_twice,
+        ok=not (lost or over or r_twice) and r_lost <= unknown,
+    )
 
 
 # --- 2. kill -9 ---------------------------------------------------------------------------------
@@ -263,7 +337,9 @@ def kill9(rig: Rig, sizes: Sizes) -> Row:
     with rig.serve(fast) as server:
         drain_all(rig, server.base, 2, sizes.deadline_seconds)  # rescued jobs' backoff is moved back each round
     stuck = rig.sql("select count(*) from jobs where status in ('pending', 'running')")[0][0]
-    over = rig.sql("select count(*) from jobs j where (select count(*) from chaos_side_effects s where s.job_id = j.id) > j.attempts")[0][0]
+    over = rig.sql(
+        "select count(*) from jobs j where (select count(*) from chaos_side_effects s where s.job_id = j.id) > j.attempts"
+    )[0][0]
     failed = rig.sql("select count(*) from jobs where status = 'failed' and last_error is not null")[0][0]
     lost, twice, r_lost, r_twice = counts(rig, sizes.jobs, sizes.bookings)
     lost -= failed  # a job whose attempts all died with their process ends visibly failed: not lost
@@ -271,10 +347,15 @@ def kill9(rig: Rig, sizes: Sizes) -> Row:
     delivered = sum(1 for n in rig.provider.sends.values() if n >= 1)
     # A reminder killed mid-send ends 'unknown' (visible, never resent): not lost, not sent twice.
     ok = not (stuck or over or lost or r_twice) and r_lost <= unknown
-    return Row("2 kill -9", f"{sizes.kills} kills at random moments, {sizes.jobs:,} jobs, {sizes.bookings:,} reminders",
-               f"drained: {stuck} left pending/running, {over} with runs > attempts, {failed} failed visibly, "
-               f"{twice} re-run after a kill (at-least-once); reminders {delivered} delivered, {unknown} marked unknown",
-               lost=max(0, lost) + max(0, r_lost - unknown), duplicated=r_twice, ok=ok)
+    return Row(
+        "2 kill -9",
+        f"{sizes.kills} kills at random moments, {sizes.jobs:,} jobs, {sizes.bookings:,} reminders",
+        f"drained: {stuck} left pending/running, {over} with runs > attempts, {failed} failed visibly, "
+        f"{twice} re-run after a kill (at-least-once); reminders {delivered} delivered, {unknown} marked unknown",
+        lost=max(0, lost) + max(0, r_lost - unknown),
+        duplicated=r_twice,
+        ok=ok,
+    )
 
 
 # --- 7. poison jobs -----------------------------------------------------------------------------
@@ -286,26 +367,39 @@ def poison(rig: Rig, sizes: Sizes) -> Row:
     poison_types = ["chaos.raise", "chaos.hang", "chaos.garbage", "chaos.exit", "no.such.type"]
     for t in poison_types:
         rig.sql("insert into jobs (type, payload, max_attempts) values (%s, '{}', 1)", (t,))
-    rig.sql("insert into jobs (type, payload, max_attempts) values ('chaos.inspect', jsonb_build_object('big', repeat('x', 1000000)), 1)")
+    rig.sql(
+        "insert into jobs (type, payload, max_attempts) values ('chaos.inspect', jsonb_build_object('big', repeat('x', 1000000)), 1)"
+    )
     rig.sql("insert into jobs (type, payload, max_attempts) values ('chaos.inspect', %s::jsonb, 1)", (deep,))
     good = max(10, sizes.jobs // 10)
     rig.sql("insert into jobs (type, payload) select 'chaos.record', '{}' from generate_series(1, %s)", (good,))
     with rig.serve({"CRONTICK_TIME_BUDGET_SECONDS": "3"}) as server:
         drain_all(rig, server.base, 2, sizes.deadline_seconds)
         alive = httpx.get(server.base + "/api/health").status_code == 200
-    rows = rig.sql("select type, status, coalesce(last_error, ''), payload ? 'big' from jobs where type <> 'chaos.record' order by id")
+    rows = rig.sql(
+        "select type, status, coalesce(last_error, ''), payload ? 'big' from jobs where type <> 'chaos.record' order by id"
+    )
     # A handler's return value is ignored (garbage succeeds); every other poison ends failed with a reason,
     # the deep payload included (Python cannot decode it); the 1 MB payload runs.
     expected = {t: "failed" for t in poison_types} | {"chaos.garbage": "done"}
-    unclear = [t for t, status, err, big in rows
-               if (t in expected and (status != expected[t] or (status == "failed" and not err)))
-               or (t == "chaos.inspect" and status != ("done" if big else "failed"))]
+    unclear = [
+        t
+        for t, status, err, big in rows
+        if (t in expected and (status != expected[t] or (status == "failed" and not err)))
+        or (t == "chaos.inspect" and status != ("done" if big else "failed"))
+    ]
     poisoned_ok = inspected_ok = not unclear
     lost, twice, _, _ = counts(rig, good, 0)
-    return Row("7 poison jobs", f"{len(poison_types)} poison types (raise, hang, garbage, sys.exit, unknown), 1 MB and "
-               f"2,000-deep payloads, {good} good jobs", f"garbage done, deep failed, 1 MB done, the rest failed with a last_error; "
-               f"off: {unclear or 'none'}; good jobs all ran; server alive: {alive}",
-               lost=lost + len(unclear), duplicated=twice, ok=poisoned_ok and inspected_ok and alive and not lost and not twice)
+    return Row(
+        "7 poison jobs",
+        f"{len(poison_types)} poison types (raise, hang, garbage, sys.exit, unknown), 1 MB and "
+        f"2,000-deep payloads, {good} good jobs",
+        f"garbage done, deep failed, 1 MB done, the rest failed with a last_error; "
+        f"off: {unclear or 'none'}; good jobs all ran; server alive: {alive}",
+        lost=lost + len(unclear),
+        duplicated=twice,
+        ok=poisoned_ok and inspected_ok and alive and not lost and not twice,
+    )
 
 
 # --- 9. bad HTTP input --------------------------------------------------------------------------
@@ -314,19 +408,37 @@ def poison(rig: Rig, sizes: Sizes) -> Row:
 def bad_input(rig: Rig, sizes: Sizes) -> Row:
     rng = random.Random(9)
     methods = ["PUT", "DELETE", "PATCH", "OPTIONS", "HEAD", "TRACE", "PROPFIND", "FOO"]
-    content_types = ["application/json", "text/plain", "multipart/form-data; boundary=x", "application/x-www-form-urlencoded",
-                     "application/json; charset=latin-1", "", "\u00ff/\u00fe"]
+    content_types = [
+        "application/json",
+        "text/plain",
+        "multipart/form-data; boundary=x",
+        "application/x-www-form-urlencoded",
+        "application/json; charset=latin-1",
+        "",
+        "\u00ff/\u00fe",
+    ]
     bodies = [b"", b"{", b"\xff\xfe\xfd", b'{"a": "\xed\xa0\x80"}', b"[" * 5000, json.dumps({"x": "y" * 1000}).encode()]
     fives: list[str] = []
     tracebacks = 0
     statuses: dict[int, int] = {}
-    env = {"CRONTICK_MAX_BODY_BYTES": "65536", "QSTASH_CURRENT_SIGNING_KEY": QSTASH_KEY, "CRONTICK_PUBLIC_URL": PUBLIC_URL}
+    env = {
+        "CRONTICK_MAX_BODY_BYTES": "65536",
+        "QSTASH_CURRENT_SIGNING_KEY": QSTASH_KEY,
+        "CRONTICK_PUBLIC_URL": PUBLIC_URL,
+    }
     with rig.serve(env) as server, httpx.Client(timeout=30) as client:
-        huge = client.post(server.base + TICK, headers={"upstash-signature": "a.b.c"}, content=(b"x" * 65536 for _ in range(64)))
+        huge = client.post(
+            server.base + TICK, headers={"upstash-signature": "a.b.c"}, content=(b"x" * 65536 for _ in range(64))
+        )
         for i in range(sizes.bad_requests):
             method = rng.choice(methods + ["POST", "GET"])
-            path = rng.choice([TICK, "/api/health", "/api/cron/tick/..", "/%ff", "/api/cron/tick?x=%00", "/" + "a" * 3000])
-            headers = {"content-type": rng.choice(content_types), "authorization": rng.choice(["", "Bearer \u00e9", "Bearer " + SECRET])}
+            path = rng.choice(
+                [TICK, "/api/health", "/api/cron/tick/..", "/%ff", "/api/cron/tick?x=%00", "/" + "a" * 3000]
+            )
+            headers = {
+                "content-type": rng.choice(content_types),
+                "authorization": rng.choice(["", "Bearer \u00e9", "Bearer " + SECRET]),
+            }
             if i % 3 == 0:
                 headers["upstash-signature"] = rng.choice(["", "x", "a.b.c", "\u00e9.\u00e9.\u00e9"])
             content = rng.choice(bodies) if method not in ("GET", "HEAD") else b""
@@ -340,9 +452,12 @@ def bad_input(rig: Rig, sizes: Sizes) -> Row:
     internal = sum(1 for line in lines if '"event": "internal_error"' in line)
     ok = huge.status_code == 413 and not fives and not tracebacks and not internal
     spread = ", ".join(f"{k}: {v}" for k, v in sorted(statuses.items()))
-    return Row("9 bad HTTP input", f"{sizes.bad_requests:,} malformed requests + a 4 MiB upload over a 64 KiB cap",
-               f"upload got {huge.status_code}; statuses {spread}; 5xx other than 503: {len(fives)}; tracebacks: {tracebacks}",
-               ok=ok)
+    return Row(
+        "9 bad HTTP input",
+        f"{sizes.bad_requests:,} malformed requests + a 4 MiB upload over a 64 KiB cap",
+        f"upload got {huge.status_code}; statuses {spread}; 5xx other than 503: {len(fives)}; tracebacks: {tracebacks}",
+        ok=ok,
+    )
 
 
 # --- 6. slow and failing providers --------------------------------------------------------------
@@ -370,8 +485,12 @@ def providers(rig: Rig, sizes: Sizes) -> Row:
     ok = worst < budget + 1.5 and all(status == 200 for _, status, _ in results)
     ok = ok and all(sum(s.values()) == 5 for _, _, s in results) and max(rig.provider.sends.values(), default=0) <= 1
     summary = "; ".join(f"{m}: {dict(s)}" for m, _, s in results)
-    return Row("6 slow and failing providers", "delay past the budget, 500s, resets, an endless answer; 5 reminders each",
-               f"worst tick {worst:.1f} s (budget {budget:.0f} s); {summary}", ok=ok)
+    return Row(
+        "6 slow and failing providers",
+        "delay past the budget, 500s, resets, an endless answer; 5 reminders each",
+        f"worst tick {worst:.1f} s (budget {budget:.0f} s); {summary}",
+        ok=ok,
+    )
 
 
 # --- 3. a frozen process -------------------------------------------------------------------------
@@ -384,7 +503,9 @@ def frozen(rig: Rig, sizes: Sizes) -> Row:
     env = {"CRONTICK_TIME_BUDGET_SECONDS": "3", "CRONTICK_LEASE_SECONDS": "4"}
     answers: list[httpx.Response] = []
     with rig.serve(env) as a, rig.serve(env) as b:
-        first = threading.Thread(target=lambda: answers.append(httpx.post(a.base + TICK, headers=_bearer(SECRET), timeout=60)))
+        first = threading.Thread(
+            target=lambda: answers.append(httpx.post(a.base + TICK, headers=_bearer(SECRET), timeout=60))
+        )
         first.start()
         time.sleep(0.5)
         a.proc.send_signal(signal.SIGSTOP)  # mid-handler, holding the leases of its batch
@@ -399,9 +520,14 @@ def frozen(rig: Rig, sizes: Sizes) -> Row:
     fenced = stale_jobs.get("fenced", 0)
     lost, twice, _, _ = counts(rig, n, 0, "chaos.stale")  # the stale handler records only its successful attempt
     ok = done == n and not twice and fenced == stale_jobs.get("claimed", -1) == n and not lost
-    return Row("3 frozen process", f"SIGSTOP a tick holding {n} leases for 4.5 s (lease 4 s), SIGCONT after another "
-               "server took over", f"{done}/{n} done by the new owner; the thawed tick's {fenced} late outcomes fenced off",
-               lost=lost, duplicated=twice, ok=ok)
+    return Row(
+        "3 frozen process",
+        f"SIGSTOP a tick holding {n} leases for 4.5 s (lease 4 s), SIGCONT after another server took over",
+        f"{done}/{n} done by the new owner; the thawed tick's {fenced} late outcomes fenced off",
+        lost=lost,
+        duplicated=twice,
+        ok=ok,
+    )
 
 
 # --- 5. connections run out ----------------------------------------------------------------------
@@ -453,12 +579,18 @@ def connections(rig: Rig, sizes: Sizes) -> Row:
         with psycopg.connect(rig.url, autocommit=True) as admin:
             admin.execute(pgsql.SQL("drop owned by {}").format(ident))
             admin.execute(pgsql.SQL("drop role if exists {}").format(ident))
-    clear = all(r.status_code == 503 and r.json().get("error") == "database_unavailable" and r.headers.get("retry-after")
-                for r in refused)
+    clear = all(
+        r.status_code == 503 and r.json().get("error") == "database_unavailable" and r.headers.get("retry-after")
+        for r in refused
+    )
     ok = clear and health.status_code == 503 and back.status_code == 200 and took < 3.5
-    return Row("5 connections run out", "the app's role at its connection limit, 5 ticks, then released",
-               f"{sum(r.status_code == 503 for r in refused)}/5 got 503 database_unavailable with Retry-After in "
-               f"{took * 1000:.0f} ms each; health {health.status_code}; after release: {back.status_code}", ok=ok)
+    return Row(
+        "5 connections run out",
+        "the app's role at its connection limit, 5 ticks, then released",
+        f"{sum(r.status_code == 503 for r in refused)}/5 got 503 database_unavailable with Retry-After in "
+        f"{took * 1000:.0f} ms each; health {health.status_code}; after release: {back.status_code}",
+        ok=ok,
+    )
 
 
 # --- 4. the database restarts -------------------------------------------------------------------
@@ -476,5 +608,15 @@ def database_restart_pgbouncer(rig: Rig, sizes: Sizes) -> Row:
     return scenario(rig, sizes)
 
 
-SCENARIOS: list[Callable[[Rig, Sizes], Row]] = [auth_attack, load, kill9, poison, bad_input, providers, frozen, connections,
-                                                database_restart, database_restart_pgbouncer]
+SCENARIOS: list[Callable[[Rig, Sizes], Row]] = [
+    auth_attack,
+    load,
+    kill9,
+    poison,
+    bad_input,
+    providers,
+    frozen,
+    connections,
+    database_restart,
+    database_restart_pgbouncer,
+]

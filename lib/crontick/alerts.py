@@ -71,17 +71,25 @@ def text(event: str, body: Mapping[str, Any]) -> str:
     """One readable line for a person in a chat channel (&, < and > escaped as Slack requires)."""
     error = _one_line(str(body.get("error") or ""))
     if event == "job_failed":
-        line = (f"crontick: job {body['job_id']} ({body['job_type']}) failed for good after "
-                f"{_attempts(body.get('attempts'))}: {error}")
+        line = (
+            f"crontick: job {body['job_id']} ({body['job_type']}) failed for good after "
+            f"{_attempts(body.get('attempts'))}: {error}"
+        )
     elif event == "reminder_failed":
-        line = (f"crontick: the {body['kind']} reminder for booking {body['booking_id']} failed for good "
-                f"over {body.get('channel')}: {error}")
+        line = (
+            f"crontick: the {body['kind']} reminder for booking {body['booking_id']} failed for good "
+            f"over {body.get('channel')}: {error}"
+        )
     elif event == "reminder_unknown":
-        line = (f"crontick: the {body['kind']} reminder for booking {body['booking_id']} may not have reached "
-                f"the customer over {body.get('channel')}; check with the provider: {error}")
+        line = (
+            f"crontick: the {body['kind']} reminder for booking {body['booking_id']} may not have reached "
+            f"the customer over {body.get('channel')}; check with the provider: {error}"
+        )
     elif event == "scheduler_silent":
-        line = (f"crontick: no tick ran for {duration(float(body['silent_seconds']))} (alerting after "
-                f"{duration(float(body['silent_after_seconds']))}); ticks have resumed, check the scheduler")
+        line = (
+            f"crontick: no tick ran for {duration(float(body['silent_seconds']))} (alerting after "
+            f"{duration(float(body['silent_after_seconds']))}); ticks have resumed, check the scheduler"
+        )
     else:
         line = f"crontick: {event}"
     return line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
@@ -192,8 +200,14 @@ async def record(
         if status == "failed":
             logs.error("alert_failed", alert_id=o.id, alert_event=events[o.id], attempts=o.attempt, error=o.error)
         elif status == "pending":
-            logs.warning("alert_retry", alert_id=o.id, alert_event=events[o.id], attempts=o.attempt,
-                         retry_at=o.retry_at, error=o.error)
+            logs.warning(
+                "alert_retry",
+                alert_id=o.id,
+                alert_event=events[o.id],
+                attempts=o.attempt,
+                retry_at=o.retry_at,
+                error=o.error,
+            )
     statuses = list(written.values())
     return AlertCounts(sent=statuses.count("sent"), retried=statuses.count("pending"), failed=statuses.count("failed"))
 

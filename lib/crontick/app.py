@@ -73,7 +73,9 @@ async def tick(request: Request) -> JSONResponse:
         decision = await auth.authorize(request, body, settings, rt.db)
         if not decision.ok:
             logs.warning("tick_refused", reason=decision.reason, client=_client(request))
-            return error(401, "unauthorized", "a valid credential is required to run a tick", {"WWW-Authenticate": "Bearer"})
+            return error(
+                401, "unauthorized", "a valid credential is required to run a tick", {"WWW-Authenticate": "Bearer"}
+            )
         conn = await rt.db.connection()
         result = await run_tick(
             conn, settings, source=decision.method or "http", execution_id=vercel.execution_id(request.headers)
@@ -82,7 +84,9 @@ async def tick(request: Request) -> JSONResponse:
         await rt.db.discard()
         logs.error("database_unavailable", detail=str(exc))
         return error(
-            503, "database_unavailable", "the database cannot be reached; the scheduler should retry later",
+            503,
+            "database_unavailable",
+            "the database cannot be reached; the scheduler should retry later",
             {"Retry-After": str(RETRY_AFTER_SECONDS)},
         )
     except ConfigError as exc:  # found only on connecting, e.g. a DATABASE_URL psycopg cannot parse
@@ -104,13 +108,21 @@ async def health(request: Request) -> JSONResponse:
     except DatabaseUnavailable:
         await rt.db.discard()
         return JSONResponse(
-            {"ok": False, "last_tick_at": None, "error": "database_unavailable", "detail": "the database cannot be reached"},
-            503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            {
+                "ok": False,
+                "last_tick_at": None,
+                "error": "database_unavailable",
+                "detail": "the database cannot be reached",
+            },
+            503,
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
         )
     except Exception as exc:  # psycopg errors mid-query: report unhealthy, never a traceback  # noqa: BLE001
         await rt.db.discard()
         logs.error("health_error", detail=f"{type(exc).__name__}: {exc}")
-        return JSONResponse({"ok": False, "last_tick_at": None, "error": "database_error", "detail": type(exc).__name__}, 503)
+        return JSONResponse(
+            {"ok": False, "last_tick_at": None, "error": "database_error", "detail": type(exc).__name__}, 503
+        )
     # strict=1: an uptime monitor pages on the 503 while the scheduler is silent.
     stale_status = 503 if status.stale and health_check.strict(request.query_params.get("strict")) else 200
     return JSONResponse(status.to_json(), stale_status)
@@ -131,8 +143,12 @@ async def http_error(request: Request, exc: Exception) -> JSONResponse:
 async def internal_error(request: Request, exc: Exception) -> JSONResponse:
     import traceback
 
-    logs.error("internal_error", path=request.url.path, error=type(exc).__name__,
-               traceback="".join(traceback.format_exception(exc)))
+    logs.error(
+        "internal_error",
+        path=request.url.path,
+        error=type(exc).__name__,
+        traceback="".join(traceback.format_exception(exc)),
+    )
     return error(500, "internal_error", "the request failed; the server log has the details")
 
 

@@ -116,7 +116,9 @@ def _request_origin(request: Request, *, trust_forwarded: bool) -> str:
 def _require_trusted_url(settings: Settings) -> None:
     """Signed credentials name the URL they are for; without a trusted one, a client's headers would choose it."""
     if not (settings.public_url or settings.trust_forwarded):
-        raise Refused("off: a signed credential needs CRONTICK_PUBLIC_URL (or CRONTICK_TRUST_FORWARDED=1 behind your proxy)")
+        raise Refused(
+            "off: a signed credential needs CRONTICK_PUBLIC_URL (or CRONTICK_TRUST_FORWARDED=1 behind your proxy)"
+        )
 
 
 def _first(value: str | None) -> str | None:
@@ -140,7 +142,9 @@ async def check_secret(creds: Credentials, settings: Settings, db: Database) -> 
 # --- short-lived HS256 tokens signed with CRON_SECRET --------------------------------------------
 
 
-def mint_token(secret: str, audience: str, *, ttl_seconds: int = DEFAULT_TOKEN_TTL_SECONDS, now: float | None = None) -> str:
+def mint_token(
+    secret: str, audience: str, *, ttl_seconds: int = DEFAULT_TOKEN_TTL_SECONDS, now: float | None = None
+) -> str:
     """An HS256 JWT for one tick: aud = the app's base URL, a fresh jti, exp at most 5 minutes out."""
     import jwt
 
@@ -294,10 +298,14 @@ def check_github_claims(claims: dict[str, Any], settings: Settings) -> None:
     pinned_id = settings.github_oidc_repository_id
     if pinned_id and str(claims.get("repository_id", "")) != pinned_id:
         # A deleted and re-created repository keeps its name but gets a new id.
-        raise Refused(f"expected repository_id {pinned_id!r} (CRONTICK_GITHUB_OIDC_REPOSITORY_ID), got: {_short(claims.get('repository_id'))}")
+        raise Refused(
+            f"expected repository_id {pinned_id!r} (CRONTICK_GITHUB_OIDC_REPOSITORY_ID), got: {_short(claims.get('repository_id'))}"
+        )
     ref = claims.get("ref")
     if settings.github_oidc_refs and ref not in settings.github_oidc_refs:
-        raise Refused(f"expected ref in CRONTICK_GITHUB_OIDC_REFS {list(settings.github_oidc_refs)}, got: {_short(ref)}")
+        raise Refused(
+            f"expected ref in CRONTICK_GITHUB_OIDC_REFS {list(settings.github_oidc_refs)}, got: {_short(ref)}"
+        )
     if settings.github_oidc_workflows:
         # Only the file path in workflow_ref: the `workflow` claim is the YAML `name:`, which any
         # author of any workflow in the repository can set to an allowed value.

@@ -101,7 +101,9 @@ class LambdaRuntime:
         settings = runtime.settings
         try:
             conn = await runtime.db.connection()
-            result = await drain(conn, settings, max_ticks=_ticks_that_fit(context, settings.time_budget_seconds), source="eventbridge")
+            result = await drain(
+                conn, settings, max_ticks=_ticks_that_fit(context, settings.time_budget_seconds), source="eventbridge"
+            )
         except DatabaseUnavailable:
             await runtime.db.discard()
             raise

@@ -66,7 +66,12 @@ class Fail:
 
 
 def after_failure(
-    attempt: int, max_attempts: int, policy: RetryPolicy, now: datetime, rand: float, permanent: bool = False,
+    attempt: int,
+    max_attempts: int,
+    policy: RetryPolicy,
+    now: datetime,
+    rand: float,
+    permanent: bool = False,
     retry_after_seconds: float | None = None,
 ) -> Retry | Fail:
     """Decide what a failed attempt leads to: a permanent error or the last attempt fails, else retry later.

@@ -80,7 +80,11 @@ async def _send_phone(name: str, payload: Any, job: Job) -> None:
     from . import delivery
 
     message = delivery.Message(
-        to=payload["to"], subject="", text=payload["body"], sender=_text(payload, "from"), idempotency_key=f"job:{job.id}"
+        to=payload["to"],
+        subject="",
+        text=payload["body"],
+        sender=_text(payload, "from"),
+        idempotency_key=f"job:{job.id}",
     )
     try:
         await _channel(name).send(message, env_settings().delivery_timeout_seconds)

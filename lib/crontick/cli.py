@@ -93,7 +93,9 @@ def _iso8601(text: str) -> datetime:
     try:
         value = datetime.fromisoformat(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an ISO-8601 time such as 2026-12-01T09:00:00Z, got: {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected an ISO-8601 time such as 2026-12-01T09:00:00Z, got: {text!r}"
+        ) from None
     if value.tzinfo is None:
         raise argparse.ArgumentTypeError(f"expected a time with a UTC offset (Z or +01:00), got: {text!r}")
     return value
@@ -143,10 +145,14 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
     try:
         payload = json.loads(args.payload)
     except json.JSONDecodeError as exc:
-        raise CrontickError(f"--payload: expected JSON such as '{{\"user_id\": 42}}', got: {args.payload!r} ({exc.msg})") from None
+        raise CrontickError(
+            f"--payload: expected JSON such as '{{\"user_id\": 42}}', got: {args.payload!r} ({exc.msg})"
+        ) from None
     url = _settings().require_database_url()
     with _sync_connect(url) as conn, conn.transaction():
-        job_id = enqueue(conn, args.type, payload, run_after=args.run_after, max_attempts=args.max_attempts, key=args.key)
+        job_id = enqueue(
+            conn, args.type, payload, run_after=args.run_after, max_attempts=args.max_attempts, key=args.key
+        )
     print(job_id)
     return 0
 
@@ -159,7 +165,9 @@ def cmd_token(args: argparse.Namespace) -> int:
         raise ConfigError("CRON_SECRET: expected the secret the app verifies tokens with, got: nothing")
     audience = args.audience or settings.public_url
     if not audience:
-        raise ConfigError("--audience: expected the app's base URL such as https://app.example.com (or set CRONTICK_PUBLIC_URL), got: nothing")
+        raise ConfigError(
+            "--audience: expected the app's base URL such as https://app.example.com (or set CRONTICK_PUBLIC_URL), got: nothing"
+        )
     if not 1 <= args.ttl <= MAX_TOKEN_TTL_SECONDS:
         raise CrontickError(f"--ttl: expected 1 to {MAX_TOKEN_TTL_SECONDS} seconds, got: {args.ttl}")
     print(mint_token(settings.cron_secret, audience.rstrip("/"), ttl_seconds=args.ttl))
@@ -230,8 +238,12 @@ def cmd_dev(args: argparse.Namespace) -> int:
     # Inbound webhooks: a Twilio WhatsApp hook signed with TWILIO_AUTH_TOKEN, or the dev secret.
     twilio_token = settings.twilio_auth_token or settings.cron_secret or ""
     demo.declare_hooks(twilio_token)
-    form = {"MessageSid": "SM" + secrets.token_hex(16), "From": "whatsapp:+31612345678", "To": demo.DEMO_WHATSAPP_FROM,
-            "Body": "Hello from WhatsApp"}
+    form = {
+        "MessageSid": "SM" + secrets.token_hex(16),
+        "From": "whatsapp:+31612345678",
+        "To": demo.DEMO_WHATSAPP_FROM,
+        "Body": "Hello from WhatsApp",
+    }
     print("Send a signed WhatsApp message (as Twilio would); its auto-reply prints here within a second:\n")
     print(f"  {hook_curl(base + '/api/hooks/whatsapp', form, twilio_token)}\n", flush=True)
     uvicorn.run(create_app(settings), host=DEV_HOST, port=args.port, log_level="info")
@@ -247,8 +259,10 @@ def dev_curl_line(secret: str, base: str, *, from_env: bool) -> str:
     """The curl line `crontick dev` prints. A CRON_SECRET from the environment may be a production one
     (terminal scrollback, CI logs), so it is referenced as $CRON_SECRET and shown only masked."""
     if from_env:
-        return (f'  curl -sS -X POST -H "Authorization: Bearer $CRON_SECRET" {base}/api/cron/tick\n\n'
-                f"  (CRON_SECRET comes from your environment: {masked(secret)})\n")
+        return (
+            f'  curl -sS -X POST -H "Authorization: Bearer $CRON_SECRET" {base}/api/cron/tick\n\n'
+            f"  (CRON_SECRET comes from your environment: {masked(secret)})\n"
+        )
     return f'  curl -sS -X POST -H "Authorization: Bearer {secret}" {base}/api/cron/tick\n'
 
 
@@ -267,10 +281,15 @@ def hook_curl(url: str, form: dict[str, str], token: str) -> str:
 
 def cmd_hook_sign(args: argparse.Namespace) -> int:
     """Print a curl line for a Twilio webhook signed with TWILIO_AUTH_TOKEN (or, as in `crontick dev`, the dev secret)."""
-    token = os.environ.get("TWILIO_AUTH_TOKEN") or os.environ.get("CRON_SECRET") or (
-        DEV_SECRET_FILE.read_text().strip() if DEV_SECRET_FILE.exists() else "")
+    token = (
+        os.environ.get("TWILIO_AUTH_TOKEN")
+        or os.environ.get("CRON_SECRET")
+        or (DEV_SECRET_FILE.read_text().strip() if DEV_SECRET_FILE.exists() else "")
+    )
     if not token:
-        raise ConfigError("TWILIO_AUTH_TOKEN: expected the auth token to sign with (or run `crontick dev` once), got: nothing")
+        raise ConfigError(
+            "TWILIO_AUTH_TOKEN: expected the auth token to sign with (or run `crontick dev` once), got: nothing"
+        )
     form = {}
     for field in args.data:
         name, sep, value = field.partition("=")

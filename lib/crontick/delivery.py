@@ -90,7 +90,9 @@ class EmailChannel:
         if message.html is not None:
             body["html"] = message.html
         headers = {"Authorization": f"Bearer {self.api_key}", "Idempotency-Key": message.idempotency_key}
-        response = await post(f"{self.base_url.rstrip('/')}/emails", timeout_seconds, "email", json=body, headers=headers)
+        response = await post(
+            f"{self.base_url.rstrip('/')}/emails", timeout_seconds, "email", json=body, headers=headers
+        )
         return Delivered(_json_field(response, "id"))
 
 
@@ -134,7 +136,10 @@ class WebhookChannel:
     async def send(self, message: Message, timeout_seconds: float) -> Delivered:
         body = json.dumps(message.data, separators=(",", ":"), ensure_ascii=False).encode()
         # The signature proves freshness to the receiver, so it carries the wall-clock send time.
-        headers = {"Content-Type": "application/json", **sign(self.secret, message.idempotency_key, int(time.time()), body)}
+        headers = {
+            "Content-Type": "application/json",
+            **sign(self.secret, message.idempotency_key, int(time.time()), body),
+        }
         await post(self.url, timeout_seconds, f"webhook {public_url(self.url)}", content=body, headers=headers)
         return Delivered(None)
 
@@ -188,8 +193,11 @@ def channel(name: str, settings: Settings) -> Channel:
     if name in ("sms", "whatsapp"):
         twilio_from = settings.sms_from if name == "sms" else settings.whatsapp_from
         return TwilioChannel(
-            settings.twilio_api_url, settings.twilio_account_sid or "", settings.twilio_auth_token or "",
-            twilio_from or "", name=name,
+            settings.twilio_api_url,
+            settings.twilio_account_sid or "",
+            settings.twilio_auth_token or "",
+            twilio_from or "",
+            name=name,
         )
     if name == "webhook":
         return WebhookChannel(settings.reminder_webhook_url or "", settings.reminder_webhook_secret or "")
@@ -212,12 +220,17 @@ async def post(
                     break
         # The body is already decoded, so the encoding headers no longer describe it.
         headers = [(k, v) for k, v in streamed.headers.items() if k.lower() not in _ENCODING_HEADERS]
-        response = httpx.Response(streamed.status_code, headers=headers, content=bytes(body[:RESPONSE_MAX_BYTES]),
-                                  request=streamed.request)
+        response = httpx.Response(
+            streamed.status_code, headers=headers, content=bytes(body[:RESPONSE_MAX_BYTES]), request=streamed.request
+        )
     except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-        raise DeliveryFailed(f"{what}: expected a connection to {public_url(url)}, got: {_describe(exc)}; nothing was sent") from exc
+        raise DeliveryFailed(
+            f"{what}: expected a connection to {public_url(url)}, got: {_describe(exc)}; nothing was sent"
+        ) from exc
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-        raise PermanentError(f"{what}: expected an http:// or https:// URL, got: {public_url(url)} ({_describe(exc)})") from exc
+        raise PermanentError(
+            f"{what}: expected an http:// or https:// URL, got: {public_url(url)} ({_describe(exc)})"
+        ) from exc
     except httpx.TransportError as exc:
         raise DeliveryUnknown(
             f"{what}: expected an answer from {public_url(url)}, got: {_describe(exc)} after the request was sent "

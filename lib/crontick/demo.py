@@ -43,14 +43,19 @@ def flaky(payload: Any, job: Job) -> None:
 @handler("demo.heartbeat")
 def heartbeat(payload: Any, job: Job) -> None:
     slot = job.scheduled_for.strftime("%Y-%m-%d %H:%M UTC") if job.scheduled_for else "no slot"
-    print(f"[demo.heartbeat] job {job.id}: schedule {job.schedule!r}, slot {slot}: {payload.get('message')}", flush=True)
+    print(
+        f"[demo.heartbeat] job {job.id}: schedule {job.schedule!r}, slot {slot}: {payload.get('message')}", flush=True
+    )
 
 
 def declare_schedules() -> None:
     """The demo's recurring job. `crontick dev` calls this; importing the module declares nothing,
     so a process that imports it for its handlers (a test, say) does not tick a schedule it never asked for."""
     schedule(
-        "demo.quarter-hourly", "*/15 * * * *", "demo.heartbeat", {"message": "hello from a schedule"},
+        "demo.quarter-hourly",
+        "*/15 * * * *",
+        "demo.heartbeat",
+        {"message": "hello from a schedule"},
         time_zone="Europe/Amsterdam",
     )
 
@@ -69,11 +74,16 @@ async def autoreply(payload: Any, job: Job) -> None:
     from . import delivery
 
     event = payload.get("event") or {}
-    text = f"You said: {event.get('Body', '')!s}. This reply was written by job {job.id}, after the webhook had answered."
+    text = (
+        f"You said: {event.get('Body', '')!s}. This reply was written by job {job.id}, after the webhook had answered."
+    )
     # Printed as the console channel prints reminders; a real bot sends it with the `send_whatsapp` job type.
     message = delivery.Message(
-        to=str(event.get("From", "?")).removeprefix("whatsapp:"), subject=f"WhatsApp auto-reply to {payload.get('event_id')}",
-        text=text, sender=str(event.get("To") or DEMO_WHATSAPP_FROM).removeprefix("whatsapp:"), idempotency_key=f"job:{job.id}",
+        to=str(event.get("From", "?")).removeprefix("whatsapp:"),
+        subject=f"WhatsApp auto-reply to {payload.get('event_id')}",
+        text=text,
+        sender=str(event.get("To") or DEMO_WHATSAPP_FROM).removeprefix("whatsapp:"),
+        idempotency_key=f"job:{job.id}",
     )
     await delivery.ConsoleChannel(DEMO_WHATSAPP_FROM).send(message, 10.0)
 
@@ -85,5 +95,7 @@ def seed(url: str) -> None:
             enqueue(conn, "demo.greet", {"name": name}, key=f"demo:greet:{name}")
         enqueue(conn, "demo.flaky", {}, key="demo:flaky")
         columns = list(zip(*DEMO_BOOKINGS, strict=True))
-        params = dict(zip(("names", "emails", "phones", "starts_in", "zones", "statuses"), map(list, columns), strict=True))
+        params = dict(
+            zip(("names", "emails", "phones", "starts_in", "zones", "statuses"), map(list, columns), strict=True)
+        )
         conn.execute(query("booking_insert_demo"), params)

@@ -41,7 +41,10 @@ async def read_body_capped(request: Request, limit: int) -> bytes:
 def too_large(limit: int) -> JSONResponse:
     """The 413 answer, shared by every endpoint that reads a body."""
     return JSONResponse(
-        {"error": "body_too_large", "detail": f"the request body is over {limit} bytes (CRONTICK_MAX_BODY_BYTES); send less"},
+        {
+            "error": "body_too_large",
+            "detail": f"the request body is over {limit} bytes (CRONTICK_MAX_BODY_BYTES); send less",
+        },
         status_code=413,
         headers={"Connection": "close"},
     )
@@ -54,4 +57,7 @@ def misconfigured() -> JSONResponse:
 
 
 def misconfigured_body() -> dict[str, str]:
-    return {"error": "misconfigured", "detail": "crontick is not configured correctly; the server log names the setting to fix"}
+    return {
+        "error": "misconfigured",
+        "detail": "crontick is not configured correctly; the server log names the setting to fix",
+    }

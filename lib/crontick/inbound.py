@@ -26,7 +26,11 @@ if TYPE_CHECKING:  # starlette is imported when a request comes, so `import cron
 
 VERIFIERS = ("twilio", "stripe", "github", "standard", "bearer")
 # The variable each provider's secret is read from when `secret` is not given; None: per hook.
-DEFAULT_SECRET_VARIABLES = {"twilio": "TWILIO_AUTH_TOKEN", "stripe": "STRIPE_WEBHOOK_SECRET", "github": "GITHUB_WEBHOOK_SECRET"}
+DEFAULT_SECRET_VARIABLES = {
+    "twilio": "TWILIO_AUTH_TOKEN",
+    "stripe": "STRIPE_WEBHOOK_SECRET",
+    "github": "GITHUB_WEBHOOK_SECRET",
+}
 MAX_EVENT_ID_CHARS = 500
 RETRY_AFTER_SECONDS = 30
 TWIML_EMPTY = "<Response></Response>"
@@ -88,7 +92,9 @@ def _check_secret(name: str, verify: str, where: str, value: str) -> None:
         except ValueError as exc:
             raise ConfigError(f"{where}: inbound hook {name!r}: {exc}") from None
     if verify == "bearer" and len(value) < MIN_SECRET_CHARS:
-        raise ConfigError(f"{where}: expected at least {MIN_SECRET_CHARS} characters for inbound hook {name!r}, got: {len(value)}")
+        raise ConfigError(
+            f"{where}: expected at least {MIN_SECRET_CHARS} characters for inbound hook {name!r}, got: {len(value)}"
+        )
 
 
 def hooks() -> dict[str, Hook]:
@@ -117,7 +123,9 @@ async def endpoint(request: Request) -> Response:
     name = request.path_params["name"]
     hook = _hooks.get(name)
     if hook is None:
-        return _error(404, "unknown_hook", f"no inbound hook named {name!r} is declared; declare it with crontick.inbound()")
+        return _error(
+            404, "unknown_hook", f"no inbound hook named {name!r} is declared; declare it with crontick.inbound()"
+        )
     limit = rt.settings.max_body_bytes
     try:
         body = await http_body.read_body_capped(request, limit)
@@ -127,7 +135,9 @@ async def endpoint(request: Request) -> Response:
     try:
         check(hook, request, url, body, time.time())
     except verify.Refused as exc:
-        logs.warning("inbound_refused", hook=name, reason=str(exc), client=request.client.host if request.client else "?")
+        logs.warning(
+            "inbound_refused", hook=name, reason=str(exc), client=request.client.host if request.client else "?"
+        )
         return _error(401, "unauthorized", f"a valid {hook.verify} signature is required for this hook")
     try:
         event, event_id = parse(hook, request, url, body)
@@ -139,11 +149,19 @@ async def endpoint(request: Request) -> Response:
     except DatabaseUnavailable as exc:
         await rt.db.discard()
         logs.error("database_unavailable", detail=str(exc), hook=name)
-        return _error(503, "database_unavailable", "the database cannot be reached; nothing was recorded, send the event again later",
-                      {"Retry-After": str(RETRY_AFTER_SECONDS)})
+        return _error(
+            503,
+            "database_unavailable",
+            "the database cannot be reached; nothing was recorded, send the event again later",
+            {"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
     except psycopg.errors.UndefinedTable:
         logs.error("misconfigured", detail="crontick_inbound_events is missing", hook=name)
-        return _error(503, "misconfigured", "the crontick tables are missing or out of date: run `crontick migrate` against DATABASE_URL")
+        return _error(
+            503,
+            "misconfigured",
+            "the crontick tables are missing or out of date: run `crontick migrate` against DATABASE_URL",
+        )
     logs.info("inbound", hook=name, event_id=event_id, job_id=job_id, duplicate=not new)
     background = BackgroundTask(_kick, rt) if new else None
     if hook.verify == "twilio":
@@ -169,14 +187,22 @@ def check(hook: Hook, request: Request, url: str, body: bytes, now: float) -> No
     h = request.headers
     if hook.verify == "twilio":
         fields = {} if _signed_body_hash(url) else verify.form_fields(body)
-        verify.twilio(hook.secret, url, fields, h.get("x-twilio-signature"), body,
-                      settings_header=h.get("x-twilio-webhooks-signature-settings"))
+        verify.twilio(
+            hook.secret,
+            url,
+            fields,
+            h.get("x-twilio-signature"),
+            body,
+            settings_header=h.get("x-twilio-webhooks-signature-settings"),
+        )
     elif hook.verify == "stripe":
         verify.stripe(hook.secret, h.get("stripe-signature"), body, now)
     elif hook.verify == "github":
         verify.github(hook.secret, h.get("x-hub-signature-256"), body)
     elif hook.verify == "standard":
-        verify.standard(hook.secret, h.get("webhook-id"), h.get("webhook-timestamp"), h.get("webhook-signature"), body, now)
+        verify.standard(
+            hook.secret, h.get("webhook-id"), h.get("webhook-timestamp"), h.get("webhook-signature"), body, now
+        )
     else:
         verify.bearer(hook.secret, h.get("authorization"))
 
@@ -190,7 +216,11 @@ def parse(hook: Hook, request: Request, url: str, body: bytes) -> tuple[Any, str
     event = _form_object(body) if form else _json(body)
     if hook.verify == "twilio":
         fields = event if isinstance(event, dict) else {}
-        event_id = _first_text(fields.get("MessageSid")) or _first_text(fields.get("CallSid")) or h.get("i-twilio-idempotency-token")
+        event_id = (
+            _first_text(fields.get("MessageSid"))
+            or _first_text(fields.get("CallSid"))
+            or h.get("i-twilio-idempotency-token")
+        )
     elif hook.verify == "stripe":
         event_id = event.get("id") if isinstance(event, dict) else None
         if not isinstance(event_id, str) or not event_id:
@@ -224,7 +254,9 @@ def _json(body: bytes) -> Any:
     try:
         return json.loads(body)
     except ValueError:
-        raise BadEvent("expected a JSON body (or application/x-www-form-urlencoded), got one that does not parse") from None
+        raise BadEvent(
+            "expected a JSON body (or application/x-www-form-urlencoded), got one that does not parse"
+        ) from None
 
 
 def _first_text(value: Any) -> str | None:
@@ -242,8 +274,13 @@ async def record(rt: Runtime, hook: Hook, event_id: str | None, payload: dict[st
         conn = await rt.db.connection()
         if event_id is None:  # nothing to dedupe on (a bearer sender without Idempotency-Key)
             return int(await enqueue(conn, hook.job_type, payload)), True
-        params = {"hook": hook.name, "event_id": event_id, "received_at": payload["received_at"],
-                  "type": hook.job_type, "payload": Jsonb(payload)}
+        params = {
+            "hook": hook.name,
+            "event_id": event_id,
+            "received_at": payload["received_at"],
+            "type": hook.job_type,
+            "payload": Jsonb(payload),
+        }
         for _ in range(2):  # the second run sees a concurrent twin's row that the first one waited for
             cur = await conn.execute(query("inbound_event_record"), params)
             row = await cur.fetchone()

@@ -86,8 +86,13 @@ async def _refresh(issuer: str, state: _IssuerState, now: float) -> None:
         state.last_error = str(exc)
         backoff = min(FAILURE_BACKOFF_MAX_SECONDS, FAILURE_BACKOFF_SECONDS * 2 ** (state.failures - 1))
         state.next_fetch_at = now + backoff
-        logs.warning("jwks_fetch_failed", issuer=issuer, detail=str(exc), retry_in_seconds=backoff,
-                     keeping_keys=state.keys is not None)
+        logs.warning(
+            "jwks_fetch_failed",
+            issuer=issuer,
+            detail=str(exc),
+            retry_in_seconds=backoff,
+            keeping_keys=state.keys is not None,
+        )
         return
     state.failures = 0
     state.next_fetch_at = now + REFETCH_MIN_SECONDS

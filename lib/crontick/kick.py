@@ -77,7 +77,9 @@ async def after_commit(rt: Runtime) -> None:
     mode = rt.settings.kick
     if mode == "off" or rt.db is None:
         return
-    one_round: Callable[[], Awaitable[bool]] = (lambda: _tick_inline(rt)) if mode == "inline" else (lambda: _tick_http(rt.settings))
+    one_round: Callable[[], Awaitable[bool]] = (
+        (lambda: _tick_inline(rt)) if mode == "inline" else (lambda: _tick_http(rt.settings))
+    )
     await _coalesced(one_round, mode)
 
 
@@ -126,11 +128,15 @@ async def _tick_http(settings: Settings) -> bool:
     from .auth import mint_token
 
     if not settings.cron_secret or not settings.public_url:
-        raise CrontickError("the http kick needs CRON_SECRET and CRONTICK_PUBLIC_URL; the scheduled tick will run the work")
+        raise CrontickError(
+            "the http kick needs CRON_SECRET and CRONTICK_PUBLIC_URL; the scheduled tick will run the work"
+        )
     token = mint_token(settings.cron_secret, settings.public_url)
     url = settings.public_url + "/api/cron/tick"
     try:
-        response = await http.client().post(url, headers={"Authorization": f"Bearer {token}"}, timeout=HTTP_KICK_WAIT_SECONDS)
+        response = await http.client().post(
+            url, headers={"Authorization": f"Bearer {token}"}, timeout=HTTP_KICK_WAIT_SECONDS
+        )
     except httpx.ReadTimeout:
         logs.info("kick_sent", mode="http", detail=f"no answer within {HTTP_KICK_WAIT_SECONDS} s; the tick runs on")
         return False

@@ -55,7 +55,11 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
         self._inner = httpcore.AnyIOBackend()
 
     async def connect_tcp(
-        self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
         addresses = await _resolve(host, port, timeout)
@@ -98,7 +102,9 @@ class _GuardedTransport(httpx.AsyncHTTPTransport):
 
     def __init__(self) -> None:
         super().__init__(trust_env=False)
-        self._pool = httpcore.AsyncConnectionPool(ssl_context=httpx.create_ssl_context(), network_backend=_GuardedBackend())
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=httpx.create_ssl_context(), network_backend=_GuardedBackend()
+        )
 
 
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = weakref.WeakKeyDictionary()

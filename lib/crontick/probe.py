@@ -33,8 +33,11 @@ class Probe(NamedTuple):
 
     def next_due_at(self, *, jobs: bool = True, reminders: bool = True, slots: bool = True) -> datetime | None:
         """The earliest of the times asked for (a tick leaves out what it has done since the probe)."""
-        times = (self.next_job_at if jobs else None, self.next_reminder_at if reminders else None,
-                 self.next_slot_at if slots else None)
+        times = (
+            self.next_job_at if jobs else None,
+            self.next_reminder_at if reminders else None,
+            self.next_slot_at if slots else None,
+        )
         return min((t for t in times if t is not None), default=None)
 
 

@@ -98,7 +98,9 @@ async def _enqueue_async(conn: psycopg.AsyncConnection[Any], params: dict[str, A
 
 def _job_id(row: Any, params: dict[str, Any]) -> int:
     if row is None:
-        raise CrontickError(f"enqueue({params['type']!r}): expected a job id, got none (key {params['key']!r} contended)")
+        raise CrontickError(
+            f"enqueue({params['type']!r}): expected a job id, got none (key {params['key']!r} contended)"
+        )
     return int(row[0])
 
 
@@ -145,8 +147,10 @@ def decode_payload(text: str) -> Any:
     try:
         return json.loads(text)
     except RecursionError:
-        return UndecodablePayload(f"expected a payload Python can decode, got JSON nested deeper than "
-                                  f"{sys.getrecursionlimit()} levels ({len(text)} characters)")
+        return UndecodablePayload(
+            f"expected a payload Python can decode, got JSON nested deeper than "
+            f"{sys.getrecursionlimit()} levels ({len(text)} characters)"
+        )
 
 
 async def claim(conn: psycopg.AsyncConnection[Any], now: datetime, limit: int, lease_seconds: float) -> Claim:
@@ -163,17 +167,21 @@ def claimed_jobs(batch: list[list[Any]] | None) -> list[Job]:
     scheduled_for, schedule]."""
     return [
         Job(
-            id=j[0], type=j[1], payload=decode_payload(j[2]), attempt=j[3], max_attempts=j[4],
-            created_at=datetime.fromisoformat(j[5]), scheduled_for=j[6] and datetime.fromisoformat(j[6]), schedule=j[7],
+            id=j[0],
+            type=j[1],
+            payload=decode_payload(j[2]),
+            attempt=j[3],
+            max_attempts=j[4],
+            created_at=datetime.fromisoformat(j[5]),
+            scheduled_for=j[6] and datetime.fromisoformat(j[6]),
+            schedule=j[7],
             snoozes=j[8],
         )
         for j in batch or ()
     ]
 
 
-async def claim_due(
-    conn: psycopg.AsyncConnection[Any], now: datetime, limit: int, lease_seconds: float
-) -> list[Job]:
+async def claim_due(conn: psycopg.AsyncConnection[Any], now: datetime, limit: int, lease_seconds: float) -> list[Job]:
     return (await claim(conn, now, limit, lease_seconds)).jobs
 
 
@@ -206,11 +214,25 @@ async def record(
 ) -> Recorded:
     """Write every outcome (fenced) and, given `tick`, its log row: one statement either way."""
     rows = [
-        [o.job_id, o.claimed_attempt, o.status, o.attempts, o.run_after and o.run_after.isoformat(), o.last_error, o.snoozed]
+        [
+            o.job_id,
+            o.claimed_attempt,
+            o.status,
+            o.attempts,
+            o.run_after and o.run_after.isoformat(),
+            o.last_error,
+            o.snoozed,
+        ]
         for o in outcomes
     ]
     params: dict[str, Any] = {
-        "now": now, "outcomes": Json(rows), "log": False, "started_at": None, "source": None, "summary": None, "jobs": None,
+        "now": now,
+        "outcomes": Json(rows),
+        "log": False,
+        "started_at": None,
+        "source": None,
+        "summary": None,
+        "jobs": None,
         "next_other_at": None,
     }
     if tick is not None:

@@ -69,7 +69,12 @@ class Outcome:
 
 
 async def send_due(
-    conn: psycopg.AsyncConnection[Any], settings: Settings, *, now: datetime, deadline: float, clock: Callable[[], float]
+    conn: psycopg.AsyncConnection[Any],
+    settings: Settings,
+    *,
+    now: datetime,
+    deadline: float,
+    clock: Callable[[], float],
 ) -> ReminderCounts:
     """Send the reminders due at `now`, at most a batch, in exactly two statements whatever the batch."""
     began = clock()
@@ -125,7 +130,9 @@ async def send_all(
         if isinstance(result, delivery.Delivered):
             return Outcome(c.id, c.attempts, "sent", provider_message_id=result.provider_message_id)
         finished = now + timedelta(seconds=clock() - began)
-        return decide(c, Failure(result.kind, scrub(result.error, settings.secrets), result.retry_after_seconds), finished, rand())
+        return decide(
+            c, Failure(result.kind, scrub(result.error, settings.secrets), result.retry_after_seconds), finished, rand()
+        )
 
     return list(await asyncio.gather(*(one(c) for c in claimed)))
 
@@ -150,7 +157,9 @@ async def attempt(
     except delivery.DeliveryFailed as exc:
         return Failure("definite", f"booking {c.booking_id}: {exc}", exc.retry_after_seconds)
     except TimeoutError:
-        return Failure("ambiguous", f"booking {c.booking_id}: {channel.name}: stopped mid-call at the tick's time budget")
+        return Failure(
+            "ambiguous", f"booking {c.booking_id}: {channel.name}: stopped mid-call at the tick's time budget"
+        )
     except Exception as exc:  # DeliveryUnknown, or anything else once the request may have left  # noqa: BLE001
         return Failure("ambiguous", f"booking {c.booking_id}: {type(exc).__name__}: {exc}")
 

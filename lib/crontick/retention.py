@@ -64,7 +64,12 @@ def probe(settings: Settings, now: datetime) -> dict[str, datetime | None]:
 
 
 async def run(
-    conn: psycopg.AsyncConnection[Any], settings: Settings, *, now: datetime, deadline: float, clock: Callable[[], float]
+    conn: psycopg.AsyncConnection[Any],
+    settings: Settings,
+    *,
+    now: datetime,
+    deadline: float,
+    clock: Callable[[], float],
 ) -> Deleted | None:
     """Delete one bounded batch per table, if the budget allows; never raises for a slow or failed delete.
 
@@ -83,7 +88,9 @@ async def run(
             cur = await conn.execute(query("retention_delete"), {**cutoffs(settings, now), "limit": BATCH_SIZE})
             row = await cur.fetchone()
     except psycopg.errors.QueryCanceled:
-        logs.warning("retention_stopped", detail=f"the delete outran the tick's budget ({timeout_ms} ms); a later tick resumes")
+        logs.warning(
+            "retention_stopped", detail=f"the delete outran the tick's budget ({timeout_ms} ms); a later tick resumes"
+        )
         _pause(now, QUIET_SECONDS)
         return None
     except psycopg.Error as exc:  # e.g. an app table referencing a job, a deadlock: never fail the tick over it

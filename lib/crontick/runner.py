@@ -59,10 +59,19 @@ async def run_batch(
         finished = now + timedelta(seconds=clock() - started_at)
         if ended.snooze_seconds is not None:
             if job.snoozes < MAX_SNOOZES:  # pending again, its attempt handed back
-                return Outcome(job.id, job.attempt, "pending", job.attempt - 1,
-                               finished + timedelta(seconds=ended.snooze_seconds), None, True)
-            ended = Ended(f"SnoozeLimit: job {job.id} ({job.type}) asked to snooze after {job.snoozes} snoozes, the most "
-                          f"allowed (crontick.runner.MAX_SNOOZES = {MAX_SNOOZES}); this attempt counts as failed")
+                return Outcome(
+                    job.id,
+                    job.attempt,
+                    "pending",
+                    job.attempt - 1,
+                    finished + timedelta(seconds=ended.snooze_seconds),
+                    None,
+                    True,
+                )
+            ended = Ended(
+                f"SnoozeLimit: job {job.id} ({job.type}) asked to snooze after {job.snoozes} snoozes, the most "
+                f"allowed (crontick.runner.MAX_SNOOZES = {MAX_SNOOZES}); this attempt counts as failed"
+            )
         if ended.error is None:
             return Outcome(job.id, job.attempt, "done", job.attempt)
         entry = handlers.get(job.type)
@@ -204,7 +213,9 @@ async def _attempt(job: Job, clock: Callable[[], float]) -> Ended:
     except TimeoutError as exc:
         if limit is None or not limit.expired():  # the handler's own timeout (a socket's, say)
             return Ended(_describe(exc))
-        return Ended(f"TimeoutError: job {job.id} ({job.type}) was stopped after {entry.timeout_seconds:.1f} s (its handler's timeout_seconds)")
+        return Ended(
+            f"TimeoutError: job {job.id} ({job.type}) was stopped after {entry.timeout_seconds:.1f} s (its handler's timeout_seconds)"
+        )
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure, even sys.exit() in a handler, is recorded and retried
         return _ended(exc)
     finally:

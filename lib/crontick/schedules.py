@@ -103,7 +103,9 @@ def needs_sync(conn: psycopg.AsyncConnection[Any]) -> bool:
     return bool(items) and (conn.info.dsn, digest(items)) not in _synced
 
 
-async def run_due(conn: psycopg.AsyncConnection[Any], *, grace_seconds: float = slots.DEFAULT_GRACE_SECONDS) -> ScheduleCounts:
+async def run_due(
+    conn: psycopg.AsyncConnection[Any], *, grace_seconds: float = slots.DEFAULT_GRACE_SECONDS
+) -> ScheduleCounts:
     """Enqueue the due slots of every declared schedule: no statement when none is declared, one
     when none is due, two when some are, however many schedules and missed slots there are.
 
@@ -151,8 +153,14 @@ def _plan(entry: list[Any], now: datetime, grace_seconds: float) -> list[Any] | 
         logs.error("schedule_failed", schedule=name, error=f"{type(exc).__name__}: {exc}")
         return None
     return [
-        name, cron, time_zone, cursor_text, now.isoformat(), p.next_at and p.next_at.isoformat(),
-        s.job_type, s.payload,
+        name,
+        cron,
+        time_zone,
+        cursor_text,
+        now.isoformat(),
+        p.next_at and p.next_at.isoformat(),
+        s.job_type,
+        s.payload,
         [at.isoformat() for at in p.enqueue],
         [[k.reason, k.first.isoformat(), k.last.isoformat(), k.slot_count, k.count_is_lower_bound] for k in p.skipped],
     ]

@@ -40,7 +40,9 @@ def window(start: datetime | None, until: datetime | None) -> dict[str, list[str
     if start is None or until is None:
         raise CrontickError("schedules: expected both --from and --until for a window, got only one")
     if until <= start:
-        raise CrontickError(f"schedules: expected --until after --from, got {slots.iso_z(start)} .. {slots.iso_z(until)}")
+        raise CrontickError(
+            f"schedules: expected --until after --from, got {slots.iso_z(start)} .. {slots.iso_z(until)}"
+        )
     out: dict[str, list[str]] = {}
     for s in schedules.declared():
         try:
@@ -73,11 +75,15 @@ def listing(conn: psycopg.Connection[Any] | None, now: datetime) -> list[dict[st
             stored = cur.execute(db.query("schedule_list")).fetchall()
             recent = cur.execute(db.query("schedule_recent_slots"), {"per_schedule": RECENT_PER_SCHEDULE}).fetchall()
         except psycopg.errors.UndefinedTable as exc:
-            raise CrontickError("schedules: the schedule tables are missing: run `crontick migrate` against DATABASE_URL") from exc
+            raise CrontickError(
+                "schedules: the schedule tables are missing: run `crontick migrate` against DATABASE_URL"
+            ) from exc
     return build_listing(stored, recent, now)
 
 
-def build_listing(stored_rows: list[dict[str, Any]], recent_rows: list[dict[str, Any]], now: datetime) -> list[dict[str, Any]]:
+def build_listing(
+    stored_rows: list[dict[str, Any]], recent_rows: list[dict[str, Any]], now: datetime
+) -> list[dict[str, Any]]:
     """The listing from the rows of schedule_list and schedule_recent_slots (the admin page reads them async)."""
     stored = {r["name"]: r for r in stored_rows}
     recent: dict[str, list[dict[str, Any]]] = {}
@@ -89,16 +95,24 @@ def build_listing(stored_rows: list[dict[str, Any]], recent_rows: list[dict[str,
         same = row is not None and (row["cron"], row["time_zone"]) == (s.cron, s.time_zone)
         next_at = row["next_at"] if same and row and row["next_at"] else slots.next_slot(s.cron, s.time_zone, now)
         last = row["last_slot"] if row else None
-        out.append({
-            "name": s.name, "cron": s.cron, "time_zone": s.time_zone, "catch_up": s.catch_up, "job_type": s.job_type,
-            "last_slot": last and slots.iso_z(last), "last_slot_local": last and _local(last, s.time_zone),
-            "next_slot": next_at and slots.iso_z(next_at), "next_slot_local": next_at and _local(next_at, s.time_zone),
-            "due": bool(next_at and next_at <= now),
-            "seen_by_a_tick": row is not None,
-            "changed_at": row and row["changed_at"] and slots.iso_z(row["changed_at"]),
-            "previous_cron": row and row["previous_cron"],
-            "recent": [_decision(d) for d in recent.get(s.name, [])],
-        })
+        out.append(
+            {
+                "name": s.name,
+                "cron": s.cron,
+                "time_zone": s.time_zone,
+                "catch_up": s.catch_up,
+                "job_type": s.job_type,
+                "last_slot": last and slots.iso_z(last),
+                "last_slot_local": last and _local(last, s.time_zone),
+                "next_slot": next_at and slots.iso_z(next_at),
+                "next_slot_local": next_at and _local(next_at, s.time_zone),
+                "due": bool(next_at and next_at <= now),
+                "seen_by_a_tick": row is not None,
+                "changed_at": row and row["changed_at"] and slots.iso_z(row["changed_at"]),
+                "previous_cron": row and row["previous_cron"],
+                "recent": [_decision(d) for d in recent.get(s.name, [])],
+            }
+        )
     return out
 
 
@@ -118,8 +132,10 @@ def print_listing(items: list[dict[str, Any]], as_json: bool) -> None:
         for d in i["recent"]:
             span = d["slot"] if d["slot_count"] == 1 else f"{d['slot']} .. {d['last_slot']}"
             n = d["slot_count"]
-            what = f"job {d['job_id']}" if d["outcome"] == "enqueued" else (
-                f"{n}{'+' * d['count_is_lower_bound']} slot{'s' * (n != 1)}"
+            what = (
+                f"job {d['job_id']}"
+                if d["outcome"] == "enqueued"
+                else (f"{n}{'+' * d['count_is_lower_bound']} slot{'s' * (n != 1)}")
             )
             print(f"    {d['outcome']:<12} {span}  {what}")
 

@@ -28,8 +28,17 @@ REMINDER_CHANNELS = ("console", "email", "sms", "whatsapp", "webhook")
 DEFAULT_DELIVERY_TIMEOUT_SECONDS = 10.0
 # The variables a reminder template may use (crontick.reminders renders them; README lists them).
 REMINDER_TEMPLATE_VARIABLES = (
-    "customer_name", "first_name", "booking_id", "kind", "day", "date", "time", "zone", "time_zone",
-    "starts_at", "starts_at_utc",
+    "customer_name",
+    "first_name",
+    "booking_id",
+    "kind",
+    "day",
+    "date",
+    "time",
+    "zone",
+    "time_zone",
+    "starts_at",
+    "starts_at_utc",
 )
 DEFAULT_REMINDER_SUBJECT = "Reminder: your appointment {day} at {time}"
 # Security hardening (issue 10): upper bounds, so a typo cannot make a tick claim a million rows or run for hours.
@@ -138,8 +147,13 @@ class Settings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
-        budget = _number(env, "CRONTICK_TIME_BUDGET_SECONDS", DEFAULT_TIME_BUDGET_SECONDS, minimum=0.1,
-                         maximum=MAX_TIME_BUDGET_SECONDS)
+        budget = _number(
+            env,
+            "CRONTICK_TIME_BUDGET_SECONDS",
+            DEFAULT_TIME_BUDGET_SECONDS,
+            minimum=0.1,
+            maximum=MAX_TIME_BUDGET_SECONDS,
+        )
         lease = _number(env, "CRONTICK_LEASE_SECONDS", budget + LEASE_MARGIN_SECONDS, minimum=1.0)
         if lease <= budget:
             raise ConfigError(
@@ -150,12 +164,16 @@ class Settings:
         settings = cls(
             database_url=_database_url(env),
             cron_secret=_secret(env, "CRON_SECRET"),
-            batch_size=int(_number(env, "CRONTICK_BATCH_SIZE", DEFAULT_BATCH_SIZE, minimum=1, maximum=MAX_BATCH_SIZE,
-                                      integer=True)),
+            batch_size=int(
+                _number(env, "CRONTICK_BATCH_SIZE", DEFAULT_BATCH_SIZE, minimum=1, maximum=MAX_BATCH_SIZE, integer=True)
+            ),
             time_budget_seconds=budget,
             lease_seconds=lease,
-            concurrency=int(_number(env, "CRONTICK_CONCURRENCY", DEFAULT_CONCURRENCY, minimum=1, maximum=MAX_CONCURRENCY,
-                                       integer=True)),
+            concurrency=int(
+                _number(
+                    env, "CRONTICK_CONCURRENCY", DEFAULT_CONCURRENCY, minimum=1, maximum=MAX_CONCURRENCY, integer=True
+                )
+            ),
             handler_modules=_list(env, "CRONTICK_HANDLERS"),
             reminder_channel=channel,
             reminder_kinds=_list(env, "CRONTICK_REMINDER_KINDS") or ("24h",),
@@ -183,8 +201,16 @@ class Settings:
             github_oidc_workflows=_list(env, "CRONTICK_GITHUB_OIDC_WORKFLOWS"),
             public_url=_base_url(env, "CRONTICK_PUBLIC_URL"),
             # Security hardening (issue 10).
-            max_body_bytes=int(_number(env, "CRONTICK_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1024,
-                                       maximum=MAX_MAX_BODY_BYTES, integer=True)),
+            max_body_bytes=int(
+                _number(
+                    env,
+                    "CRONTICK_MAX_BODY_BYTES",
+                    DEFAULT_MAX_BODY_BYTES,
+                    minimum=1024,
+                    maximum=MAX_MAX_BODY_BYTES,
+                    integer=True,
+                )
+            ),
             trust_forwarded=_flag(env, "CRONTICK_TRUST_FORWARDED", default=False),
             webhook_deny_private=_flag(env, "CRONTICK_WEBHOOK_DENY_PRIVATE", default=True),
             github_oidc_repository_id=_text(env, "CRONTICK_GITHUB_OIDC_REPOSITORY_ID"),
@@ -250,11 +276,15 @@ def _admin_secrets(env: Mapping[str, str]) -> dict[str, str | None]:
     viewer = _secret(env, "CRONTICK_ADMIN_VIEWER_SECRET")
     for name, value in (("CRONTICK_ADMIN_SECRET", admin), ("CRONTICK_ADMIN_VIEWER_SECRET", viewer)):
         if value is not None and value == cron:
-            raise ConfigError(f"{name}: expected a secret of its own, got the value of CRON_SECRET "
-                              "(the scheduler sends that one with every call; it must never open the admin)")
+            raise ConfigError(
+                f"{name}: expected a secret of its own, got the value of CRON_SECRET "
+                "(the scheduler sends that one with every call; it must never open the admin)"
+            )
     if admin is not None and admin == viewer:
-        raise ConfigError("CRONTICK_ADMIN_VIEWER_SECRET: expected a secret other than CRONTICK_ADMIN_SECRET, "
-                          "got the same value (the viewer would have the admin's role)")
+        raise ConfigError(
+            "CRONTICK_ADMIN_VIEWER_SECRET: expected a secret other than CRONTICK_ADMIN_SECRET, "
+            "got the same value (the viewer would have the admin's role)"
+        )
     return {"admin_secret": admin, "admin_viewer_secret": viewer}
 
 
@@ -275,7 +305,13 @@ def _list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
 
 
 def _number(
-    env: Mapping[str, str], name: str, default: float, *, minimum: float, maximum: float = math.inf, integer: bool = False
+    env: Mapping[str, str],
+    name: str,
+    default: float,
+    *,
+    minimum: float,
+    maximum: float = math.inf,
+    integer: bool = False,
 ) -> float:
     raw = _text(env, name)
     if raw is None:
@@ -439,11 +475,16 @@ def _check_reminders(s: Settings) -> None:
             raise ConfigError(f"CRONTICK_REMINDER_KINDS: {exc}") from None
     leads = [lead for _, lead in s.reminder_leads]
     if len(set(leads)) != len(leads):
-        raise ConfigError(f"CRONTICK_REMINDER_KINDS: expected kinds with different offsets, got: {','.join(s.reminder_kinds)!r}")
+        raise ConfigError(
+            f"CRONTICK_REMINDER_KINDS: expected kinds with different offsets, got: {','.join(s.reminder_kinds)!r}"
+        )
     for channel in s.reminder_channels:
         require_channel(s, channel)
-    for variable, url in (("CRONTICK_EMAIL_API_URL", s.email_api_url), ("CRONTICK_TWILIO_API_URL", s.twilio_api_url),
-                          ("CRONTICK_REMINDER_WEBHOOK_URL", s.reminder_webhook_url)):
+    for variable, url in (
+        ("CRONTICK_EMAIL_API_URL", s.email_api_url),
+        ("CRONTICK_TWILIO_API_URL", s.twilio_api_url),
+        ("CRONTICK_REMINDER_WEBHOOK_URL", s.reminder_webhook_url),
+    ):
         parts = urlsplit(url or "https://unset.invalid")
         if parts.scheme not in ("https", "http") or not parts.netloc:
             raise ConfigError(f"{variable}: expected an http:// or https:// URL, got: {url!r}")

@@ -82,7 +82,9 @@ def iter_slots(cron: str, time_zone: str, after: datetime) -> Iterator[datetime]
             yield at
 
 
-def slots_between(cron: str, time_zone: str, after: datetime, until: datetime, *, limit: int = 100_000) -> list[datetime]:
+def slots_between(
+    cron: str, time_zone: str, after: datetime, until: datetime, *, limit: int = 100_000
+) -> list[datetime]:
     """The slots in (after, until], ascending; ValueError past `limit` (for the CLI's window)."""
     out: list[datetime] = []
     for at in iter_slots(cron, time_zone, after):
@@ -126,13 +128,19 @@ def window(cron: str, time_zone: str, after: datetime, until: datetime, *, scan_
             tail.append(at)
         if len(tail) > ALL_CAP or start == newest[-1]:
             unwalked_gap = start > newest[-1]
-            merged = (list(newest) + tail)[-(ALL_CAP + 1):]
+            merged = (list(newest) + tail)[-(ALL_CAP + 1) :]
             return Window(first, count + len(tail), merged, after_window, unwalked_gap)
         span *= 2
 
 
 def plan(
-    cron: str, time_zone: str, catch_up: str, cursor: datetime, now: datetime, *, grace_seconds: float = DEFAULT_GRACE_SECONDS
+    cron: str,
+    time_zone: str,
+    catch_up: str,
+    cursor: datetime,
+    now: datetime,
+    *,
+    grace_seconds: float = DEFAULT_GRACE_SECONDS,
 ) -> Plan:
     """Decide the slots in (cursor, now] under the policy: `latest` enqueues the newest, `all` the newest
     ALL_CAP (newest first), `skip` the newest only while it is less than `grace_seconds` old. Every slot

@@ -46,8 +46,12 @@ class TickResult:
         rem.pop("more", None)
         due = self.next_due_at.isoformat() if self.next_due_at else None
         return {
-            "jobs": asdict(self.jobs), "reminders": rem, "schedules": self.schedules._asdict(),
-            "more": self.more, "duration_ms": self.duration_ms, "next_due_at": due,
+            "jobs": asdict(self.jobs),
+            "reminders": rem,
+            "schedules": self.schedules._asdict(),
+            "more": self.more,
+            "duration_ms": self.duration_ms,
+            "next_due_at": due,
         }
 
     def __add__(self, other: TickResult) -> TickResult:
@@ -97,13 +101,27 @@ async def run_tick(
     deadline = t0 + settings.time_budget_seconds
     try:
         unsynced = schedules.needs_sync(conn)  # new declarations: the schedules step must run once
-        found = probe.JOBS_DUE if jobs_due else await probe.look(
-            conn, settings, now, source, TickResult().to_json() | run, schedules_unsynced=unsynced
+        found = (
+            probe.JOBS_DUE
+            if jobs_due
+            else await probe.look(
+                conn, settings, now, source, TickResult().to_json() | run, schedules_unsynced=unsynced
+            )
         )
         if found.idle:
-            await upkeep.after_tick(conn, settings, silent_seconds=found.silent_seconds, alerts_due=False,
-                                    retention_due=False, now=now, deadline=deadline, clock=clock)
-            return _done(TickResult(duration_ms=int((clock() - t0) * 1000), next_due_at=found.next_due_at()), source, run)
+            await upkeep.after_tick(
+                conn,
+                settings,
+                silent_seconds=found.silent_seconds,
+                alerts_due=False,
+                retention_due=False,
+                now=now,
+                deadline=deadline,
+                clock=clock,
+            )
+            return _done(
+                TickResult(duration_ms=int((clock() - t0) * 1000), next_due_at=found.next_due_at()), source, run
+            )
         # Whether there is anything to do is decided here, step by step, from the probe's checks.
         # A new per-tick step adds its `if found.<step>_due:` call (into its own module) below.
         sent = ReminderCounts()
@@ -135,9 +153,16 @@ async def run_tick(
         tick_log = queue.TickLog(now, source, partial, len(jobs), rescued.total, next_other_at)
         finished_at = now + timedelta(milliseconds=duration_ms)
         recorded = await queue.record(conn, outcomes, finished_at, tick_log)
-        await upkeep.after_tick(conn, settings, silent_seconds=found.silent_seconds,
-                                alerts_due=recorded.alerts_due or found.alerts_due, retention_due=found.retention_due,
-                                now=finished_at, deadline=deadline, clock=clock)
+        await upkeep.after_tick(
+            conn,
+            settings,
+            silent_seconds=found.silent_seconds,
+            alerts_due=recorded.alerts_due or found.alerts_due,
+            retention_due=found.retention_due,
+            now=finished_at,
+            deadline=deadline,
+            clock=clock,
+        )
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailable(exc) from exc
     except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn) as exc:
@@ -153,7 +178,9 @@ async def run_tick(
         snoozed=recorded.snoozed,
     )
     more = recorded.jobs_due or sent.more or out_of_time or job_counts.released > 0
-    next_due_at = now if more else min((t for t in (recorded.next_job_at, next_other_at) if t is not None), default=None)
+    next_due_at = (
+        now if more else min((t for t in (recorded.next_job_at, next_other_at) if t is not None), default=None)
+    )
     if job_counts.fenced:
         logs.warning("fenced", count=job_counts.fenced)
     return _done(TickResult(job_counts, sent, more, duration_ms, scheduled, next_due_at), source, run)

@@ -47,8 +47,9 @@ async def after_tick(
     global _last_finished_at
     _last_finished_at = now
     if silent_seconds is not None:
-        logs.warning("scheduler_silent", silent_seconds=silent_seconds,
-                     silent_after_seconds=health.stale_after_seconds(settings))
+        logs.warning(
+            "scheduler_silent", silent_seconds=silent_seconds, silent_after_seconds=health.stale_after_seconds(settings)
+        )
     if alerts_due and settings.alert_webhook_url:
         try:
             sent = await alerts.deliver(conn, settings, now=now, deadline=deadline, clock=clock)

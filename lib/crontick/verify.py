@@ -31,8 +31,13 @@ def form_fields(body: bytes) -> dict[str, list[str]]:
 
 
 def twilio(
-    token: str, url: str, fields: Mapping[str, Sequence[str]], signature: str | None, body: bytes,
-    *, settings_header: str | None = None,
+    token: str,
+    url: str,
+    fields: Mapping[str, Sequence[str]],
+    signature: str | None,
+    body: bytes,
+    *,
+    settings_header: str | None = None,
 ) -> None:
     """X-Twilio-Signature = base64(HMAC(token, url + name+value for each sorted name and sorted value)).
 
@@ -109,7 +114,12 @@ def github(secret: str, header: str | None, body: bytes) -> None:
 
 
 def standard(
-    secret: str, msg_id: str | None, timestamp: str | None, header: str | None, body: bytes, now: float,
+    secret: str,
+    msg_id: str | None,
+    timestamp: str | None,
+    header: str | None,
+    body: bytes,
+    now: float,
     tolerance: int = STANDARD_TOLERANCE_SECONDS,
 ) -> None:
     """Standard Webhooks: base64 HMAC-SHA256(key, "{id}.{timestamp}.{body}"); `v1,<sig>` entries, space-separated."""

@@ -15,12 +15,18 @@ VIEWER = {"Authorization": f"Bearer {API_VIEWER_SECRET}"}
 
 
 def api_settings(database_url: str, **changes: Any) -> Settings:
-    base = Settings(database_url=database_url, cron_secret=TEST_SECRET, admin_secret=API_ADMIN_SECRET,
-                    admin_viewer_secret=API_VIEWER_SECRET)
+    base = Settings(
+        database_url=database_url,
+        cron_secret=TEST_SECRET,
+        admin_secret=API_ADMIN_SECRET,
+        admin_viewer_secret=API_VIEWER_SECRET,
+    )
     return dataclasses.replace(base, **changes)
 
 
-def insert_jobs(conn: Any, count: int, *, status: str = "failed", type: str = "t_api.x", key: str | None = None) -> list[int]:
+def insert_jobs(
+    conn: Any, count: int, *, status: str = "failed", type: str = "t_api.x", key: str | None = None
+) -> list[int]:
     """`count` finished (or pending) jobs in one statement; returns their ids in order."""
     rows = conn.execute(
         "insert into jobs (type, payload, status, attempts, max_attempts, last_error, key, finished_at)"

@@ -27,8 +27,9 @@ _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 
 
 def settings_for(database_url: str, **changes: Any) -> Settings:
-    base = Settings(database_url=database_url, cron_secret=TEST_SECRET, admin_secret=ADMIN_SECRET,
-                    admin_viewer_secret=VIEWER_SECRET)
+    base = Settings(
+        database_url=database_url, cron_secret=TEST_SECRET, admin_secret=ADMIN_SECRET, admin_viewer_secret=VIEWER_SECRET
+    )
     return dataclasses.replace(base, **changes)
 
 
@@ -43,8 +44,9 @@ def running(settings: Settings) -> Iterator[str]:
 
 def client(base: str) -> httpx.Client:
     """An HTTP client that sends what a same-origin browser form sends (tests drop it to act as another site)."""
-    return httpx.Client(base_url=base, follow_redirects=False, timeout=30,
-                        headers={"Origin": base, "Sec-Fetch-Site": "same-origin"})
+    return httpx.Client(
+        base_url=base, follow_redirects=False, timeout=30, headers={"Origin": base, "Sec-Fetch-Site": "same-origin"}
+    )
 
 
 def signed_in(base: str, secret: str = ADMIN_SECRET) -> httpx.Client:
@@ -60,8 +62,15 @@ def csrf_of(html: str) -> str:
     return match.group(1)
 
 
-def add_jobs(conn: psycopg.Connection[Any], n: int, *, type: str = "admin_test", status: str = "failed",
-             payload: str = "{}", error: str | None = "boom") -> list[int]:
+def add_jobs(
+    conn: psycopg.Connection[Any],
+    n: int,
+    *,
+    type: str = "admin_test",
+    status: str = "failed",
+    payload: str = "{}",
+    error: str | None = "boom",
+) -> list[int]:
     """Insert n jobs directly (a failed job as the tick leaves it: attempts used up, an error)."""
     rows = conn.execute(
         "insert into jobs (type, payload, status, attempts, max_attempts, last_error, finished_at)"

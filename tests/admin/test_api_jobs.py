@@ -31,12 +31,19 @@ def test_closed_without_admin_secret_and_cron_secret_never_opens_it(live_app: Li
         assert httpx.get(base + JOBS, headers=VIEWER).status_code == 200
 
 
-def test_viewer_reads_but_every_post_is_403(live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_viewer_reads_but_every_post_is_403(
+    live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     [failed] = insert_jobs(conn, 1)
     with live_app(api_settings(database_url)) as base:
         assert httpx.get(f"{base}{JOBS}/{failed}", headers=VIEWER).json()["id"] == failed
-        for path in (f"{JOBS}/{failed}/retry", f"{JOBS}/{failed}/cancel", f"{JOBS}/{failed}/delete", f"{JOBS}/retry",
-                     "/api/admin/reminders/1/24h/retry"):
+        for path in (
+            f"{JOBS}/{failed}/retry",
+            f"{JOBS}/{failed}/cancel",
+            f"{JOBS}/{failed}/delete",
+            f"{JOBS}/retry",
+            "/api/admin/reminders/1/24h/retry",
+        ):
             assert_json_error(httpx.post(base + path, headers=VIEWER), 403, "read_only")
     assert job_row(conn, failed)["status"] == "failed"
 
@@ -45,7 +52,8 @@ def test_failed_job_history_retry_keeps_it_and_the_next_tick_adds_to_it(
     live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]
 ) -> None:
     job_id = conn.execute(
-        "insert into jobs (type, payload, max_attempts) values ('t_core.fail', '{}', 2) returning id").fetchone()[0]  # type: ignore[index]
+        "insert into jobs (type, payload, max_attempts) values ('t_core.fail', '{}', 2) returning id"
+    ).fetchone()[0]  # type: ignore[index]
     tick(database_url, now=db_now(conn))
     conn.execute("update jobs set run_after = now() - interval '1 second' where id = %(id)s", {"id": job_id})
     tick(database_url, now=db_now(conn))
@@ -64,7 +72,11 @@ def test_failed_job_history_retry_keeps_it_and_the_next_tick_adds_to_it(
 
         tick(database_url, now=db_now(conn))
         after = httpx.get(f"{base}{JOBS}/{job_id}", headers=ADMIN).json()
-        assert [(h["attempt"], h["outcome"]) for h in after["history"]] == [(1, "retried"), (2, "failed"), (3, "failed")]
+        assert [(h["attempt"], h["outcome"]) for h in after["history"]] == [
+            (1, "retried"),
+            (2, "failed"),
+            (3, "failed"),
+        ]
         assert after["status"] == "failed"
     assert conn.execute("select role, action, rows from admin_audit").fetchall() == [("admin", "retry_job", 1)]
 
@@ -94,7 +106,9 @@ def test_retry_whose_key_is_held_is_409_and_bulk_skips_it(
     assert {job_row(conn, i)["status"] for i in free} == {"pending"}
 
 
-def test_bulk_retry_walks_a_frozen_filter_in_chunks(live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_bulk_retry_walks_a_frozen_filter_in_chunks(
+    live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     mine = insert_jobs(conn, 1200, type="t_api.bulk")
     others = insert_jobs(conn, 50, type="t_api.other")
     with live_app(api_settings(database_url)) as base:
@@ -102,8 +116,11 @@ def test_bulk_retry_walks_a_frozen_filter_in_chunks(live_app: LiveApp, database_
         insert_jobs(conn, 10, type="t_api.bulk")  # after confirmation: outside the frozen filter
         calls, after, total = 1, first["next_after_id"], first["retried"]
         while after is not None:
-            step = httpx.post(f"{base}{JOBS}/retry", headers=ADMIN,
-                              json={"type": "t_api.bulk", "max_id": first["max_id"], "after_id": after}).json()
+            step = httpx.post(
+                f"{base}{JOBS}/retry",
+                headers=ADMIN,
+                json={"type": "t_api.bulk", "max_id": first["max_id"], "after_id": after},
+            ).json()
             calls, after, total = calls + 1, step["next_after_id"], total + step["retried"]
     assert (total, calls) == (1200, 3)
     counts = dict(conn.execute("select type, count(*) from jobs where status = 'pending' group by type").fetchall())
@@ -144,10 +161,13 @@ def test_keyset_pages_while_rows_are_inserted_have_no_duplicates_or_gaps(
     assert seen == sorted(original, reverse=True)
 
 
-def test_filters_payload_search_and_bad_parameters(live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_filters_payload_search_and_bad_parameters(
+    live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     ids = insert_jobs(conn, 30, type="t_api.search")
     conn.execute("update jobs set last_error = repeat('e', 5000) where id = %(id)s", {"id": ids[0]})
     with live_app(api_settings(database_url)) as base:
+
         def get(**params: Any) -> httpx.Response:
             return httpx.get(base + JOBS, headers=ADMIN, params=params)
 
@@ -156,8 +176,17 @@ def test_filters_payload_search_and_bad_parameters(live_app: LiveApp, database_u
         assert len(get(status="failed", type="t_api.search", limit=500).json()["jobs"]) == 30
         assert len(get(status="failed").json()["jobs"][-1]["last_error"]) == 200
         assert len(httpx.get(f"{base}{JOBS}/{ids[0]}", headers=ADMIN).json()["last_error"]) == 5000
-        for bad in ({"status": "sleeping"}, {"limit": "0"}, {"limit": "501"}, {"limit": "x"}, {"cursor": "nope"},
-                    {"payload": "[1]"}, {"payload": "{"}, {"type": "a\x00b"}, {"payload": '{"a": "\\u0000"}'}):
+        for bad in (
+            {"status": "sleeping"},
+            {"limit": "0"},
+            {"limit": "501"},
+            {"limit": "x"},
+            {"cursor": "nope"},
+            {"payload": "[1]"},
+            {"payload": "{"},
+            {"type": "a\x00b"},
+            {"payload": '{"a": "\\u0000"}'},
+        ):
             assert_json_error(get(**bad), 400, "bad_request")
 
 
@@ -170,11 +199,15 @@ def test_a_read_past_its_timeout_is_503_unavailable(live_app: LiveApp, database_
 
 
 @pytest.mark.parametrize("status", ["pending", "running"])
-def test_retry_of_active_job_is_409(live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any], status: str) -> None:
+def test_retry_of_active_job_is_409(
+    live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any], status: str
+) -> None:
     [job_id] = insert_jobs(conn, 1, status="pending")
     if status == "running":
-        conn.execute("update jobs set status = 'running', locked_until = now() + %(t)s where id = %(id)s",
-                     {"t": timedelta(minutes=1), "id": job_id})
+        conn.execute(
+            "update jobs set status = 'running', locked_until = now() + %(t)s where id = %(id)s",
+            {"t": timedelta(minutes=1), "id": job_id},
+        )
     with live_app(api_settings(database_url)) as base:
         body = assert_json_error(httpx.post(f"{base}{JOBS}/{job_id}/retry", headers=ADMIN), 409, "conflict")
         assert f"job {job_id}" in body["detail"] and status in body["detail"]

@@ -28,18 +28,39 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(
     conn.execute(
         "insert into crontick_ticks (started_at, finished_at, source, summary)"
         " select now() - g * interval '15 minutes', now() - g * interval '15 minutes' + interval '1 second', 'test',"
-        " '{\"jobs\": {\"succeeded\": 3, \"failed\": 1}}' from generate_series(1, 5) g"
+        ' \'{"jobs": {"succeeded": 3, "failed": 1}}\' from generate_series(1, 5) g'
     )
-    booking = conn.execute("insert into bookings (customer_name, starts_at) values ('Ada', now() + interval '2 hours')"
-                           " returning id").fetchone()[0]  # type: ignore[index]
-    conn.execute("insert into reminder_sends (booking_id, kind, channel, status, last_error)"
-                 " values (%(b)s, '24h', 'console', 'failed', 'boom')", {"b": booking})
+    booking = conn.execute(
+        "insert into bookings (customer_name, starts_at) values ('Ada', now() + interval '2 hours') returning id"
+    ).fetchone()[0]  # type: ignore[index]
+    conn.execute(
+        "insert into reminder_sends (booking_id, kind, channel, status, last_error)"
+        " values (%(b)s, '24h', 'console', 'failed', 'boom')",
+        {"b": booking},
+    )
     with live_app(api_settings(database_url)) as base:
         run = subprocess.run(
-            [str(Path(sys.executable).with_name("schemathesis")), "run", f"{base}/api/admin/openapi.json",
-             "-H", f"Authorization: Bearer {API_ADMIN_SECRET}", "--checks", CHECKS, "--max-examples", "25",
-             "--phases", "examples,coverage,fuzzing", "--seed", "7", "--no-color"],
-            capture_output=True, text=True, timeout=120, cwd=tmp_path, env={**os.environ, "SCHEMATHESIS_HOOKS": ""},
+            [
+                str(Path(sys.executable).with_name("schemathesis")),
+                "run",
+                f"{base}/api/admin/openapi.json",
+                "-H",
+                f"Authorization: Bearer {API_ADMIN_SECRET}",
+                "--checks",
+                CHECKS,
+                "--max-examples",
+                "25",
+                "--phases",
+                "examples,coverage,fuzzing",
+                "--seed",
+                "7",
+                "--no-color",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+            env={**os.environ, "SCHEMATHESIS_HOOKS": ""},
         )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     assert "passed" in run.stdout.lower()

@@ -37,8 +37,11 @@ except ImportError:  # pragma: no cover - dev extras not installed
     sync_playwright = None  # type: ignore[assignment]
 
 if sync_playwright is None or not Path(CHROMIUM).exists():
-    reason = ("no chromium at /usr/bin/chromium (apt-get install chromium; .ci/run does)"
-              if sync_playwright is not None else "the playwright package is not installed (pip install -e '.[dev]')")
+    reason = (
+        "no chromium at /usr/bin/chromium (apt-get install chromium; .ci/run does)"
+        if sync_playwright is not None
+        else "the playwright package is not installed (pip install -e '.[dev]')"
+    )
     print(f"\nskipping the admin browser journeys: {reason}")
     pytest.skip(f"admin browser journeys: {reason}", allow_module_level=True)
 
@@ -117,9 +120,13 @@ def test_login_wrong_secret_logout_and_rotation(browser: Browser, database_url: 
 
 
 @pytest.mark.parametrize("js", [True, False], ids=["js", "nojs"])
-def test_failed_job_retry_then_tick_done(browser: Browser, database_url: str, conn: psycopg.Connection[Any], js: bool) -> None:
+def test_failed_job_retry_then_tick_done(
+    browser: Browser, database_url: str, conn: psycopg.Connection[Any], js: bool
+) -> None:
     FLAKY["fail"] = True
-    job_id = crontick.enqueue(conn, "admin_browser_flaky", {"order": 7, "note": "<script>alert(1)</script>"}, max_attempts=1)
+    job_id = crontick.enqueue(
+        conn, "admin_browser_flaky", {"order": 7, "note": "<script>alert(1)</script>"}, max_attempts=1
+    )
     add_jobs(conn, 3, type="send_email", error="SMTP 550: mailbox unavailable")
     with running(settings_for(database_url)) as base:
         assert _tick(base)["jobs"]["failed"] == 1
@@ -163,7 +170,9 @@ def test_failed_job_retry_then_tick_done(browser: Browser, database_url: str, co
     assert status_of(conn, job_id) == "done"
 
 
-def test_bulk_retry_of_1200_jobs_without_javascript(browser: Browser, database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_bulk_retry_of_1200_jobs_without_javascript(
+    browser: Browser, database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     targets = add_jobs(conn, 1200, type="nightly_report")
     add_jobs(conn, 40, type="send_email")
     add_jobs(conn, 10, type="nightly_report", status="done", error=None)
@@ -187,7 +196,9 @@ def test_bulk_retry_of_1200_jobs_without_javascript(browser: Browser, database_u
     assert counts == {"nightly_report:pending": 1200, "nightly_report:done": 10, "send_email:failed": 40}
 
 
-def test_paging_130_rows_while_rows_are_inserted(browser: Browser, database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_paging_130_rows_while_rows_are_inserted(
+    browser: Browser, database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     first = add_jobs(conn, 130, type="paged", status="done", error=None)
     with running(settings_for(database_url)) as base:
         page = _page(browser, js=False)
@@ -195,7 +206,9 @@ def test_paging_130_rows_while_rows_are_inserted(browser: Browser, database_url:
         page.goto(base + "/admin/jobs?type=paged")
         seen: list[int] = []
         while True:
-            seen += [int(t.removeprefix("#")) for t in page.locator("table.list tbody td:first-child a").all_inner_texts()]
+            seen += [
+                int(t.removeprefix("#")) for t in page.locator("table.list tbody td:first-child a").all_inner_texts()
+            ]
             add_jobs(conn, 11, type="paged", status="done", error=None)
             older = page.locator("a[rel=next]")
             if older.count() == 0:
@@ -228,9 +241,11 @@ class _AttackerPage(BaseHTTPRequestHandler):
     target = ""
 
     def do_GET(self) -> None:
-        body = (f'<form id="f" method="post" action="{self.target}"><input name="confirm" value="yes">'
-                '<input name="csrf" value="guessed"><button>Win a prize</button></form>'
-                "<script>document.getElementById('f').submit()</script>").encode()
+        body = (
+            f'<form id="f" method="post" action="{self.target}"><input name="confirm" value="yes">'
+            '<input name="csrf" value="guessed"><button>Win a prize</button></form>'
+            "<script>document.getElementById('f').submit()</script>"
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/html")
         self.end_headers()
@@ -240,7 +255,9 @@ class _AttackerPage(BaseHTTPRequestHandler):
         pass
 
 
-def test_a_form_auto_submitted_from_another_origin_gets_403(browser: Browser, database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_a_form_auto_submitted_from_another_origin_gets_403(
+    browser: Browser, database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     [job_id] = add_jobs(conn, 1)
     with running(settings_for(database_url)) as base:
         page = _page(browser, js=True)
@@ -273,24 +290,43 @@ def _seed_a_working_day(conn: psycopg.Connection[Any]) -> int:
                now() + g * interval '7 min', now(), now()
         from generate_series(1, 8) g""")
     failures = [
-        ("send_email", {"user_id": 42, "template": "invoice"}, "SMTP 550 5.1.1 <ana@example.com>: Recipient address rejected: user unknown"),
-        ("webhook", {"url": "https://hooks.example.com/orders", "order_id": 1187}, "POST https://hooks.example.com/orders answered 502 Bad Gateway after 10.0 s"),
-        ("send_sms", {"booking_id": 311, "to": "+31612345678"}, "Twilio error 21211: The 'To' number +31612345678 is not a valid phone number."),
-        ("nightly_report", {"day": "2026-11-29"}, "Traceback (most recent call last):\n  File \"reports.py\", line 88, in build\n    rows = fetch(day)\nTimeoutError: warehouse query exceeded 30 s"),
+        (
+            "send_email",
+            {"user_id": 42, "template": "invoice"},
+            "SMTP 550 5.1.1 <ana@example.com>: Recipient address rejected: user unknown",
+        ),
+        (
+            "webhook",
+            {"url": "https://hooks.example.com/orders", "order_id": 1187},
+            "POST https://hooks.example.com/orders answered 502 Bad Gateway after 10.0 s",
+        ),
+        (
+            "send_sms",
+            {"booking_id": 311, "to": "+31612345678"},
+            "Twilio error 21211: The 'To' number +31612345678 is not a valid phone number.",
+        ),
+        (
+            "nightly_report",
+            {"day": "2026-11-29"},
+            'Traceback (most recent call last):\n  File "reports.py", line 88, in build\n    rows = fetch(day)\nTimeoutError: warehouse query exceeded 30 s',
+        ),
     ]
     ids = []
     for n, (job_type, payload, error) in enumerate(failures):
         row = conn.execute(
             "insert into jobs (type, payload, status, attempts, max_attempts, last_error, finished_at, updated_at, created_at)"
             " values (%s, %s::jsonb, 'failed', 4, 4, %s, now() - %s * interval '41 min', now() - %s * interval '41 min',"
-            " now() - interval '3 hours') returning id", (job_type, json.dumps(payload), error, n, n)).fetchone()
+            " now() - interval '3 hours') returning id",
+            (job_type, json.dumps(payload), error, n, n),
+        ).fetchone()
         assert row is not None
         ids.append(int(row[0]))
         for attempt, minutes in enumerate((180, 179, 174, 144), start=1):
             conn.execute(
                 "insert into job_attempts (job_id, attempt, started_at, finished_at, outcome, error) values"
                 " (%s, %s, now() - %s * interval '1 min', now() - %s * interval '1 min' + interval '1.4 s', %s, %s)",
-                (ids[-1], attempt, minutes, minutes, "failed" if attempt == 4 else "retried", error))
+                (ids[-1], attempt, minutes, minutes, "failed" if attempt == 4 else "retried", error),
+            )
     conn.execute("""
         insert into crontick_ticks (started_at, finished_at, source, summary)
         select now() - g * interval '15 min', now() - g * interval '15 min' + (40 + g % 7 * 30) * interval '1 ms',
@@ -322,8 +358,14 @@ def test_the_main_pages_on_a_working_day(browser: Browser, database_url: str, co
     with running(settings_for(database_url)) as base:
         page = _page(browser, js=True)
         _login(page, base)
-        pages = [("/admin", "day-failed"), ("/admin/jobs", "day-jobs"), (f"/admin/jobs/{job_id}", "day-job"),
-                 ("/admin/reminders", "day-reminders"), ("/admin/ticks", "day-ticks"), ("/admin/overview", "day-overview")]
+        pages = [
+            ("/admin", "day-failed"),
+            ("/admin/jobs", "day-jobs"),
+            (f"/admin/jobs/{job_id}", "day-job"),
+            ("/admin/reminders", "day-reminders"),
+            ("/admin/ticks", "day-ticks"),
+            ("/admin/overview", "day-overview"),
+        ]
         for path, name in pages:
             page.goto(base + path)
             assert page.locator(".unavailable").count() == 0, path

@@ -26,7 +26,9 @@ def test_retry_asks_then_303s_back_with_a_flash(database_url: str, conn: psycopg
         after = c.get(back)
         assert f"Job #{job_id} is pending again." in after.text
         assert "is pending again" not in c.get(back).text  # the flash shows once
-        again = c.post(f"/admin/jobs/{job_id}/retry", data={"csrf": csrf_of(after.text), "back": back, "confirm": "yes"})
+        again = c.post(
+            f"/admin/jobs/{job_id}/retry", data={"csrf": csrf_of(after.text), "back": back, "confirm": "yes"}
+        )
         assert again.status_code == 303
         assert "was not changed" in c.get(back).text  # a pending job: a clear message, never a 500
         audit = conn.execute("select role, action, rows from admin_audit").fetchall()
@@ -67,13 +69,22 @@ def test_bulk_retry_of_a_frozen_filter_in_chunks(database_url: str, conn: psycop
     with running(settings_for(database_url)) as base:
         c = signed_in(base)
         listing = c.get("/admin/jobs?status=failed&type=report")
-        ask = c.post("/admin/jobs/bulk-retry", data={"csrf": csrf_of(listing.text), "type": "report",
-                                                      "back": "/admin/jobs?status=failed&type=report"})
+        ask = c.post(
+            "/admin/jobs/bulk-retry",
+            data={"csrf": csrf_of(listing.text), "type": "report", "back": "/admin/jobs?status=failed&type=report"},
+        )
         assert ask.status_code == 200 and "Retry 500+ failed jobs?" in ask.text and f"#{targets[-1]}" in ask.text
         late = add_jobs(conn, 3, type="report")  # fail after the confirmation: not included
-        r = c.post("/admin/jobs/bulk-retry", data={
-            "csrf": csrf_of(ask.text), "type": "report", "confirm": "yes", "max_id": str(targets[-1]),
-            "back": "/admin/jobs?status=failed&type=report"})
+        r = c.post(
+            "/admin/jobs/bulk-retry",
+            data={
+                "csrf": csrf_of(ask.text),
+                "type": "report",
+                "confirm": "yes",
+                "max_id": str(targets[-1]),
+                "back": "/admin/jobs?status=failed&type=report",
+            },
+        )
         assert r.status_code == 303 and "/admin/jobs/bulk-retry/continue?" in r.headers["location"]
         # The continuation link is bound to this session: another session cannot use it.
         assert signed_in(base).get(r.headers["location"]).status_code == 403
@@ -85,12 +96,16 @@ def test_bulk_retry_of_a_frozen_filter_in_chunks(database_url: str, conn: psycop
     assert all(status_of(conn, i) == "failed" for i in late) and len(others) == 35
 
 
-def test_bulk_retry_of_thousands_refreshes_before_browsers_give_up(database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_bulk_retry_of_thousands_refreshes_before_browsers_give_up(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     ids = add_jobs(conn, 6000, type="bulk")
     with running(settings_for(database_url)) as base:
         c = signed_in(base)
         token = csrf_of(c.get("/admin").text)
-        r = c.post("/admin/jobs/bulk-retry", data={"csrf": token, "type": "bulk", "confirm": "yes", "max_id": str(ids[-1])})
+        r = c.post(
+            "/admin/jobs/bulk-retry", data={"csrf": token, "type": "bulk", "confirm": "yes", "max_id": str(ids[-1])}
+        )
         redirects_in_a_row, longest = 0, 0
         while r.status_code in (200, 303) and "Retried" not in r.text:
             if r.status_code == 303:
@@ -105,7 +120,9 @@ def test_bulk_retry_of_thousands_refreshes_before_browsers_give_up(database_url:
     assert conn.execute("select count(*) from jobs where status = 'pending'").fetchone() == (6000,)
 
 
-def test_paging_while_rows_are_inserted_has_no_duplicates_or_gaps(database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_paging_while_rows_are_inserted_has_no_duplicates_or_gaps(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     first = add_jobs(conn, 130, type="page")
     with running(settings_for(database_url)) as base:
         c = signed_in(base)
@@ -137,12 +154,16 @@ def test_filters_jump_and_payload_search(database_url: str, conn: psycopg.Connec
 
 
 def test_retry_an_unknown_reminder(database_url: str, conn: psycopg.Connection[Any]) -> None:
-    row = conn.execute("insert into bookings (customer_name, starts_at) values ('Ana', now() + interval '20 hours')"
-                       " returning id").fetchone()
+    row = conn.execute(
+        "insert into bookings (customer_name, starts_at) values ('Ana', now() + interval '20 hours') returning id"
+    ).fetchone()
     assert row is not None
     booking = int(row[0])
-    conn.execute("insert into reminder_sends (booking_id, kind, channel, status, attempts, last_error, maybe_delivered)"
-                 " values (%s, '24h', 'sms', 'unknown', 1, 'timed out', true)", (booking,))
+    conn.execute(
+        "insert into reminder_sends (booking_id, kind, channel, status, attempts, last_error, maybe_delivered)"
+        " values (%s, '24h', 'sms', 'unknown', 1, 'timed out', true)",
+        (booking,),
+    )
     with running(settings_for(database_url)) as base:
         c = signed_in(base)
         page = c.get("/admin")
@@ -153,7 +174,9 @@ def test_retry_an_unknown_reminder(database_url: str, conn: psycopg.Connection[A
         done = c.post(url, data={"csrf": csrf_of(ask.text), "back": "/admin/reminders", "confirm": "yes"})
         assert done.status_code == 303 and done.headers["location"] == "/admin/reminders"
         assert "will be sent on the next tick" in c.get("/admin/reminders").text
-        retried = conn.execute("select status, next_attempt_at is not null, maybe_delivered from reminder_sends").fetchone()
+        retried = conn.execute(
+            "select status, next_attempt_at is not null, maybe_delivered from reminder_sends"
+        ).fetchone()
         assert retried == ("failed", True, False)  # due again now, for the next tick's claim
         conn.execute("update reminder_sends set status = 'sent', sent_at = now(), next_attempt_at = null")
         sent = c.post(url, data={"csrf": csrf_of(ask.text), "back": "/admin/reminders", "confirm": "yes"})

@@ -47,11 +47,15 @@ def add_alerts(conn: psycopg.Connection[Any], statuses: list[str], error: str | 
         )
 
 
-def test_hooks_page_lists_the_declared_hook_and_a_real_signed_event(database_url: str, hook: str,
-                                                                     conn: psycopg.Connection[Any]) -> None:
+def test_hooks_page_lists_the_declared_hook_and_a_real_signed_event(
+    database_url: str, hook: str, conn: psycopg.Connection[Any]
+) -> None:
     with running(settings_for(database_url, kick="off")) as base:
-        posted = httpx.post(base + f"/api/hooks/{hook}", json={"n": 1},
-                            headers={"Authorization": f"Bearer {HOOK_SECRET}", "Idempotency-Key": EVIL})
+        posted = httpx.post(
+            base + f"/api/hooks/{hook}",
+            json={"n": 1},
+            headers={"Authorization": f"Bearer {HOOK_SECRET}", "Idempotency-Key": EVIL},
+        )
         assert posted.status_code == 200, posted.text
         job_id = posted.json()["job_id"]
         c = signed_in(base, VIEWER_SECRET)  # a viewer can read both pages
@@ -94,10 +98,14 @@ def test_hooks_events_page_newest_first_and_filter_by_hook(database_url: str, co
         html = c.get("/admin/hooks?hook=alpha")
         assert "Older »" in html.text and "evt-120" in html.text and "b-3" not in html.text
         assert c.get("/admin/hooks.json?cursor=garbage").json()["events"][0]["event_id"] == "b-3"  # starts again
-        api = httpx.get(base + "/api/admin/hooks?hook=beta&limit=2", headers={"Authorization": f"Bearer {ADMIN_SECRET}"})
+        api = httpx.get(
+            base + "/api/admin/hooks?hook=beta&limit=2", headers={"Authorization": f"Bearer {ADMIN_SECRET}"}
+        )
         assert [e["event_id"] for e in api.json()["events"]] == ["b-3", "b-2"]
-        more = httpx.get(base + f"/api/admin/hooks?hook=beta&limit=2&cursor={api.json()['next_cursor']}",
-                         headers={"Authorization": f"Bearer {ADMIN_SECRET}"})
+        more = httpx.get(
+            base + f"/api/admin/hooks?hook=beta&limit=2&cursor={api.json()['next_cursor']}",
+            headers={"Authorization": f"Bearer {ADMIN_SECRET}"},
+        )
         assert [e["event_id"] for e in more.json()["events"]] == ["b-1"] and more.json()["next_cursor"] is None
         bad = httpx.get(base + "/api/admin/hooks?cursor=garbage", headers={"Authorization": f"Bearer {ADMIN_SECRET}"})
         assert bad.status_code == 400 and bad.json()["error"] == "bad_request"

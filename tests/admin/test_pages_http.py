@@ -77,7 +77,10 @@ def test_root_and_pages_redirect_to_login_then_open(database_url: str) -> None:
             r = c.get(path)
             assert r.status_code == 200, (path, r.text[:300])
             assert "as of" in r.text
-        assert c.post("/admin/login", data={"secret": ADMIN_SECRET, "next": "https://evil.example/"}).headers["location"] == "/admin"
+        assert (
+            c.post("/admin/login", data={"secret": ADMIN_SECRET, "next": "https://evil.example/"}).headers["location"]
+            == "/admin"
+        )
 
 
 def test_cookie_is_secure_and_host_prefixed_behind_a_tls_proxy(database_url: str) -> None:
@@ -98,10 +101,18 @@ def test_every_admin_response_has_the_security_headers(database_url: str) -> Non
     with running(settings_for(database_url)) as base:
         c = signed_in(base)
         anon = client(base)
-        responses = [c.get(p) for p in PAGES] + [c.get(p + ".json") for p in PAGES] + [
-            c.get("/admin/static/admin.css"), anon.get("/admin/login"), anon.get("/admin"),
-            c.get("/admin/jobs/999999"), c.post("/admin/jobs/1/retry", data={}), c.get("/admin/nope"),
-        ]
+        responses = (
+            [c.get(p) for p in PAGES]
+            + [c.get(p + ".json") for p in PAGES]
+            + [
+                c.get("/admin/static/admin.css"),
+                anon.get("/admin/login"),
+                anon.get("/admin"),
+                c.get("/admin/jobs/999999"),
+                c.post("/admin/jobs/1/retry", data={}),
+                c.get("/admin/nope"),
+            ]
+        )
         for r in responses:
             for name, value in SECURITY_HEADERS.items():
                 assert r.headers.get(name) == value, (r.url, name)
@@ -211,8 +222,11 @@ def test_public_url_origin_is_accepted_behind_a_proxy(database_url: str, conn: p
         c = signed_in(base)
         token = csrf_of(c.get("/admin").text)
         c.headers.pop("Sec-Fetch-Site")
-        r = c.post(f"/admin/jobs/{job_id}/retry", data={"csrf": token, "confirm": "yes"},
-                   headers={"Origin": "https://jobs.example.com"})
+        r = c.post(
+            f"/admin/jobs/{job_id}/retry",
+            data={"csrf": token, "confirm": "yes"},
+            headers={"Origin": "https://jobs.example.com"},
+        )
         assert r.status_code == 303 and status_of(conn, job_id) == "pending"
 
 
@@ -223,8 +237,12 @@ def test_viewer_sees_no_buttons_and_its_posts_get_403(database_url: str, conn: p
         page = c.get(f"/admin/jobs/{job_id}")
         assert page.status_code == 200 and ">Retry<" not in page.text and "viewer" in page.text
         token = csrf_of(page.text)  # the sign-out form's token
-        for path in [f"/admin/jobs/{job_id}/retry", f"/admin/jobs/{job_id}/delete", "/admin/jobs/bulk-retry",
-                     "/admin/reminders/1/24h/retry"]:
+        for path in [
+            f"/admin/jobs/{job_id}/retry",
+            f"/admin/jobs/{job_id}/delete",
+            "/admin/jobs/bulk-retry",
+            "/admin/reminders/1/24h/retry",
+        ]:
             r = c.post(path, data={"csrf": token, "confirm": "yes"})
             assert r.status_code == 403, path
         assert status_of(conn, job_id) == "failed"
@@ -239,7 +257,9 @@ def test_a_slow_panel_says_unavailable_not_500(database_url: str, conn: psycopg.
         assert r.status_code == 200 and "unavailable right now" in r.text
 
 
-def test_counts_are_capped_and_refresh_is_opt_in_at_30_seconds(database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_counts_are_capped_and_refresh_is_opt_in_at_30_seconds(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     add_jobs(conn, 10_001, type="many", status="done", error=None)
     add_jobs(conn, 10_000, type="many", status="pending", error=None)
     with running(settings_for(database_url)) as base:
@@ -258,11 +278,17 @@ def test_odd_urls_answer_4xx_never_500(database_url: str) -> None:
     with running(settings_for(database_url)) as base:
         c = signed_in(base)
         token = csrf_of(c.get("/admin").text)
-        answers = [c.get(f"/admin/jobs/{huge}"), c.get(f"/admin/jobs?id={huge}"), c.get("/admin/jobs?id=abc"),
-                   c.get("/admin?tz=../../etc/passwd"), c.get("/admin/jobs?payload=[1,2]"),
-                   c.get("/admin/reminders?status=bogus&cursor=%%%"), c.get("/admin/jobs/bulk-retry/continue?state=x&sig=y"),
-                   c.post(f"/admin/jobs/{huge}/retry", data={"csrf": token, "confirm": "yes"}),
-                   c.post("/admin/jobs/1/explode", data={"csrf": token}),
-                   c.post(f"/admin/reminders/{huge}/24h/retry", data={"csrf": token, "confirm": "yes"})]
+        answers = [
+            c.get(f"/admin/jobs/{huge}"),
+            c.get(f"/admin/jobs?id={huge}"),
+            c.get("/admin/jobs?id=abc"),
+            c.get("/admin?tz=../../etc/passwd"),
+            c.get("/admin/jobs?payload=[1,2]"),
+            c.get("/admin/reminders?status=bogus&cursor=%%%"),
+            c.get("/admin/jobs/bulk-retry/continue?state=x&sig=y"),
+            c.post(f"/admin/jobs/{huge}/retry", data={"csrf": token, "confirm": "yes"}),
+            c.post("/admin/jobs/1/explode", data={"csrf": token}),
+            c.post(f"/admin/reminders/{huge}/24h/retry", data={"csrf": token, "confirm": "yes"}),
+        ]
         for r in answers:
             assert r.status_code < 500, (r.request.url, r.status_code, r.text[:200])

@@ -21,8 +21,13 @@ BASE_EVENT = json.loads((ROOT / "tests" / "deploy" / "events" / "function_url.js
 
 @pytest.fixture
 def runtime(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[aws.LambdaRuntime]:
-    for name in ("QSTASH_CURRENT_SIGNING_KEY", "CRONTICK_GITHUB_OIDC_REPOSITORY", "CRONTICK_PUBLIC_URL",
-                 "CRONTICK_HANDLERS", "CRONTICK_ADMIN_VIEWER_SECRET"):
+    for name in (
+        "QSTASH_CURRENT_SIGNING_KEY",
+        "CRONTICK_GITHUB_OIDC_REPOSITORY",
+        "CRONTICK_PUBLIC_URL",
+        "CRONTICK_HANDLERS",
+        "CRONTICK_ADMIN_VIEWER_SECRET",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("DATABASE_URL", url_of(database_url))
     monkeypatch.setenv("CRON_SECRET", TEST_SECRET)
@@ -36,21 +41,39 @@ def _event(method: str, path: str, *, body: str = "", headers: dict[str, str] | 
     event = copy.deepcopy(BASE_EVENT)
     event["rawPath"] = event["requestContext"]["http"]["path"] = path
     event["requestContext"]["http"]["method"] = method
-    event["headers"] = {"host": HOST, "x-forwarded-proto": "https", "x-forwarded-port": "443",
-                        "content-length": str(len(body)), **(headers or {})}
+    event["headers"] = {
+        "host": HOST,
+        "x-forwarded-proto": "https",
+        "x-forwarded-port": "443",
+        "content-length": str(len(body)),
+        **(headers or {}),
+    }
     event["body"] = body
     return event
 
 
-def test_sign_in_and_read_a_page_through_the_lambda_handler(runtime: aws.LambdaRuntime, conn: psycopg.Connection[Any]) -> None:
+def test_sign_in_and_read_a_page_through_the_lambda_handler(
+    runtime: aws.LambdaRuntime, conn: psycopg.Connection[Any]
+) -> None:
     [job_id] = add_jobs(conn, 1, error="SMTP 550")
     login = runtime.handle(_event("GET", "/admin/login"), None)
     assert login["statusCode"] == 200 and 'name="secret"' in login["body"]
     for name, value in SECURITY_HEADERS.items():
         assert login["headers"][name] == value
     form = urlencode({"secret": ADMIN_SECRET})
-    signed = runtime.handle(_event("POST", "/admin/login", body=form, headers={
-        "content-type": "application/x-www-form-urlencoded", "origin": f"https://{HOST}", "sec-fetch-site": "same-origin"}), None)
+    signed = runtime.handle(
+        _event(
+            "POST",
+            "/admin/login",
+            body=form,
+            headers={
+                "content-type": "application/x-www-form-urlencoded",
+                "origin": f"https://{HOST}",
+                "sec-fetch-site": "same-origin",
+            },
+        ),
+        None,
+    )
     assert signed["statusCode"] == 303, signed
     cookies = signed.get("cookies") or [signed["headers"]["set-cookie"]]
     cookie = cookies[0]

@@ -31,14 +31,19 @@ def _tick(base: str) -> dict[str, Any]:
     return result
 
 
-def test_schedules_page_shows_slots_and_coalesced_runs(declared: None, database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_schedules_page_shows_slots_and_coalesced_runs(
+    declared: None, database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     with running(settings_for(database_url)) as base:
         c = signed_in(base)
         before = c.get("/admin/schedules")
         assert before.status_code == 200 and NAME in before.text and "not seen by a tick yet" in before.text
         _tick(base)
-        conn.execute("update crontick_schedules set evaluated_until = evaluated_until - interval '3 hours',"
-                     " next_at = '-infinity' where name = %s", (NAME,))
+        conn.execute(
+            "update crontick_schedules set evaluated_until = evaluated_until - interval '3 hours',"
+            " next_at = '-infinity' where name = %s",
+            (NAME,),
+        )
         _tick(base)  # catch_up=latest: the newest missed slot is enqueued, the older ones coalesced
         (job_id,) = conn.execute("select id from jobs where schedule = %s", (NAME,)).fetchone()  # type: ignore[misc]
         page = c.get("/admin/schedules?tz=Europe/Amsterdam")

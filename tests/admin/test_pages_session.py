@@ -33,8 +33,17 @@ def _request(url: str, headers: dict[str, str] | None = None) -> Request:
     scheme, rest = url.split("://", 1)
     host, _, path = rest.partition("/")
     raw = [(k.lower().encode(), v.encode()) for k, v in {"host": host, **(headers or {})}.items()]
-    return Request({"type": "http", "method": "POST", "scheme": scheme, "path": "/" + path, "query_string": b"",
-                    "headers": raw, "server": (host.split(":")[0], 443)})
+    return Request(
+        {
+            "type": "http",
+            "method": "POST",
+            "scheme": scheme,
+            "path": "/" + path,
+            "query_string": b"",
+            "headers": raw,
+            "server": (host.split(":")[0], 443),
+        }
+    )
 
 
 def test_a_cookie_names_its_role_and_expires_within_8_hours() -> None:
@@ -73,18 +82,21 @@ def test_csrf_token_is_bound_to_the_session() -> None:
     assert session.csrf_token(S, "admin", a) == session.csrf_token(S, "admin", a)
 
 
-@pytest.mark.parametrize(("headers", "ok"), [
-    ({"Sec-Fetch-Site": "same-origin"}, True),
-    ({"Sec-Fetch-Site": "same-origin", "Origin": "https://evil.example"}, True),  # the browser's own word wins
-    ({"Sec-Fetch-Site": "same-site", "Origin": "https://admin.example"}, False),
-    ({"Sec-Fetch-Site": "cross-site"}, False),
-    ({"Sec-Fetch-Site": "none"}, False),
-    ({"Origin": "https://admin.example"}, True),
-    ({"Origin": "https://public.example"}, True),
-    ({"Origin": "https://evil.example"}, False),
-    ({"Origin": "null"}, False),
-    ({}, False),
-])
+@pytest.mark.parametrize(
+    ("headers", "ok"),
+    [
+        ({"Sec-Fetch-Site": "same-origin"}, True),
+        ({"Sec-Fetch-Site": "same-origin", "Origin": "https://evil.example"}, True),  # the browser's own word wins
+        ({"Sec-Fetch-Site": "same-site", "Origin": "https://admin.example"}, False),
+        ({"Sec-Fetch-Site": "cross-site"}, False),
+        ({"Sec-Fetch-Site": "none"}, False),
+        ({"Origin": "https://admin.example"}, True),
+        ({"Origin": "https://public.example"}, True),
+        ({"Origin": "https://evil.example"}, False),
+        ({"Origin": "null"}, False),
+        ({}, False),
+    ],
+)
 def test_same_origin_rules(headers: dict[str, str], ok: bool) -> None:
     settings = dataclasses.replace(S, public_url="https://public.example")
     assert session.same_origin(_request("https://admin.example/admin/logout", headers), settings) is ok
@@ -111,7 +123,9 @@ def hook() -> Iterator[dict[str, Any]]:
     session._hook.clear()
 
 
-def test_the_authorize_hook_opens_the_admin_with_its_roles(hook: dict[str, Any], database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_the_authorize_hook_opens_the_admin_with_its_roles(
+    hook: dict[str, Any], database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     [job_id] = add_jobs(conn, 1)
     with running(settings_for(database_url)) as base:
         c = client(base)
@@ -119,12 +133,19 @@ def test_the_authorize_hook_opens_the_admin_with_its_roles(hook: dict[str, Any],
         alice = c.get(f"/admin/jobs/{job_id}", headers={"X-App-User": "alice"})
         assert alice.status_code == 200 and ">Retry<" in alice.text and "Sign out" not in alice.text
         token = csrf_of(alice.text)
-        bob = c.post(f"/admin/jobs/{job_id}/retry", data={"csrf": token, "confirm": "yes"}, headers={"X-App-User": "bob"})
+        bob = c.post(
+            f"/admin/jobs/{job_id}/retry", data={"csrf": token, "confirm": "yes"}, headers={"X-App-User": "bob"}
+        )
         assert bob.status_code == 403
-        cross = c.post(f"/admin/jobs/{job_id}/retry", data={"csrf": token, "confirm": "yes"},
-                       headers={"X-App-User": "alice", "Sec-Fetch-Site": "cross-site"})
+        cross = c.post(
+            f"/admin/jobs/{job_id}/retry",
+            data={"csrf": token, "confirm": "yes"},
+            headers={"X-App-User": "alice", "Sec-Fetch-Site": "cross-site"},
+        )
         assert cross.status_code == 403 and status_of(conn, job_id) == "failed"
-        ok = c.post(f"/admin/jobs/{job_id}/retry", data={"csrf": token, "confirm": "yes"}, headers={"X-App-User": "alice"})
+        ok = c.post(
+            f"/admin/jobs/{job_id}/retry", data={"csrf": token, "confirm": "yes"}, headers={"X-App-User": "alice"}
+        )
         assert ok.status_code == 303 and status_of(conn, job_id) == "pending"
     assert hook["calls"] >= 4
     with running(settings_for(database_url, admin_secret=None, admin_viewer_secret=None)) as base:

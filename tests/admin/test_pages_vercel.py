@@ -25,8 +25,18 @@ def _destination(path: str) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("path", ["/", "/admin", "/admin/login", "/admin/jobs/12", "/admin/static/admin.css",
-                                  "/api/admin/jobs", "/api/admin/openapi.json"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/",
+        "/admin",
+        "/admin/login",
+        "/admin/jobs/12",
+        "/admin/static/admin.css",
+        "/api/admin/jobs",
+        "/api/admin/openapi.json",
+    ],
+)
 def test_rewrites_send_the_admin_to_its_function(path: str) -> None:
     assert _destination(path) == "/api/admin"
     assert (ROOT / "api" / "admin.py").exists()

@@ -21,13 +21,17 @@ def history(conn: psycopg.Connection[Any], job_id: int) -> list[dict[str, Any]]:
 
 
 def add(conn: psycopg.Connection[Any], type: str, max_attempts: int = 4) -> int:
-    row = conn.execute("insert into jobs (type, payload, max_attempts) values (%(t)s, '{}', %(m)s) returning id",
-                       {"t": type, "m": max_attempts}).fetchone()
+    row = conn.execute(
+        "insert into jobs (type, payload, max_attempts) values (%(t)s, '{}', %(m)s) returning id",
+        {"t": type, "m": max_attempts},
+    ).fetchone()
     assert row is not None
     return int(row[0])
 
 
-def test_each_outcome_is_one_attempt_row_and_a_secret_never_reaches_it(database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_each_outcome_is_one_attempt_row_and_a_secret_never_reaches_it(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     ok, leaky = add(conn, "t_core.ok"), add(conn, "t_core.leaks_secret")
     now = db_now(conn)
     tick(database_url, now=now)

@@ -32,7 +32,9 @@ def run(url: str, work: Callable[[store.Conn], Awaitable[T]]) -> T:
     return asyncio.run(go())
 
 
-def test_counts_are_capped_and_hourly_figures_come_from_the_ticks(database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_counts_are_capped_and_hourly_figures_come_from_the_ticks(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     conn.execute("insert into jobs (type, payload, status) select 't', '{}', 'done' from generate_series(1, 10050)")
     insert_jobs(conn, 3, status="pending")
     conn.execute("update jobs set run_after = now() - interval '90 seconds' where status = 'pending'")
@@ -50,7 +52,9 @@ def test_counts_are_capped_and_hourly_figures_come_from_the_ticks(database_url: 
     assert stats["stale"] is True  # the last tick was 3 hours ago, over 2 x 15 minutes
 
 
-def test_a_tick_makes_the_scheduler_fresh_and_gaps_are_flagged(database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_a_tick_makes_the_scheduler_fresh_and_gaps_are_flagged(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     conn.execute(
         "insert into crontick_ticks (started_at, finished_at, source, summary)"
         " select now() - g * interval '1 minute', now() - g * interval '1 minute', 't', '{}' from unnest(array[95, 80, 10]) g"
@@ -64,11 +68,17 @@ def test_a_tick_makes_the_scheduler_fresh_and_gaps_are_flagged(database_url: str
     assert (oldest["gap_seconds"], oldest["gap_flagged"], end) == (None, False, None)
 
 
-def test_a_failed_reminder_retried_by_hand_goes_out_on_the_next_tick(database_url: str, conn: psycopg.Connection[Any]) -> None:
-    booking = conn.execute("insert into bookings (customer_name, starts_at) values ('Ada', now() + interval '3 hours')"
-                           " returning id").fetchone()[0]  # type: ignore[index]
-    conn.execute("insert into reminder_sends (booking_id, kind, channel, status, attempts, max_attempts, last_error)"
-                 " values (%(b)s, '24h', 'console', 'failed', 4, 4, 'HTTP 500')", {"b": booking})
+def test_a_failed_reminder_retried_by_hand_goes_out_on_the_next_tick(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    booking = conn.execute(
+        "insert into bookings (customer_name, starts_at) values ('Ada', now() + interval '3 hours') returning id"
+    ).fetchone()[0]  # type: ignore[index]
+    conn.execute(
+        "insert into reminder_sends (booking_id, kind, channel, status, attempts, max_attempts, last_error)"
+        " values (%(b)s, '24h', 'console', 'failed', 4, 4, 'HTTP 500')",
+        {"b": booking},
+    )
     [due] = run(database_url, store.due_reminders)
     assert due["booking_id"] == booking and due["sends"][0]["status"] == "failed"
     [send], _ = run(database_url, lambda c: store.list_reminders(c, status="failed"))
@@ -105,10 +115,15 @@ def test_a_viewer_cannot_act_even_through_the_store(database_url: str, conn: psy
 @pytest.mark.parametrize(
     ("env", "message"),
     [
-        ({"CRONTICK_ADMIN_SECRET": TEST_SECRET}, "CRONTICK_ADMIN_SECRET: expected a secret of its own, got the value of CRON_SECRET"),
+        (
+            {"CRONTICK_ADMIN_SECRET": TEST_SECRET},
+            "CRONTICK_ADMIN_SECRET: expected a secret of its own, got the value of CRON_SECRET",
+        ),
         ({"CRONTICK_ADMIN_VIEWER_SECRET": TEST_SECRET}, "CRONTICK_ADMIN_VIEWER_SECRET: expected a secret of its own"),
-        ({"CRONTICK_ADMIN_SECRET": "a" * 40, "CRONTICK_ADMIN_VIEWER_SECRET": "a" * 40},
-         "CRONTICK_ADMIN_VIEWER_SECRET: expected a secret other than CRONTICK_ADMIN_SECRET"),
+        (
+            {"CRONTICK_ADMIN_SECRET": "a" * 40, "CRONTICK_ADMIN_VIEWER_SECRET": "a" * 40},
+            "CRONTICK_ADMIN_VIEWER_SECRET: expected a secret other than CRONTICK_ADMIN_SECRET",
+        ),
         ({"CRONTICK_ADMIN_SECRET": "short"}, "CRONTICK_ADMIN_SECRET: expected at least 32 characters"),
     ],
 )
@@ -118,7 +133,9 @@ def test_admin_secrets_are_refused_at_startup(env: dict[str, str], message: str)
 
 
 def test_admin_secrets_are_read_and_scrubbed_from_errors() -> None:
-    s = Settings.from_env({"CRON_SECRET": TEST_SECRET, "CRONTICK_ADMIN_SECRET": "b" * 40, "CRONTICK_ADMIN_VIEWER_SECRET": "c" * 40})
+    s = Settings.from_env(
+        {"CRON_SECRET": TEST_SECRET, "CRONTICK_ADMIN_SECRET": "b" * 40, "CRONTICK_ADMIN_VIEWER_SECRET": "c" * 40}
+    )
     assert (s.admin_secret, s.admin_viewer_secret) == ("b" * 40, "c" * 40)
     assert {"b" * 40, "c" * 40} <= set(s.secrets)
     assert "b" * 40 not in repr(s)

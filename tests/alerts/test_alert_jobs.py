@@ -59,7 +59,9 @@ def test_a_job_failing_for_good_raises_exactly_one_signed_alert(
     assert body["attempts"] == 2 and "boom on attempt 2" in body["error"]
     assert body["text"].startswith(f"crontick: job {job_id} (t_core.fail) failed for good after 2 attempts: ")
     assert "\n" not in body["text"]
-    assert sent.headers["content-type"] == "application/json" and sent.headers["webhook-id"] == f"alert_{body['alert_id']}"
+    assert (
+        sent.headers["content-type"] == "application/json" and sent.headers["webhook-id"] == f"alert_{body['alert_id']}"
+    )
     [row] = alerts(conn)
     assert row["status"] == "sent" and row["attempts"] == 1 and row["sent_at"] is not None
 
@@ -133,13 +135,13 @@ def test_a_rescued_job_out_of_attempts_raises_one_alert(
     receiver.behave = answer(200, times=0)
     job_id = crontick.enqueue(conn, "t_core.ok", {}, max_attempts=1)
     # What a tick killed mid-run leaves behind: its last attempt still running, the lease passed.
-    conn.execute("update jobs set status = 'running', attempts = 1, locked_until = now() - interval '1 minute' where id = %s",
-                 (job_id,))
+    conn.execute(
+        "update jobs set status = 'running', attempts = 1, locked_until = now() - interval '1 minute' where id = %s",
+        (job_id,),
+    )
     with live_app(alert_settings(database_url, receiver)) as url:
         assert tick_ok(url)["jobs"]["rescued"] == 1
         tick_ok(url)
     [sent] = received_alerts(receiver)
     body = verified(sent)
     assert body["event"] == "job_failed" and body["job_id"] == job_id and "LeaseExpired" in body["error"]
-
-

@@ -19,9 +19,15 @@ from tests.reminders.support import NOW, Provider, Received, add_bookings, make_
 
 
 def reminder_settings(url: str, receiver: Provider, channel: str = "webhook") -> Any:
-    return make_settings(settings_values(
-        url, receiver.url, channel, alert_webhook_url=receiver.url + ALERT_PATH, alert_webhook_secret=ALERT_SECRET,
-    ))
+    return make_settings(
+        settings_values(
+            url,
+            receiver.url,
+            channel,
+            alert_webhook_url=receiver.url + ALERT_PATH,
+            alert_webhook_secret=ALERT_SECRET,
+        )
+    )
 
 
 def refuse_reminders(received: Received, n: int) -> Response:
@@ -31,9 +37,13 @@ def refuse_reminders(received: Received, n: int) -> Response:
     return Response('{"error": "unknown customer"}', 400, content_type="application/json")
 
 
-def test_a_reminder_failing_for_good_raises_one_alert(database_url: str, conn: psycopg.Connection[Any], receiver: Provider) -> None:
+def test_a_reminder_failing_for_good_raises_one_alert(
+    database_url: str, conn: psycopg.Connection[Any], receiver: Provider
+) -> None:
     receiver.behave = refuse_reminders
-    [booking] = add_bookings(conn, [("Ada Lovelace", "ada@example.com", None, NOW + timedelta(hours=3), "UTC", "confirmed")])
+    [booking] = add_bookings(
+        conn, [("Ada Lovelace", "ada@example.com", None, NOW + timedelta(hours=3), "UTC", "confirmed")]
+    )
     settings = reminder_settings(database_url, receiver)
     first = tick(database_url, settings, NOW)
     assert first.reminders.failed == 1
@@ -47,7 +57,9 @@ def test_a_reminder_failing_for_good_raises_one_alert(database_url: str, conn: p
     assert [a["status"] for a in alerts(conn)] == ["sent"]
 
 
-def test_a_reminder_left_unknown_raises_one_alert(database_url: str, conn: psycopg.Connection[Any], receiver: Provider) -> None:
+def test_a_reminder_left_unknown_raises_one_alert(
+    database_url: str, conn: psycopg.Connection[Any], receiver: Provider
+) -> None:
     [booking] = add_bookings(conn, [("Ada", None, "+31612345678", NOW + timedelta(hours=3), "UTC", "confirmed")])
     # A tick died mid-call on SMS (no idempotency key): the next claim settles the send as unknown.
     conn.execute(
@@ -119,6 +131,8 @@ def test_concurrent_ticks_after_one_silence_raise_one_alert(
     assert len(received_alerts(receiver)) == 1
 
 
-def test_the_very_first_tick_is_no_silence(database_url: str, conn: psycopg.Connection[Any], receiver: Provider) -> None:
+def test_the_very_first_tick_is_no_silence(
+    database_url: str, conn: psycopg.Connection[Any], receiver: Provider
+) -> None:
     tick(database_url, reminder_settings(database_url, receiver), NOW)
     assert alerts(conn) == []

@@ -74,9 +74,12 @@ def test_a_token_with_the_wrong_claims_is_refused(
             assert token not in crontick_log.text, case
 
 
-def test_ref_and_workflow_allow_lists(database_url: str, issuer: OidcIssuer, live_app: Any, crontick_log: LogLines) -> None:
+def test_ref_and_workflow_allow_lists(
+    database_url: str, issuer: OidcIssuer, live_app: Any, crontick_log: LogLines
+) -> None:
     settings = _settings(
-        database_url, issuer,
+        database_url,
+        issuer,
         github_oidc_refs=("refs/heads/main",),
         github_oidc_workflows=(".github/workflows/tick-oidc.yml", "nightly"),
     )
@@ -85,7 +88,10 @@ def test_ref_and_workflow_allow_lists(database_url: str, issuer: OidcIssuer, liv
         # The `workflow` claim is the YAML name:, which any workflow author picks: it never matches.
         assert_refused(tick(base, headers=bearer(issuer.token(workflow="nightly", workflow_ref=None))), base)
         other = f"{REPOSITORY}/.github/workflows/pwn.yml@refs/heads/feature"
-        assert_refused(tick(base, headers=bearer(issuer.token(workflow=".github/workflows/tick-oidc.yml", workflow_ref=other))), base)
+        assert_refused(
+            tick(base, headers=bearer(issuer.token(workflow=".github/workflows/tick-oidc.yml", workflow_ref=other))),
+            base,
+        )
         assert_refused(tick(base, headers=bearer(issuer.token(ref="refs/heads/feature"))), base)
         other_file = f"{REPOSITORY}/.github/workflows/other.yml@refs/heads/main"
         assert_refused(tick(base, headers=bearer(issuer.token(workflow="other", workflow_ref=other_file))), base)
@@ -100,7 +106,9 @@ def test_ref_and_workflow_allow_lists(database_url: str, issuer: OidcIssuer, liv
 def test_forged_keys_and_algorithms_are_refused(
     database_url: str, issuer: OidcIssuer, other_rsa_key: rsa.RSAPrivateKey, live_app: Any, crontick_log: LogLines
 ) -> None:
-    public_pem = issuer.key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    public_pem = issuer.key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
     with live_app(_settings(database_url, issuer)) as base:
         same_kid_other_key = issuer.token(key=other_rsa_key)
         unknown_kid = issuer.token(key=other_rsa_key, kid="attacker-key")
@@ -115,7 +123,9 @@ def test_forged_keys_and_algorithms_are_refused(
     assert issuer.jwks_fetches() == 1
 
 
-def test_an_unreachable_jwks_fails_closed(database_url: str, issuer: OidcIssuer, live_app: Any, crontick_log: LogLines) -> None:
+def test_an_unreachable_jwks_fails_closed(
+    database_url: str, issuer: OidcIssuer, live_app: Any, crontick_log: LogLines
+) -> None:
     settings = _settings(database_url, issuer, github_oidc_issuer=issuer.url + "/nowhere")
     with live_app(settings) as base:
         assert_refused(tick(base, headers=bearer(issuer.token(iss=issuer.url + "/nowhere"))), base)

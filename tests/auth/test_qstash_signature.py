@@ -54,10 +54,31 @@ CASES: dict[str, tuple[str, bytes, bytes, dict[str, Any], bool, bool]] = {
     "body hash without padding": (QSTASH_CURRENT, RAW_BODY, RAW_BODY, {}, False, True),
     "empty body (a schedule without one)": (QSTASH_CURRENT, b"", b"", {}, True, True),
     "a key QStash never gave us": (UNKNOWN_KEY, RAW_BODY, RAW_BODY, {}, True, False),
-    "body re-serialised after signing": (QSTASH_CURRENT, RAW_BODY, json.dumps(json.loads(RAW_BODY)).encode(), {}, True, False),
+    "body re-serialised after signing": (
+        QSTASH_CURRENT,
+        RAW_BODY,
+        json.dumps(json.loads(RAW_BODY)).encode(),
+        {},
+        True,
+        False,
+    ),
     "body changed": (QSTASH_CURRENT, RAW_BODY, b'{"job": "drop tables"}', {}, True, False),
-    "expired": (QSTASH_CURRENT, RAW_BODY, RAW_BODY, {"iat": _now() - 420, "nbf": _now() - 420, "exp": _now() - 120}, True, False),
-    "not valid yet": (QSTASH_CURRENT, RAW_BODY, RAW_BODY, {"nbf": _now() + 3600}, True, False),  # far ahead: CASES is built at collection, minutes before it runs in a full suite
+    "expired": (
+        QSTASH_CURRENT,
+        RAW_BODY,
+        RAW_BODY,
+        {"iat": _now() - 420, "nbf": _now() - 420, "exp": _now() - 120},
+        True,
+        False,
+    ),
+    "not valid yet": (
+        QSTASH_CURRENT,
+        RAW_BODY,
+        RAW_BODY,
+        {"nbf": _now() + 3600},
+        True,
+        False,
+    ),  # far ahead: CASES is built at collection, minutes before it runs in a full suite
     "another issuer": (QSTASH_CURRENT, RAW_BODY, RAW_BODY, {"iss": "NotUpstash"}, True, False),
     "no body claim": (QSTASH_CURRENT, RAW_BODY, RAW_BODY, {"body": None}, True, False),
 }
@@ -72,7 +93,9 @@ def test_signature_verdicts_match_the_spec_and_qstash_receiver(database_url: str
                 assert not accepted, case  # the Receiver raises KeyError, not SignatureError, on a missing claim
             else:
                 assert _receiver_accepts(signature, sent, url) is accepted, case
-            response = tick(base, headers={"Upstash-Signature": signature, "Content-Type": "application/json"}, body=sent)
+            response = tick(
+                base, headers={"Upstash-Signature": signature, "Content-Type": "application/json"}, body=sent
+            )
             if accepted:
                 assert response.status_code == 200, (case, response.text)
                 assert "jobs" in response.json(), case
@@ -80,7 +103,9 @@ def test_signature_verdicts_match_the_spec_and_qstash_receiver(database_url: str
                 assert_refused(response, base)
 
 
-def test_sub_must_be_the_url_called_including_its_query(database_url: str, live_app: Any, crontick_log: LogLines) -> None:
+def test_sub_must_be_the_url_called_including_its_query(
+    database_url: str, live_app: Any, crontick_log: LogLines
+) -> None:
     with live_app(_settings(database_url)) as base:
         other_path = qstash_signature(QSTASH_CURRENT, base + "/api/other", RAW_BODY)
         assert not _receiver_accepts(other_path, RAW_BODY, base + TICK_PATH)
@@ -133,7 +158,9 @@ def test_crontick_public_url_wins_over_forwarded_headers(database_url: str, live
         assert_refused(tick(base, headers={"Upstash-Signature": for_other, **spoofed}, body=RAW_BODY), base)
 
 
-def test_qstash_and_the_bearer_secret_work_side_by_side(database_url: str, live_app: Any, crontick_log: LogLines) -> None:
+def test_qstash_and_the_bearer_secret_work_side_by_side(
+    database_url: str, live_app: Any, crontick_log: LogLines
+) -> None:
     with live_app(_settings(database_url, cron_secret=TEST_SECRET)) as base:
         signature = qstash_signature(QSTASH_CURRENT, base + TICK_PATH, RAW_BODY)
         assert tick(base, headers={"Upstash-Signature": signature}, body=RAW_BODY).status_code == 200
@@ -144,8 +171,15 @@ def test_qstash_and_the_bearer_secret_work_side_by_side(database_url: str, live_
 
 def _request(headers: dict[str, str], scheme: str = "http") -> Request:
     scope = {
-        "type": "http", "method": "POST", "scheme": scheme, "path": TICK_PATH, "raw_path": TICK_PATH.encode(),
-        "query_string": b"", "server": ("10.0.0.5", 8000), "client": ("10.0.0.1", 40000), "root_path": "",
+        "type": "http",
+        "method": "POST",
+        "scheme": scheme,
+        "path": TICK_PATH,
+        "raw_path": TICK_PATH.encode(),
+        "query_string": b"",
+        "server": ("10.0.0.5", 8000),
+        "client": ("10.0.0.1", 40000),
+        "root_path": "",
         "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
     }
     return Request(scope)
@@ -156,15 +190,31 @@ def _request(headers: dict[str, str], scheme: str = "http") -> Request:
     [
         ({"host": "10.0.0.5:8000"}, None, True, "http://10.0.0.5:8000/api/cron/tick"),
         # A proxy that terminates TLS, as Vercel, Lambda URLs, Cloud Run and Fly do; the first hop wins.
-        ({"host": "10.0.0.5:8000", "x-forwarded-proto": "https, http", "x-forwarded-host": "app.example.com, internal"},
-         None, True, "https://app.example.com/api/cron/tick"),
+        (
+            {
+                "host": "10.0.0.5:8000",
+                "x-forwarded-proto": "https, http",
+                "x-forwarded-host": "app.example.com, internal",
+            },
+            None,
+            True,
+            "https://app.example.com/api/cron/tick",
+        ),
         ({"host": "10.0.0.5:8000", "x-forwarded-proto": "https"}, None, True, "https://10.0.0.5:8000/api/cron/tick"),
         # Not trusted (the default): forwarded headers change nothing.
-        ({"host": "10.0.0.5:8000", "x-forwarded-proto": "https", "x-forwarded-host": "app.example.com"},
-         None, False, "http://10.0.0.5:8000/api/cron/tick"),
+        (
+            {"host": "10.0.0.5:8000", "x-forwarded-proto": "https", "x-forwarded-host": "app.example.com"},
+            None,
+            False,
+            "http://10.0.0.5:8000/api/cron/tick",
+        ),
         # CRONTICK_PUBLIC_URL ignores what the request says, and may carry an API Gateway stage.
-        ({"host": "10.0.0.5:8000", "x-forwarded-host": "spoofed.example.com"}, "https://abc.execute-api.us-east-1.amazonaws.com/prod",
-         True, "https://abc.execute-api.us-east-1.amazonaws.com/prod/api/cron/tick"),
+        (
+            {"host": "10.0.0.5:8000", "x-forwarded-host": "spoofed.example.com"},
+            "https://abc.execute-api.us-east-1.amazonaws.com/prod",
+            True,
+            "https://abc.execute-api.us-east-1.amazonaws.com/prod/api/cron/tick",
+        ),
     ],
 )
 def test_the_url_qstash_signed_is_rebuilt_from_the_request_or_the_setting(

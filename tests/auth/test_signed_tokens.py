@@ -131,15 +131,32 @@ def test_expired_jtis_are_pruned_a_bounded_number_at_a_time(
 def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("CRON", "DATABASE_URL"))}
     return subprocess.run(
-        [sys.executable, "-m", "crontick.cli", "token", *args], env={**environ, **env}, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "crontick.cli", "token", *args],
+        env={**environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
 def _curl(url: str, token: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["curl", "--silent", "--show-error", "--fail-with-body", "--max-time", "30", "--request", "POST",
-         "--header", f"Authorization: Bearer {token}", url],
-        capture_output=True, text=True, timeout=60,
+        [
+            "curl",
+            "--silent",
+            "--show-error",
+            "--fail-with-body",
+            "--max-time",
+            "30",
+            "--request",
+            "POST",
+            "--header",
+            f"Authorization: Bearer {token}",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -164,13 +181,21 @@ def test_crontick_token_output_ticks_with_curl_once(database_url: str, live_app:
 @pytest.mark.parametrize(
     ("args", "env", "message"),
     [
-        (["--audience", "https://app.example.com", "--ttl", "301"], {"CRON_SECRET": TEST_SECRET}, "--ttl: expected 1 to 300 seconds, got: 301"),
+        (
+            ["--audience", "https://app.example.com", "--ttl", "301"],
+            {"CRON_SECRET": TEST_SECRET},
+            "--ttl: expected 1 to 300 seconds, got: 301",
+        ),
         ([], {"CRON_SECRET": TEST_SECRET}, "--audience: expected the app's base URL"),
         (["--audience", "https://app.example.com"], {}, "CRON_SECRET: expected the secret"),
     ],
 )
 def test_crontick_token_refuses_long_lives_and_missing_settings(
-    args: list[str], env: dict[str, str], message: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    args: list[str],
+    env: dict[str, str],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     for name in ("CRON_SECRET", "CRONTICK_PUBLIC_URL"):
         monkeypatch.delenv(name, raising=False)

@@ -32,7 +32,9 @@ def spawn(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
     )
 
 
-def crontick_many(commands: list[list[str]], env: dict[str, str], timeout: float = 60) -> list[subprocess.CompletedProcess[str]]:
+def crontick_many(
+    commands: list[list[str]], env: dict[str, str], timeout: float = 60
+) -> list[subprocess.CompletedProcess[str]]:
     """Run several commands at once (each is a cold Python start, so this halves the wall time on 2 cores)."""
     procs = [(command, spawn(*command, env=env)) for command in commands]
     results = []

@@ -50,10 +50,23 @@ def test_migrate_applies_then_reports_up_to_date(admin_url: str) -> None:
 
 
 def test_enqueue_with_payload_run_after_max_attempts(env: dict[str, str], conn: psycopg.Connection[Any]) -> None:
-    job_id = enqueue(env, "send_welcome_email", "--payload", '{"user_id": 42}',
-                     "--run-after", "2030-12-01T09:00:00+01:00", "--max-attempts", "2")
+    job_id = enqueue(
+        env,
+        "send_welcome_email",
+        "--payload",
+        '{"user_id": 42}',
+        "--run-after",
+        "2030-12-01T09:00:00+01:00",
+        "--max-attempts",
+        "2",
+    )
     row = job_row(conn, job_id)
-    assert (row["type"], row["payload"], row["max_attempts"], row["status"]) == ("send_welcome_email", {"user_id": 42}, 2, "pending")
+    assert (row["type"], row["payload"], row["max_attempts"], row["status"]) == (
+        "send_welcome_email",
+        {"user_id": 42},
+        2,
+        "pending",
+    )
     assert row["run_after"] == datetime(2030, 12, 1, 8, 0, tzinfo=UTC)
 
 
@@ -87,7 +100,9 @@ def test_jobs_lists_by_status(env: dict[str, str], conn: psycopg.Connection[Any]
     assert {line.split()[0] for line in everything.stdout.splitlines()[1:]} == {str(pending), str(failed)}
 
 
-def test_retry_makes_a_failed_job_pending_again_keeping_its_attempts(env: dict[str, str], conn: psycopg.Connection[Any]) -> None:
+def test_retry_makes_a_failed_job_pending_again_keeping_its_attempts(
+    env: dict[str, str], conn: psycopg.Connection[Any]
+) -> None:
     [job_id] = enqueue_many(conn, [("beta", {})], max_attempts=1)
     conn.execute("update jobs set status = 'failed', attempts = 1 where id = %(id)s", {"id": job_id})
     result = crontick("retry", str(job_id), env=env)
@@ -121,7 +136,9 @@ def test_cancel_stats_and_json(env: dict[str, str], conn: psycopg.Connection[Any
 
 
 def test_retry_unknown_id_is_a_clear_error(env: dict[str, str]) -> None:
-    assert_one_line_error(crontick("retry", "999999", env=env), "expected an existing job id, got: 999999 (no such job)")
+    assert_one_line_error(
+        crontick("retry", "999999", env=env), "expected an existing job id, got: 999999 (no such job)"
+    )
 
 
 def test_tick_prints_the_summary_and_names_handler_modules(database_url: str, conn: psycopg.Connection[Any]) -> None:
@@ -167,7 +184,9 @@ def test_bad_database_url_is_one_clear_line() -> None:
 
 
 def test_missing_database_url_is_one_clear_line() -> None:
-    assert_one_line_error(crontick("migrate", env=cli_env(None)), "DATABASE_URL: expected a PostgreSQL URL", "got: nothing")
+    assert_one_line_error(
+        crontick("migrate", env=cli_env(None)), "DATABASE_URL: expected a PostgreSQL URL", "got: nothing"
+    )
 
 
 def test_unreachable_database_is_one_clear_line() -> None:

@@ -74,7 +74,11 @@ def settings_for(url: str, **changes: Any) -> Settings:
 
 
 def tick(
-    url: str, settings: Settings | None = None, *, now: datetime | None = None, clock: Callable[[], float] = time.monotonic
+    url: str,
+    settings: Settings | None = None,
+    *,
+    now: datetime | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> TickResult:
     """Run one real tick against `url` on its own connection, as the endpoint would."""
 
@@ -100,7 +104,9 @@ async def taken_over(payload: Any, job: crontick.Job) -> None:
     now = datetime.now(UTC)
     other = await db.connect(payload["url"])
     try:
-        await other.execute("update jobs set locked_until = %(t)s where id = %(id)s", {"t": now - timedelta(minutes=1), "id": job.id})
+        await other.execute(
+            "update jobs set locked_until = %(t)s where id = %(id)s", {"t": now - timedelta(minutes=1), "id": job.id}
+        )
         await queue.rescue_expired(other, now)
         reclaimed = await queue.claim_due(other, now, 10, 60)
         assert [j.id for j in reclaimed] == [job.id]

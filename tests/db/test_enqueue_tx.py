@@ -27,7 +27,12 @@ def test_job_commits_with_the_change_that_caused_it(database_url: str, conn: psy
         # Not visible to anyone else until the transaction commits.
         assert _count(conn) == 0
     row = job_row(conn, job_id)
-    assert (row["type"], row["payload"], row["status"], row["key"]) == ("send_welcome_email", {"user_id": 42}, "pending", "welcome:42")
+    assert (row["type"], row["payload"], row["status"], row["key"]) == (
+        "send_welcome_email",
+        {"user_id": 42},
+        "pending",
+        "welcome:42",
+    )
     assert conn.execute("select count(*) from users").fetchone() == (1,)
 
 
@@ -74,7 +79,9 @@ def test_key_is_reusable_after_the_job_finished(database_url: str, conn: psycopg
     assert crontick.enqueue(conn, "t_core.permanent", {}, key="once") != failed
 
 
-def test_key_raced_by_an_open_transaction_returns_its_job_once_it_commits(database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_key_raced_by_an_open_transaction_returns_its_job_once_it_commits(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     result: list[int] = []
     with psycopg.connect(database_url) as first:
         first_id = crontick.enqueue(first, "t_core.ok", {}, key="race")  # transaction left open
@@ -86,7 +93,9 @@ def test_key_raced_by_an_open_transaction_returns_its_job_once_it_commits(databa
         thread = threading.Thread(target=second)
         thread.start()
         # The second insert waits on the unique key index until the first transaction ends.
-        waiting = "select count(*) from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()"
+        waiting = (
+            "select count(*) from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()"
+        )
         wait_for(conn, waiting, 1, "the second enqueue to wait on the key")
         first.commit()
         thread.join(10)

@@ -19,7 +19,9 @@ from tests.db.core_jobs import (
 )
 
 
-def test_plain_sql_insert_makes_a_job_the_next_tick_runs(database_url: str, conn: psycopg.Connection[Any], ran: list[int]) -> None:
+def test_plain_sql_insert_makes_a_job_the_next_tick_runs(
+    database_url: str, conn: psycopg.Connection[Any], ran: list[int]
+) -> None:
     job_id = conn.execute("insert into jobs (type, payload) values ('t_core.ok', '{}') returning id").fetchone()[0]  # type: ignore[index]
     result = tick(database_url, now=db_now(conn))
     assert job_id in ran
@@ -43,7 +45,9 @@ def test_job_not_yet_due_is_left_alone(database_url: str, conn: psycopg.Connecti
     assert tick(database_url, now=now + timedelta(minutes=6)).jobs.succeeded == 1
 
 
-def test_unknown_type_fails_at_once_naming_the_type_and_modules(database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_unknown_type_fails_at_once_naming_the_type_and_modules(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     job_id = crontick.enqueue(conn, "t_core.no_such_type", {})
     result = tick(database_url, now=db_now(conn))
     assert result.jobs.failed == 1
@@ -61,7 +65,9 @@ def test_permanent_error_fails_at_once(database_url: str, conn: psycopg.Connecti
     assert row["last_error"] == "PermanentError: expected a user that exists, got: user 7 was deleted"
 
 
-def test_sys_exit_in_a_handler_is_a_retried_failure_not_a_dead_tick(database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_sys_exit_in_a_handler_is_a_retried_failure_not_a_dead_tick(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     job_id = crontick.enqueue(conn, "t_core.exits", {})
     ok_id = crontick.enqueue(conn, "t_core.ok", {})
     result = tick(database_url, now=db_now(conn))
@@ -126,7 +132,9 @@ def test_last_error_never_holds_the_secret(database_url: str, conn: psycopg.Conn
     assert error == "RuntimeError: upstream rejected Authorization: Bearer [redacted]"
 
 
-def test_time_budget_releases_unstarted_jobs_and_stops_running_ones(database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_time_budget_releases_unstarted_jobs_and_stops_running_ones(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     ids = crontick.enqueue_many(conn, [("t_core.slow", {"n": n}) for n in range(6)])
     settings = settings_for(database_url, time_budget_seconds=0.3, concurrency=2)
     result = tick(database_url, settings, now=db_now(conn))

@@ -66,7 +66,9 @@ def _orphan(url: str, conn: psycopg.Connection[Any], **enqueue: Any) -> tuple[in
     return job_id, claimed
 
 
-def test_expired_lease_goes_back_to_pending_keeping_its_attempts(database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_expired_lease_goes_back_to_pending_keeping_its_attempts(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     job_id, _ = _orphan(database_url, conn)
     counts = _rescue(database_url, conn)
     assert (counts.retried, counts.failed) == (1, 0)
@@ -109,7 +111,9 @@ def test_the_tick_rescues_first_then_runs_the_rescued_job(
     assert job_row(conn, exhausted)["status"] == "failed"
 
 
-def test_late_outcome_after_rescue_and_reclaim_changes_nothing(database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_late_outcome_after_rescue_and_reclaim_changes_nothing(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     job_id, first = _orphan(database_url, conn)
     _rescue(database_url, conn)
     second = _claim_one(database_url, db_now(conn))
@@ -132,7 +136,9 @@ def test_late_outcome_after_rescue_to_pending_changes_nothing(database_url: str,
     assert row["last_error"].startswith("LeaseExpired")
 
 
-def test_tick_killed_mid_job_is_rescued_and_the_job_runs_again(database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_tick_killed_mid_job_is_rescued_and_the_job_runs_again(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     conn.execute(SIDE_EFFECTS_TABLE_SQL)
     job_id = crontick.enqueue(conn, "t_sidefx.hang_once", {})
     env = cli_env(database_url, CRONTICK_HANDLERS="tests.db.sidefx_handlers")

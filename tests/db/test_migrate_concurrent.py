@@ -52,8 +52,19 @@ def test_migrate_twice_in_one_process_is_a_no_op(empty_database: str) -> None:
 
 
 def test_migrated_database_has_the_contract_columns(database_url: str, conn: psycopg.Connection[Any]) -> None:
-    columns = {r[0] for r in conn.execute(
-        "select column_name from information_schema.columns where table_name = 'jobs'"
-    ).fetchall()}
-    assert {"id", "type", "payload", "status", "attempts", "max_attempts", "run_after", "last_error",
-            "created_at", "updated_at"} <= columns
+    columns = {
+        r[0]
+        for r in conn.execute("select column_name from information_schema.columns where table_name = 'jobs'").fetchall()
+    }
+    assert {
+        "id",
+        "type",
+        "payload",
+        "status",
+        "attempts",
+        "max_attempts",
+        "run_after",
+        "last_error",
+        "created_at",
+        "updated_at",
+    } <= columns

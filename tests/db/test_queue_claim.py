@@ -28,7 +28,9 @@ def _later() -> datetime:
     return datetime.now(UTC) + timedelta(seconds=5)
 
 
-def test_claim_marks_running_counts_the_attempt_and_sets_the_lease(database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_claim_marks_running_counts_the_attempt_and_sets_the_lease(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     ids = enqueue_many(conn, [("t_core.ok", {"n": n}) for n in range(3)])
     now = _later()
     jobs = _claim(database_url, now, 10, lease_seconds=45)
@@ -87,7 +89,9 @@ def test_threads_claiming_at_once_get_disjoint_sets(database_url: str, conn: psy
     assert conn.execute("select max(attempts) from jobs").fetchone() == (1,)
 
 
-def test_rows_locked_by_an_open_claim_are_skipped_not_waited_for(database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_rows_locked_by_an_open_claim_are_skipped_not_waited_for(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     ids = enqueue_many(conn, [("t_core.ok", {}) for _ in range(30)])
     now = _later()
 
@@ -95,7 +99,9 @@ def test_rows_locked_by_an_open_claim_are_skipped_not_waited_for(database_url: s
         # Not autocommit: the holder's claim stays in an open transaction, its rows locked.
         holder = await psycopg.AsyncConnection.connect(database_url)
         # If the second claim waited on the held rows instead of skipping them, it would time out.
-        other = await psycopg.AsyncConnection.connect(database_url, autocommit=True, options="-c statement_timeout=5000")
+        other = await psycopg.AsyncConnection.connect(
+            database_url, autocommit=True, options="-c statement_timeout=5000"
+        )
         try:
             held = {j.id for j in await queue.claim_due(holder, now, 10, 30)}
             others = {j.id for j in await queue.claim_due(other, now, 100, 30)}

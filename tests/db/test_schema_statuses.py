@@ -26,7 +26,9 @@ def test_python_statuses_match_the_check_constraint(conn: psycopg.Connection[Any
 
 def test_each_python_status_is_accepted_by_the_database(conn: psycopg.Connection[Any]) -> None:
     for status in STATUSES:
-        conn.execute("insert into jobs (type, payload, status, locked_until) values ('t', '{}', %(s)s, now())", {"s": status})
+        conn.execute(
+            "insert into jobs (type, payload, status, locked_until) values ('t', '{}', %(s)s, now())", {"s": status}
+        )
     assert conn.execute("select count(distinct status) from jobs").fetchone() == (len(STATUSES),)
 
 
@@ -47,4 +49,3 @@ def test_running_without_a_lease_is_refused(conn: psycopg.Connection[Any]) -> No
     # A running row with no lease could never be rescued, so the schema forbids it.
     with pytest.raises(psycopg.errors.CheckViolation, match="jobs_running_has_lease"):
         conn.execute("insert into jobs (type, payload, status) values ('t', '{}', 'running')")
-

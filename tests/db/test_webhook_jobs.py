@@ -32,7 +32,9 @@ def _run_webhook(database_url: str, conn: psycopg.Connection[Any], payload: Any)
     return job_row(conn, job_id)
 
 
-def test_2xx_succeeds_and_posts_the_json(database_url: str, conn: psycopg.Connection[Any], httpserver: HTTPServer) -> None:
+def test_2xx_succeeds_and_posts_the_json(
+    database_url: str, conn: psycopg.Connection[Any], httpserver: HTTPServer
+) -> None:
     httpserver.expect_request("/hook", method="POST").respond_with_data("", status=204)
     row = _run_webhook(database_url, conn, {"url": httpserver.url_for("/hook"), "json": {"order": 7, "ok": True}})
     assert (row["status"], row["attempts"], row["last_error"]) == ("done", 1, None)
@@ -42,7 +44,9 @@ def test_2xx_succeeds_and_posts_the_json(database_url: str, conn: psycopg.Connec
     assert request.headers["Idempotency-Key"] == f"job:{row['id']}"
 
 
-def test_retryable_statuses_are_retried(database_url: str, conn: psycopg.Connection[Any], httpserver: HTTPServer) -> None:
+def test_retryable_statuses_are_retried(
+    database_url: str, conn: psycopg.Connection[Any], httpserver: HTTPServer
+) -> None:
     statuses = [500, 503, 429, 408]
     jobs = {}
     for status in statuses:
@@ -76,9 +80,15 @@ def test_connection_refused_is_retried(database_url: str, conn: psycopg.Connecti
 
 BAD_PAYLOADS = [
     ({"json": {}}, 'webhook: expected payload {"url": "https://…", "json": <any JSON>}, got: {\'json\': {}}'),
-    ({"url": "http://x"}, 'webhook: expected payload {"url": "https://…", "json": <any JSON>}, got: {\'url\': \'http://x\'}'),
+    (
+        {"url": "http://x"},
+        'webhook: expected payload {"url": "https://…", "json": <any JSON>}, got: {\'url\': \'http://x\'}',
+    ),
     ("just text", 'webhook: expected payload {"url": "https://…", "json": <any JSON>}, got: \'just text\''),
-    ({"url": "ftp://files", "json": {}}, 'webhook: expected payload a "url" starting with http:// or https://, got: \'ftp://files\''),
+    (
+        {"url": "ftp://files", "json": {}},
+        "webhook: expected payload a \"url\" starting with http:// or https://, got: 'ftp://files'",
+    ),
 ]
 
 

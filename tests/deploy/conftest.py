@@ -13,7 +13,12 @@ from tests.deploy import jobs  # noqa: F401 (registers the no-op job type)
 @pytest.fixture
 def host_env(database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The environment a Vercel project or Lambda function sets; the app reads it when first used."""
-    for name in ("QSTASH_CURRENT_SIGNING_KEY", "CRONTICK_GITHUB_OIDC_REPOSITORY", "CRONTICK_PUBLIC_URL", "CRONTICK_HANDLERS"):
+    for name in (
+        "QSTASH_CURRENT_SIGNING_KEY",
+        "CRONTICK_GITHUB_OIDC_REPOSITORY",
+        "CRONTICK_PUBLIC_URL",
+        "CRONTICK_HANDLERS",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("DATABASE_URL", url_of(database_url))
     monkeypatch.setenv("CRON_SECRET", TEST_SECRET)

@@ -63,7 +63,9 @@ def _http_summary(response: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
-def test_http_and_schedule_events_in_a_row_reuse_one_connection(lambda_env: None, conn: psycopg.Connection[Any]) -> None:
+def test_http_and_schedule_events_in_a_row_reuse_one_connection(
+    lambda_env: None, conn: psycopg.Connection[Any]
+) -> None:
     seed(conn, 2 * BATCH_SIZE + 2)
     first = _http_summary(aws.handler(event("function_url"), LambdaContext()))
     assert (first["jobs"]["succeeded"], first["more"]) == (BATCH_SIZE, True)
@@ -116,8 +118,14 @@ def test_schedule_events_need_no_auth_setting_but_http_does(
         (event("s3_put"), "an object with keys ['Records']"),
         ({}, "an empty object"),
         ([{"crontick": "tick"}], "a list"),
-        ({"requestContext": {"accountId": "123456789012"}, "body": "x"}, "an object with keys ['body', 'requestContext']"),
-        ({"detail-type": "Object Created", "source": "aws.s3", "detail": {}}, "an object with keys ['detail', 'detail-type', 'source']"),
+        (
+            {"requestContext": {"accountId": "123456789012"}, "body": "x"},
+            "an object with keys ['body', 'requestContext']",
+        ),
+        (
+            {"detail-type": "Object Created", "source": "aws.s3", "detail": {}},
+            "an object with keys ['detail', 'detail-type', 'source']",
+        ),
     ],
 )
 def test_any_other_event_gets_a_clear_error(lambda_env: None, incoming: Any, shape: str) -> None:

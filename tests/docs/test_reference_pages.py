@@ -33,8 +33,15 @@ def names_in_source() -> set[str]:
     """A second, cruder reading than the generator's: every quoted CRONTICK_* name in lib/, plus the providers' names."""
     text = "\n".join(p.read_text() for p in LIB.rglob("*.py"))
     names = set(re.findall(r"[\"'](CRONTICK_[A-Z0-9_]+)[\"']", text))
-    for name in ("DATABASE_URL", "CRON_SECRET", "QSTASH_CURRENT_SIGNING_KEY", "QSTASH_NEXT_SIGNING_KEY",
-                 "RESEND_API_KEY", "TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN"):
+    for name in (
+        "DATABASE_URL",
+        "CRON_SECRET",
+        "QSTASH_CURRENT_SIGNING_KEY",
+        "QSTASH_NEXT_SIGNING_KEY",
+        "RESEND_API_KEY",
+        "TWILIO_ACCOUNT_SID",
+        "TWILIO_AUTH_TOKEN",
+    ):
         if f'"{name}"' in text:
             names.add(name)
     return names

@@ -83,7 +83,12 @@ def test_monitoring_settings_defaults_and_values() -> None:
     assert (default.expected_interval_seconds, default.keep_done_days, default.keep_failed_days) == (900, 7, 30)
     assert default.alert_webhook_url is None
     url = "https://hooks.slack.com/services/T000/B000/XXXXXXXX"
-    s = Settings.from_env({"CRONTICK_EXPECTED_INTERVAL_SECONDS": "300", "CRONTICK_ALERT_WEBHOOK_URL": url,
-                           "CRONTICK_KEEP_DONE_DAYS": "1.5"})
+    s = Settings.from_env(
+        {
+            "CRONTICK_EXPECTED_INTERVAL_SECONDS": "300",
+            "CRONTICK_ALERT_WEBHOOK_URL": url,
+            "CRONTICK_KEEP_DONE_DAYS": "1.5",
+        }
+    )
     assert (s.expected_interval_seconds, s.alert_webhook_url, s.keep_done_days) == (300, url, 1.5)
     assert url in s.secrets and url not in repr(s)  # scrubbed from errors, never printed

@@ -46,7 +46,9 @@ def test_unreachable_database_is_503_with_retry_after(live_app: LiveApp) -> None
     assert_json_error(refused, 401, "unauthorized")
 
 
-def test_tick_recovers_when_the_database_comes_back(live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_tick_recovers_when_the_database_comes_back(
+    live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     proxy = TcpProxy(database_url)
     proxy.start()
     try:
@@ -82,7 +84,12 @@ def test_tick_recovers_when_the_database_comes_back(live_app: LiveApp, database_
     ids=["short-secret", "bad-number", "bad-handlers", "no-database-url", "malformed-url", "handler-raises"],
 )
 def test_misconfiguration_is_503_json_never_a_traceback(
-    live_app: LiveApp, database_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, env: dict[str, str], mentions: str,
+    live_app: LiveApp,
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    env: dict[str, str],
+    mentions: str,
     crontick_log: LogLines,  # noqa: F811 - the fixture imported above
 ) -> None:
     broken = tmp_path / "broken_jobs_for_http.py"

@@ -21,14 +21,18 @@ pytestmark = pytest.mark.skipif(CURL is None, reason="needs the curl binary")
 
 def curl(*args: str) -> tuple[int, dict[str, str], str]:
     """(status, headers, body) of one curl call; -D - prints the response headers before the body."""
-    out = subprocess.run([str(CURL), "-sS", "-D", "-", *args], capture_output=True, text=True, timeout=30, check=True).stdout
+    out = subprocess.run(
+        [str(CURL), "-sS", "-D", "-", *args], capture_output=True, text=True, timeout=30, check=True
+    ).stdout
     head, _, body = out.replace("\r\n", "\n").partition("\n\n")
     status_line, *lines = head.splitlines()
     headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
     return int(status_line.split()[1]), headers, body
 
 
-def test_curl_post_with_the_secret_runs_due_jobs(live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_curl_post_with_the_secret_runs_due_jobs(
+    live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     job_id = crontick.enqueue(conn, "t_core.ok", {"via": "curl"})
     with live_app(settings_for(database_url)) as url:
         # The same line the README and `crontick dev` print.

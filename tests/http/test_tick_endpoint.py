@@ -85,7 +85,9 @@ def test_unknown_path_is_404_json(base_url: str) -> None:
     assert_json_error(httpx.get(base_url + "/api/cron/tock", headers=AUTH), 404, "not_found")
 
 
-def test_no_auth_configured_is_503_and_runs_nothing(live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_no_auth_configured_is_503_and_runs_nothing(
+    live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     job_id = crontick.enqueue(conn, "t_core.ok", {})
     with live_app(Settings(database_url=database_url)) as url:
         for headers in ({}, AUTH):
@@ -94,7 +96,9 @@ def test_no_auth_configured_is_503_and_runs_nothing(live_app: LiveApp, database_
     assert job_row(conn, job_id)["status"] == "pending"
 
 
-def test_more_is_true_while_more_is_due_than_the_batch(live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_more_is_true_while_more_is_due_than_the_batch(
+    live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     ids = crontick.enqueue_many(conn, [("t_core.ok", {}) for _ in range(5)])
     with live_app(settings_for(database_url, batch_size=2)) as url:
         summaries = [httpx.post(url + TICK, headers=AUTH).json() for _ in range(3)]
@@ -104,7 +108,9 @@ def test_more_is_true_while_more_is_due_than_the_batch(live_app: LiveApp, databa
     assert {job_row(conn, i)["status"] for i in ids} == {"done"}
 
 
-def test_time_budget_stops_claiming_and_leaves_more(live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_time_budget_stops_claiming_and_leaves_more(
+    live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     ids = crontick.enqueue_many(conn, [("t_core.slow", {}) for _ in range(4)])
     with live_app(settings_for(database_url, time_budget_seconds=0.3, concurrency=1)) as url:
         body = httpx.post(url + TICK, headers=AUTH, timeout=30).json()

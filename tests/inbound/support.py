@@ -48,16 +48,27 @@ def twilio_form(sid: str, body: str = "hello") -> dict[str, str]:
     return {"MessageSid": sid, "From": "whatsapp:+31612345678", "To": "whatsapp:+14155238886", "Body": body}
 
 
-def twilio_request(form: dict[str, str], hook: str = "t-twilio", token: str = TWILIO_TOKEN,
-                   public_url: str = PUBLIC_URL) -> tuple[str, bytes, dict[str, str]]:
+def twilio_request(
+    form: dict[str, str], hook: str = "t-twilio", token: str = TWILIO_TOKEN, public_url: str = PUBLIC_URL
+) -> tuple[str, bytes, dict[str, str]]:
     """(path, body, headers) of a webhook as Twilio signs it for `public_url`."""
     path = f"/api/hooks/{hook}"
     signature = RequestValidator(token).compute_signature(public_url + path, form)
-    return path, urlencode(form).encode(), {"X-Twilio-Signature": signature, "Content-Type": "application/x-www-form-urlencoded"}
+    return (
+        path,
+        urlencode(form).encode(),
+        {"X-Twilio-Signature": signature, "Content-Type": "application/x-www-form-urlencoded"},
+    )
 
 
-def twilio_post(client: httpx.Client, base: str, form: dict[str, str], hook: str = "t-twilio", token: str = TWILIO_TOKEN,
-                public_url: str = PUBLIC_URL) -> httpx.Response:
+def twilio_post(
+    client: httpx.Client,
+    base: str,
+    form: dict[str, str],
+    hook: str = "t-twilio",
+    token: str = TWILIO_TOKEN,
+    public_url: str = PUBLIC_URL,
+) -> httpx.Response:
     path, body, headers = twilio_request(form, hook, token, public_url)
     return client.post(base + path, content=body, headers=headers)
 

@@ -26,13 +26,22 @@ def test_crontick_dev_prints_a_signed_curl_whose_reply_prints_within_seconds(
     for name in ("TWILIO_AUTH_TOKEN", "CRONTICK_KICK", "CRONTICK_HANDLERS", "CRONTICK_PUBLIC_URL"):
         env.pop(name, None)
     with out.open("w") as sink:
-        proc = subprocess.Popen([sys.executable, "-m", "crontick.cli", "dev", "--port", str(port)], env=env, cwd=tmp_path,
-                                stdout=sink, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "crontick.cli", "dev", "--port", str(port)],
+            env=env,
+            cwd=tmp_path,
+            stdout=sink,
+            stderr=subprocess.DEVNULL,
+        )
     try:
-        line = _wait_for(out, lambda text: next((s.strip() for s in text.splitlines() if "X-Twilio-Signature" in s), None))
+        line = _wait_for(
+            out, lambda text: next((s.strip() for s in text.splitlines() if "X-Twilio-Signature" in s), None)
+        )
         assert line.startswith("curl ") and f"http://127.0.0.1:{port}/api/hooks/whatsapp" in line
         _wait_for(out, lambda text: _up(port))  # the line is printed just before uvicorn listens
-        answer = subprocess.run([*shlex.split(line), "-w", " %{http_code}"], capture_output=True, text=True, timeout=10, check=False)
+        answer = subprocess.run(
+            [*shlex.split(line), "-w", " %{http_code}"], capture_output=True, text=True, timeout=10, check=False
+        )
         assert answer.stdout == "<Response></Response> 200"
         _wait_for(out, lambda text: "You said: Hello from WhatsApp." in text or None)
     finally:

@@ -79,11 +79,18 @@ def test_json_providers_answer_with_the_job_id_and_dedupe_on_their_event_id(
     with live_app(settings_for(database_url, kick="off")) as base, httpx.Client() as c:
         answers = {}
         for _ in range(2):
-            answers["stripe"] = c.post(base + "/api/hooks/t-stripe", content=stripe_body, headers=stripe_headers(stripe_body))
-            answers["github"] = c.post(base + "/api/hooks/t-github", content=gh_body,
-                                       headers={"X-Hub-Signature-256": gh_sig, "X-GitHub-Delivery": "d-1"})
+            answers["stripe"] = c.post(
+                base + "/api/hooks/t-stripe", content=stripe_body, headers=stripe_headers(stripe_body)
+            )
+            answers["github"] = c.post(
+                base + "/api/hooks/t-github",
+                content=gh_body,
+                headers={"X-Hub-Signature-256": gh_sig, "X-GitHub-Delivery": "d-1"},
+            )
             answers["standard"] = c.post(base + "/api/hooks/t-standard", content=sw_body, headers=sw_headers)
-            answers["bearer-keyed"] = c.post(base + "/api/hooks/t-bearer", json={"n": 1}, headers={**bearer, "Idempotency-Key": "k1"})
+            answers["bearer-keyed"] = c.post(
+                base + "/api/hooks/t-bearer", json={"n": 1}, headers={**bearer, "Idempotency-Key": "k1"}
+            )
             answers["bearer"] = c.post(base + "/api/hooks/t-bearer", json={"n": 2}, headers=bearer)
     for name, response in answers.items():
         assert response.status_code == 200, (name, response.text)
@@ -96,28 +103,50 @@ def test_json_providers_answer_with_the_job_id_and_dedupe_on_their_event_id(
     assert by_event[("t-github", "d-1")]["event"] == {"zen": "Keep it logically awesome."}
     assert by_event[("t-standard", "msg_1")]["event"] == {"type": "user.created"}
     assert by_event[("t-bearer", "k1")]["event"] == {"n": 1}
-    assert sorted(e[:2] for e in events(conn)) == [("t-bearer", "k1"), ("t-github", "d-1"), ("t-standard", "msg_1"), ("t-stripe", "evt_1")]
+    assert sorted(e[:2] for e in events(conn)) == [
+        ("t-bearer", "k1"),
+        ("t-github", "d-1"),
+        ("t-standard", "msg_1"),
+        ("t-stripe", "evt_1"),
+    ]
 
 
-def test_refusals_are_json_and_write_nothing(live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_refusals_are_json_and_write_nothing(
+    live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     from urllib.parse import urlencode
 
     stale_body = b'{"id": "evt_2"}'
     with live_app(settings_for(database_url, kick="off")) as base, httpx.Client() as c:
         wrong = twilio_post(c, base, twilio_form("SMbad"), token="not-the-token-000000000000000000")
-        unsigned = c.post(base + "/api/hooks/t-twilio", content=urlencode(twilio_form("SMx")),
-                          headers={"Content-Type": "application/x-www-form-urlencoded"})
-        stale = c.post(base + "/api/hooks/t-stripe", content=stale_body, headers=stripe_headers(stale_body, at=int(time.time()) - 400))
+        unsigned = c.post(
+            base + "/api/hooks/t-twilio",
+            content=urlencode(twilio_form("SMx")),
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+        )
+        stale = c.post(
+            base + "/api/hooks/t-stripe",
+            content=stale_body,
+            headers=stripe_headers(stale_body, at=int(time.time()) - 400),
+        )
         unknown = c.post(base + "/api/hooks/nope", content=b"{}")
         get = c.get(base + "/api/hooks/t-stripe")
-        big = c.post(base + "/api/hooks/t-bearer", content=b"x" * (1024 * 1024 + 1), headers={"Authorization": f"Bearer {BEARER_SECRET}"})
+        big = c.post(
+            base + "/api/hooks/t-bearer",
+            content=b"x" * (1024 * 1024 + 1),
+            headers={"Authorization": f"Bearer {BEARER_SECRET}"},
+        )
 
         def chunks() -> Any:  # no Content-Length: the cap must hold while streaming
             for _ in range(40):
                 yield b"y" * 65536
 
-        streamed = c.post(base + "/api/hooks/t-bearer", content=chunks(), headers={"Authorization": f"Bearer {BEARER_SECRET}"})
-        not_json = c.post(base + "/api/hooks/t-bearer", content=b"{nope", headers={"Authorization": f"Bearer {BEARER_SECRET}"})
+        streamed = c.post(
+            base + "/api/hooks/t-bearer", content=chunks(), headers={"Authorization": f"Bearer {BEARER_SECRET}"}
+        )
+        not_json = c.post(
+            base + "/api/hooks/t-bearer", content=b"{nope", headers={"Authorization": f"Bearer {BEARER_SECRET}"}
+        )
     for response in (wrong, unsigned, stale):
         body = assert_json_error(response, 401, "unauthorized")
         assert "match" not in body["detail"]  # the reason goes to the log only
@@ -150,7 +179,9 @@ def test_database_outage_is_503_with_retry_after_and_nothing_half_written(
     assert back.status_code == 200
     assert [p["event_id"] for _, _, p, _ in jobs(conn)] == ["SM1", "SM2"]
     assert [e[1] for e in events(conn)] == ["SM1", "SM2"]
-    assert conn.execute("select count(*) from jobs j where not exists (select 1 from crontick_inbound_events e where e.job_id = j.id)").fetchone() == (0,)
+    assert conn.execute(
+        "select count(*) from jobs j where not exists (select 1 from crontick_inbound_events e where e.job_id = j.id)"
+    ).fetchone() == (0,)
 
 
 def test_unreachable_database_is_503(live_app: LiveApp) -> None:
@@ -183,7 +214,10 @@ def test_declaration_fails_fast_naming_the_variable(monkeypatch: pytest.MonkeyPa
 
 
 def test_a_hook_without_its_secret_fails_closed_at_startup(
-    live_app: LiveApp, database_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any,
+    live_app: LiveApp,
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Any,
     crontick_log: LogLines,  # noqa: F811 - the fixture imported above
 ) -> None:
     module = tmp_path / "hooks_without_secret.py"
@@ -194,7 +228,9 @@ def test_a_hook_without_its_secret_fails_closed_at_startup(
     monkeypatch.setenv("CRON_SECRET", TEST_SECRET)
     monkeypatch.setenv("CRONTICK_HANDLERS", "hooks_without_secret")
     with live_app(None) as base, httpx.Client() as c:
-        hook = c.post(base + "/api/hooks/t-nosecret", content=b'{"id": "evt_1"}', headers={"Stripe-Signature": "t=1,v1=00"})
+        hook = c.post(
+            base + "/api/hooks/t-nosecret", content=b'{"id": "evt_1"}', headers={"Stripe-Signature": "t=1,v1=00"}
+        )
     body = assert_json_error(hook, 503, "misconfigured")
     # The caller may be anyone: the variable to set is named in the log, never in the answer.
     assert "STRIPE_WEBHOOK_SECRET" not in body["detail"]

@@ -41,8 +41,17 @@ def test_new_and_duplicate_events_are_one_statement_each(database_url: str, conn
                 db_conn.pgconn.trace(trace.fileno())
                 db_conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
                 try:
-                    outcome = await record(rt, hook, "evt_wire", {"hook": "t-stripe", "event_id": "evt_wire",
-                                                                 "received_at": "2026-11-30T12:00:00+00:00", "event": {}})
+                    outcome = await record(
+                        rt,
+                        hook,
+                        "evt_wire",
+                        {
+                            "hook": "t-stripe",
+                            "event_id": "evt_wire",
+                            "received_at": "2026-11-30T12:00:00+00:00",
+                            "event": {},
+                        },
+                    )
                 finally:
                     db_conn.pgconn.untrace()
                 trace.seek(0)

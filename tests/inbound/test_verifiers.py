@@ -28,14 +28,18 @@ class MultiDict(dict[str, list[str]]):
         return self[name]
 
 
-FORM = MultiDict({"MessageSid": ["SM1"], "Body": ["hello"], "From": ["whatsapp:+31612345678"], "MediaUrl": ["b", "a", "a"]})
+FORM = MultiDict(
+    {"MessageSid": ["SM1"], "Body": ["hello"], "From": ["whatsapp:+31612345678"], "MediaUrl": ["b", "a", "a"]}
+)
 
 
 def form_body(fields: dict[str, list[str]]) -> bytes:
     return urlencode([(k, v) for k, vs in fields.items() for v in vs]).encode()
 
 
-def twilio_accepts(url: str, fields: dict[str, list[str]], sig: str, body: bytes, token: str = TOKEN, **kw: Any) -> bool:
+def twilio_accepts(
+    url: str, fields: dict[str, list[str]], sig: str, body: bytes, token: str = TOKEN, **kw: Any
+) -> bool:
     try:
         verify.twilio(token, url, fields, sig, body, **kw)
     except verify.Refused:
@@ -122,12 +126,62 @@ def stripe_lib_accepts(header: str, body: str, secret: str = STRIPE_SECRET, now:
 @pytest.mark.parametrize(
     ("case", "make"),
     [
-        ("valid", lambda: (stripe.WebhookSignature.generate_signature_header(STRIPE_BODY, STRIPE_SECRET, int(NOW)), STRIPE_BODY, STRIPE_SECRET, True)),
-        ("tampered", lambda: (stripe.WebhookSignature.generate_signature_header(STRIPE_BODY, STRIPE_SECRET, int(NOW)), STRIPE_BODY + " ", STRIPE_SECRET, False)),
-        ("wrong-secret", lambda: (stripe.WebhookSignature.generate_signature_header(STRIPE_BODY, "whsec_other", int(NOW)), STRIPE_BODY, STRIPE_SECRET, False)),
-        ("stale", lambda: (stripe.WebhookSignature.generate_signature_header(STRIPE_BODY, STRIPE_SECRET, int(NOW) - 301), STRIPE_BODY, STRIPE_SECRET, False)),
-        ("just-in-time", lambda: (stripe.WebhookSignature.generate_signature_header(STRIPE_BODY, STRIPE_SECRET, int(NOW) - 299), STRIPE_BODY, STRIPE_SECRET, True)),
-        ("rotated", lambda: (stripe.WebhookSignature.generate_signature_header(STRIPE_BODY, STRIPE_SECRET, int(NOW)).replace(",v1=", ",v1=00ff,v1="), STRIPE_BODY, STRIPE_SECRET, True)),
+        (
+            "valid",
+            lambda: (
+                stripe.WebhookSignature.generate_signature_header(STRIPE_BODY, STRIPE_SECRET, int(NOW)),
+                STRIPE_BODY,
+                STRIPE_SECRET,
+                True,
+            ),
+        ),
+        (
+            "tampered",
+            lambda: (
+                stripe.WebhookSignature.generate_signature_header(STRIPE_BODY, STRIPE_SECRET, int(NOW)),
+                STRIPE_BODY + " ",
+                STRIPE_SECRET,
+                False,
+            ),
+        ),
+        (
+            "wrong-secret",
+            lambda: (
+                stripe.WebhookSignature.generate_signature_header(STRIPE_BODY, "whsec_other", int(NOW)),
+                STRIPE_BODY,
+                STRIPE_SECRET,
+                False,
+            ),
+        ),
+        (
+            "stale",
+            lambda: (
+                stripe.WebhookSignature.generate_signature_header(STRIPE_BODY, STRIPE_SECRET, int(NOW) - 301),
+                STRIPE_BODY,
+                STRIPE_SECRET,
+                False,
+            ),
+        ),
+        (
+            "just-in-time",
+            lambda: (
+                stripe.WebhookSignature.generate_signature_header(STRIPE_BODY, STRIPE_SECRET, int(NOW) - 299),
+                STRIPE_BODY,
+                STRIPE_SECRET,
+                True,
+            ),
+        ),
+        (
+            "rotated",
+            lambda: (
+                stripe.WebhookSignature.generate_signature_header(STRIPE_BODY, STRIPE_SECRET, int(NOW)).replace(
+                    ",v1=", ",v1=00ff,v1="
+                ),
+                STRIPE_BODY,
+                STRIPE_SECRET,
+                True,
+            ),
+        ),
     ],
 )
 def test_stripe_agrees_with_stripe(case: str, make: Callable[[], tuple[str, str, str, bool]]) -> None:
@@ -140,7 +194,12 @@ def test_github_published_test_vector() -> None:
     secret, body = "It's a Secret to Everybody", b"Hello, World!"
     good = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
     verify.github(secret, good, body)
-    for header, data, key in ((good, b"Hello, World?", secret), (good, body, "wrong"), (good.replace("sha256", "sha1"), body, secret), (None, body, secret)):
+    for header, data, key in (
+        (good, b"Hello, World?", secret),
+        (good, body, "wrong"),
+        (good.replace("sha256", "sha1"), body, secret),
+        (None, body, secret),
+    ):
         with pytest.raises(verify.Refused):
             verify.github(key, header, data)
 
@@ -175,8 +234,14 @@ def test_standard_webhooks_agrees_with_standardwebhooks() -> None:
     other_key = sw_headers("whsec_" + "QUJDREVGR0hJSktMTU5PUA==", "msg_1", now, body)
     stale = sw_headers(SW_SECRET, "msg_1", now - 301, body)
     rotated = {**valid, "webhook-signature": other_key["webhook-signature"] + " " + valid["webhook-signature"]}
-    cases = [(valid, body, True), (valid, body + " ", False), (other_key, body, False), (stale, body, False), (rotated, body, True),
-             ({**valid, "webhook-id": "msg_2"}, body, False)]
+    cases = [
+        (valid, body, True),
+        (valid, body + " ", False),
+        (other_key, body, False),
+        (stale, body, False),
+        (rotated, body, True),
+        ({**valid, "webhook-id": "msg_2"}, body, False),
+    ]
     for headers, data, expected in cases:
         assert sw_lib_accepts(headers, data) is expected
         assert sw_accepts(headers, data, now) is expected

@@ -41,7 +41,8 @@ async def fire(base: str, requests: list[tuple[str, bytes, dict[str, str]]]) -> 
 
 
 def test_burst_makes_exactly_one_job_per_event_each_run_once_with_few_ticks(
-    served: tuple[str, Path], conn: psycopg.Connection[Any]  # noqa: F811
+    served: tuple[str, Path],  # noqa: F811 - the fixture imported above
+    conn: psycopg.Connection[Any],
 ) -> None:
     base, log = served
     requests = [twilio_request(twilio_form(f"SMburst{n:03d}"), hook="wa") for n in range(EVENTS)] * 2
@@ -59,14 +60,19 @@ def test_burst_makes_exactly_one_job_per_event_each_run_once_with_few_ticks(
     runs = lines()
     assert conn.execute("select count(*) from jobs").fetchone() == (EVENTS,)
     assert conn.execute("select count(*) from crontick_inbound_events").fetchone() == (EVENTS,)
-    assert sorted(r["event_id"] for r in runs) == sorted(f"SMburst{n:03d}" for n in range(EVENTS))  # each ran exactly once
+    assert sorted(r["event_id"] for r in runs) == sorted(
+        f"SMburst{n:03d}" for n in range(EVENTS)
+    )  # each ran exactly once
     assert conn.execute("select count(*) from jobs where status = 'done'").fetchone() == (EVENTS,)
     ticks = conn.execute("select count(*) from crontick_ticks").fetchone()[0]  # type: ignore[index]
     latencies = sorted(seconds for _, seconds in results)
     p50, p99 = statistics.median(latencies), latencies[int(len(latencies) * 0.99) - 1]
-    print(f"\nburst: {2 * EVENTS} webhooks ({EVENTS} distinct) from {CLIENTS} clients in {burst_seconds:.2f} s; "
-          f"answer p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, max {latencies[-1] * 1000:.0f} ms; "
-          f"{ticks} ticks ran {EVENTS} jobs", file=sys.stderr)
+    print(
+        f"\nburst: {2 * EVENTS} webhooks ({EVENTS} distinct) from {CLIENTS} clients in {burst_seconds:.2f} s; "
+        f"answer p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, max {latencies[-1] * 1000:.0f} ms; "
+        f"{ticks} ticks ran {EVENTS} jobs",
+        file=sys.stderr,
+    )
     assert latencies[-1] < TWILIO_DEADLINE_SECONDS
     # Coalesced: one tick at most every MIN_KICK_INTERVAL_SECONDS while the burst lasts, plus the tail.
     assert ticks <= burst_seconds / 0.25 + 3, ticks

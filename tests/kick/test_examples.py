@@ -23,7 +23,9 @@ def app_env(database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     attach(None)  # a fresh process: the runtime comes from this environment
 
 
-def test_fastapi_example_mounts_crontick_and_kicks_after_the_commit(app_env: None, conn: psycopg.Connection[Any]) -> None:
+def test_fastapi_example_mounts_crontick_and_kicks_after_the_commit(
+    app_env: None, conn: psycopg.Connection[Any]
+) -> None:
     from examples import fastapi_app
 
     fastapi_app.crontick_app._app = None  # a cold instance, built from this test's environment

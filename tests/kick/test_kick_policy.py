@@ -97,7 +97,8 @@ def test_a_full_batch_chains_at_once_but_stops_at_the_bound(monkeypatch: Any) ->
 
 
 def test_kick_never_raises_into_the_caller_when_crontick_is_misconfigured(
-    monkeypatch: pytest.MonkeyPatch, crontick_log: LogLines  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+    crontick_log: LogLines,  # noqa: F811
 ) -> None:
     import crontick
     from crontick.kick import attach

@@ -37,8 +37,11 @@ EVENTS = 5
 
 def report(name: str, latencies: list[float]) -> None:
     """One line per path for the closing note (pytest -s shows it; the log keeps it)."""
-    print(f"\nprompt start [{name}]: n={len(latencies)} median={statistics.median(latencies) * 1000:.0f} ms "
-          f"max={max(latencies) * 1000:.0f} ms", file=sys.stderr)
+    print(
+        f"\nprompt start [{name}]: n={len(latencies)} median={statistics.median(latencies) * 1000:.0f} ms "
+        f"max={max(latencies) * 1000:.0f} ms",
+        file=sys.stderr,
+    )
 
 
 def wait_until(check: Any, timeout: float = 10.0) -> Any:
@@ -58,14 +61,24 @@ def served(database_url: str, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     log = tmp_path / "starts.jsonl"
     log.touch()
     env = {
-        **os.environ, "DATABASE_URL": url_of(database_url), "CRON_SECRET": TEST_SECRET, "TWILIO_AUTH_TOKEN": TWILIO_TOKEN,
-        "CRONTICK_HANDLERS": "tests.kick.serve_handlers", "CRONTICK_PUBLIC_URL": "https://app.example.com",
-        "T_KICK_LOG": str(log), "PYTHONPATH": str(ROOT),
+        **os.environ,
+        "DATABASE_URL": url_of(database_url),
+        "CRON_SECRET": TEST_SECRET,
+        "TWILIO_AUTH_TOKEN": TWILIO_TOKEN,
+        "CRONTICK_HANDLERS": "tests.kick.serve_handlers",
+        "CRONTICK_PUBLIC_URL": "https://app.example.com",
+        "T_KICK_LOG": str(log),
+        "PYTHONPATH": str(ROOT),
     }
     env.pop("CRONTICK_KICK", None)
     env.pop("AWS_LAMBDA_FUNCTION_NAME", None)
-    proc = subprocess.Popen([sys.executable, "-m", "crontick.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
-                            env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "crontick.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until(lambda: _up(base), timeout=20)
@@ -82,7 +95,9 @@ def _up(base: str) -> bool:
         return False
 
 
-def test_crontick_serve_starts_the_handler_within_two_seconds_of_the_200(served: tuple[str, Path], conn: psycopg.Connection[Any]) -> None:
+def test_crontick_serve_starts_the_handler_within_two_seconds_of_the_200(
+    served: tuple[str, Path], conn: psycopg.Connection[Any]
+) -> None:
     base, log = served
     latencies = []
     with httpx.Client() as client:
@@ -110,17 +125,24 @@ def _run_started(job_id: int) -> float | None:
     return next((started for jid, _, started in list(runs) if jid == job_id), None)
 
 
-def test_http_kick_calls_the_apps_own_tick_url_with_a_one_use_token(database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_http_kick_calls_the_apps_own_tick_url_with_a_one_use_token(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     runs.clear()
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     latencies = []
-    with serve(create_app(settings_for(database_url, kick="http", public_url=base)), port=port), httpx.Client() as client:
+    with (
+        serve(create_app(settings_for(database_url, kick="http", public_url=base)), port=port),
+        httpx.Client() as client,
+    ):
         for n in range(EVENTS):
             response = twilio_post(client, base, twilio_form(f"SMhttp{n}"), public_url=base)
             answered = time.monotonic()
             assert response.status_code == 200
-            [(job_id,)] = conn.execute("select job_id from crontick_inbound_events where event_id = %(e)s", {"e": f"SMhttp{n}"}).fetchall()
+            [(job_id,)] = conn.execute(
+                "select job_id from crontick_inbound_events where event_id = %(e)s", {"e": f"SMhttp{n}"}
+            ).fetchall()
             latencies.append(max(0.0, wait_until(lambda job_id=job_id: _run_started(job_id), timeout=5) - answered))
     report("http kick", latencies)
     assert max(latencies) < PROMPT_SECONDS
@@ -131,10 +153,15 @@ def test_http_kick_calls_the_apps_own_tick_url_with_a_one_use_token(database_url
 
 
 def test_failed_http_kick_is_logged_and_leaves_the_work_for_the_scheduled_tick(
-    database_url: str, conn: psycopg.Connection[Any], crontick_log: LogLines  # noqa: F811
+    database_url: str,
+    conn: psycopg.Connection[Any],
+    crontick_log: LogLines,  # noqa: F811
 ) -> None:
     nowhere = f"http://127.0.0.1:{free_port()}"  # the public URL points at nothing
-    with serve(create_app(settings_for(database_url, kick="http", public_url=nowhere))) as base, httpx.Client() as client:
+    with (
+        serve(create_app(settings_for(database_url, kick="http", public_url=nowhere))) as base,
+        httpx.Client() as client,
+    ):
         response = twilio_post(client, base, twilio_form("SMlost"), public_url=nowhere)
         time.sleep(0.5)  # the kick runs after the answer; give it time to fail
     assert response.status_code == 200
@@ -147,12 +174,27 @@ def test_failed_http_kick_is_logged_and_leaves_the_work_for_the_scheduled_tick(
 
 def function_url_event(method: str, path: str, body: bytes, headers: dict[str, str]) -> dict[str, Any]:
     return {
-        "version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": "",
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": "",
         "headers": {k.lower(): v for k, v in headers.items()} | {"host": "fn.lambda-url.us-east-1.on.aws"},
-        "requestContext": {"http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1",
-                                    "userAgent": "test"}, "domainName": "fn.lambda-url.us-east-1.on.aws",
-                           "requestId": "r", "routeKey": "$default", "stage": "$default", "timeEpoch": 0},
-        "body": base64.b64encode(body).decode(), "isBase64Encoded": True,
+        "requestContext": {
+            "http": {
+                "method": method,
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "127.0.0.1",
+                "userAgent": "test",
+            },
+            "domainName": "fn.lambda-url.us-east-1.on.aws",
+            "requestId": "r",
+            "routeKey": "$default",
+            "stage": "$default",
+            "timeEpoch": 0,
+        },
+        "body": base64.b64encode(body).decode(),
+        "isBase64Encoded": True,
     }
 
 
@@ -174,8 +216,13 @@ class FunctionUrlStandIn:
         headers = {k.decode(): v.decode() for k, v in scope["headers"]}
         event = function_url_event(scope["method"], scope["path"], body, headers)
         answer = await asyncio.to_thread(self.instance.handle, event, None)
-        await send({"type": "http.response.start", "status": answer["statusCode"],
-                    "headers": [(k.encode(), v.encode()) for k, v in answer.get("headers", {}).items()]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": answer["statusCode"],
+                "headers": [(k.encode(), v.encode()) for k, v in answer.get("headers", {}).items()],
+            }
+        )
         await send({"type": "http.response.body", "body": answer.get("body", "").encode()})
 
 
@@ -186,8 +233,13 @@ def test_lambda_kicks_a_separate_invocation_through_its_own_url(
     stand_in = FunctionUrlStandIn()
     port = free_port()
     public = f"http://127.0.0.1:{port}"
-    for name, value in {"DATABASE_URL": url_of(database_url), "CRON_SECRET": TEST_SECRET, "AWS_LAMBDA_FUNCTION_NAME": "crontick",
-                        "CRONTICK_PUBLIC_URL": public, "CRONTICK_HANDLERS": "tests.inbound.support"}.items():
+    for name, value in {
+        "DATABASE_URL": url_of(database_url),
+        "CRON_SECRET": TEST_SECRET,
+        "AWS_LAMBDA_FUNCTION_NAME": "crontick",
+        "CRONTICK_PUBLIC_URL": public,
+        "CRONTICK_HANDLERS": "tests.inbound.support",
+    }.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("CRONTICK_KICK", raising=False)
     webhook_instance = aws.LambdaRuntime()
@@ -200,8 +252,9 @@ def test_lambda_kicks_a_separate_invocation_through_its_own_url(
                 answer = webhook_instance.handle(function_url_event("POST", path, body, headers), None)
                 answers.append(time.monotonic() - invoked)
                 assert answer["statusCode"] == 200 and answer["body"] == "<Response></Response>", answer
-                [(job_id,)] = conn.execute("select job_id from crontick_inbound_events where event_id = %(e)s",
-                                           {"e": f"SMlambda{n}"}).fetchall()
+                [(job_id,)] = conn.execute(
+                    "select job_id from crontick_inbound_events where event_id = %(e)s", {"e": f"SMlambda{n}"}
+                ).fetchall()
                 latencies.append(wait_until(lambda job_id=job_id: _run_started(job_id), timeout=5) - invoked)
     finally:
         webhook_instance.close()
@@ -222,8 +275,13 @@ def test_vercel_function_kicks_inline_after_the_response(
     from tests.deploy.test_vercel_function import load_vercel_function
 
     runs.clear()
-    for name, value in {"DATABASE_URL": url_of(database_url), "CRON_SECRET": TEST_SECRET, "VERCEL": "1",
-                        "CRONTICK_PUBLIC_URL": "https://app.example.com", "CRONTICK_HANDLERS": "tests.inbound.support"}.items():
+    for name, value in {
+        "DATABASE_URL": url_of(database_url),
+        "CRON_SECRET": TEST_SECRET,
+        "VERCEL": "1",
+        "CRONTICK_PUBLIC_URL": "https://app.example.com",
+        "CRONTICK_HANDLERS": "tests.inbound.support",
+    }.items():
         monkeypatch.setenv(name, value)
     for name in ("CRONTICK_KICK", "AWS_LAMBDA_FUNCTION_NAME"):
         monkeypatch.delenv(name, raising=False)
@@ -235,7 +293,9 @@ def test_vercel_function_kicks_inline_after_the_response(
             response = twilio_post(client, base, twilio_form(f"SMvercel{n}"))
             answered = time.monotonic()
             assert response.status_code == 200, response.text
-            [(job_id,)] = conn.execute("select job_id from crontick_inbound_events where event_id = %(e)s", {"e": f"SMvercel{n}"}).fetchall()
+            [(job_id,)] = conn.execute(
+                "select job_id from crontick_inbound_events where event_id = %(e)s", {"e": f"SMvercel{n}"}
+            ).fetchall()
             latencies.append(max(0.0, wait_until(lambda job_id=job_id: _run_started(job_id), timeout=5) - answered))
     report("vercel function, inline after the response", latencies)
     assert max(latencies) < PROMPT_SECONDS

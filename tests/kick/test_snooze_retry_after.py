@@ -32,12 +32,20 @@ async def poll_batch(payload: Any, job: crontick.Job) -> None:
         raise crontick.Snooze(60)
 
 
-def test_snooze_keeps_the_attempt_and_runs_again_after_the_delay(database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_snooze_keeps_the_attempt_and_runs_again_after_the_delay(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     polls.clear()
     job_id = crontick.enqueue(conn, "t_snooze.batch", {"ready_after": 3})
     now = db_now(conn)
     first = tick(database_url, now=now)
-    assert (first.jobs.claimed, first.jobs.snoozed, first.jobs.retried, first.jobs.released, first.more) == (1, 1, 0, 0, False)
+    assert (first.jobs.claimed, first.jobs.snoozed, first.jobs.retried, first.jobs.released, first.more) == (
+        1,
+        1,
+        0,
+        0,
+        False,
+    )
     row = job_row(conn, job_id)
     assert (row["status"], row["attempts"], row["snoozes"], row["last_error"]) == ("pending", 0, 1, None)
     assert now + timedelta(seconds=60) <= row["run_after"] <= now + timedelta(seconds=65)
@@ -52,7 +60,9 @@ def test_snooze_keeps_the_attempt_and_runs_again_after_the_delay(database_url: s
     assert summary["jobs"]["snoozed"] == 1
 
 
-def test_snoozes_stop_at_the_maximum_and_then_count_as_failed_attempts(database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_snoozes_stop_at_the_maximum_and_then_count_as_failed_attempts(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     polls.clear()
     job_id = crontick.enqueue(conn, "t_snooze.batch", {"ready_after": 10_000}, max_attempts=2)
     conn.execute("update jobs set snoozes = %(n)s where id = %(id)s", {"n": runner.MAX_SNOOZES - 1, "id": job_id})
@@ -96,22 +106,41 @@ def allow_loopback_webhooks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     ids=["429-seconds", "503-http-date", "429-short", "500-ignored"],
 )
 def test_webhook_job_waits_out_retry_after(
-    allow_loopback_webhooks: None, database_url: str, conn: psycopg.Connection[Any], httpserver: HTTPServer, status: int, retry_after: str, at_least: int, at_most: int
+    allow_loopback_webhooks: None,
+    database_url: str,
+    conn: psycopg.Connection[Any],
+    httpserver: HTTPServer,
+    status: int,
+    retry_after: str,
+    at_least: int,
+    at_most: int,
 ) -> None:
     if retry_after.startswith("http-date"):
         retry_after = format_datetime(datetime.now(UTC) + timedelta(seconds=300), usegmt=True)
-    httpserver.expect_request("/hook").respond_with_response(Response("slow down", status, headers={"Retry-After": retry_after}))
+    httpserver.expect_request("/hook").respond_with_response(
+        Response("slow down", status, headers={"Retry-After": retry_after})
+    )
     job_id = crontick.enqueue(conn, "webhook", {"url": httpserver.url_for("/hook"), "json": {}})
     now = db_now(conn)
     assert tick(database_url, now=now).jobs.retried == 1
     row = job_row(conn, job_id)
     assert (row["status"], row["attempts"]) == ("pending", 1)
-    assert now + timedelta(seconds=at_least) <= row["run_after"] <= now + timedelta(seconds=at_most), row["run_after"] - now
+    assert now + timedelta(seconds=at_least) <= row["run_after"] <= now + timedelta(seconds=at_most), (
+        row["run_after"] - now
+    )
 
 
-def test_reminder_channel_waits_out_retry_after(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:  # noqa: F811
-    [booking] = add_bookings(conn, [("Ada", "ada@example.com", None, NOW + timedelta(hours=21), "Europe/Amsterdam", "confirmed")])
-    provider.behave = lambda r, n: Response(json.dumps({"message": "rate limited"}), 429, headers={"Retry-After": "120"})
+def test_reminder_channel_waits_out_retry_after(
+    database_url: str,
+    conn: psycopg.Connection[Any],
+    provider: Provider,  # noqa: F811 - the fixture imported above
+) -> None:
+    [booking] = add_bookings(
+        conn, [("Ada", "ada@example.com", None, NOW + timedelta(hours=21), "Europe/Amsterdam", "confirmed")]
+    )
+    provider.behave = lambda r, n: Response(
+        json.dumps({"message": "rate limited"}), 429, headers={"Retry-After": "120"}
+    )
     assert reminder_tick(database_url, reminder_settings(database_url, provider, "email"), NOW).reminders.retried == 1
     row = send_of(conn, booking)
     assert row["status"] == "failed" and row["next_attempt_at"] >= NOW + timedelta(seconds=120)
@@ -135,7 +164,13 @@ def test_after_failure_waits_the_longer_of_backoff_and_retry_after() -> None:
 
     now = datetime(2026, 11, 30, 12, tzinfo=UTC)
     policy = backoff.Schedule((60.0,), jitter_fraction=0.0)
-    assert backoff.after_failure(1, 4, policy, now, 0.5, retry_after_seconds=120) == backoff.Retry(now + timedelta(seconds=120))
-    assert backoff.after_failure(1, 4, policy, now, 0.5, retry_after_seconds=5) == backoff.Retry(now + timedelta(seconds=60))
+    assert backoff.after_failure(1, 4, policy, now, 0.5, retry_after_seconds=120) == backoff.Retry(
+        now + timedelta(seconds=120)
+    )
+    assert backoff.after_failure(1, 4, policy, now, 0.5, retry_after_seconds=5) == backoff.Retry(
+        now + timedelta(seconds=60)
+    )
     assert backoff.after_failure(1, 4, policy, now, 0.5) == backoff.Retry(now + timedelta(seconds=60))
-    assert backoff.after_failure(4, 4, policy, now, 0.5, retry_after_seconds=120) == backoff.Fail()  # the last attempt still fails
+    assert (
+        backoff.after_failure(4, 4, policy, now, 0.5, retry_after_seconds=120) == backoff.Fail()
+    )  # the last attempt still fails

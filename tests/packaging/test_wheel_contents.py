@@ -28,7 +28,9 @@ def wheel_names(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
         out = tmp_path_factory.mktemp("dist")
         subprocess.run(
             [sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(ROOT)],
-            check=True, capture_output=True, timeout=300,
+            check=True,
+            capture_output=True,
+            timeout=300,
         )
         (wheel,) = out.glob("crontick-*.whl")
     with zipfile.ZipFile(wheel) as zf:
@@ -51,7 +53,9 @@ def test_every_file_of_the_package_is_in_the_wheel(wheel_names: set[str]) -> Non
 
 
 def test_every_sql_file_ships_under_crontick_sql(wheel_names: set[str]) -> None:
-    sql = sorted("crontick/sql/" + p.relative_to(ROOT / "sql").as_posix() for p in (ROOT / "sql").rglob("*") if p.is_file())
+    sql = sorted(
+        "crontick/sql/" + p.relative_to(ROOT / "sql").as_posix() for p in (ROOT / "sql").rglob("*") if p.is_file()
+    )
     assert any(f.startswith("crontick/sql/migrations/") for f in sql)
     assert [f for f in sql if f not in wheel_names] == []
 

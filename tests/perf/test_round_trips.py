@@ -94,7 +94,13 @@ async def fail(payload: Any, job: crontick.Job) -> None:
 
 
 def one_tick(
-    url: str, conn: psycopg.Connection[Any], batch: int, *, reminders: bool, expired: bool, alerts: bool = False,
+    url: str,
+    conn: psycopg.Connection[Any],
+    batch: int,
+    *,
+    reminders: bool,
+    expired: bool,
+    alerts: bool = False,
     old_rows: bool = False,
 ) -> list[str]:
     ran.clear()
@@ -108,11 +114,17 @@ def one_tick(
     if old_rows:  # more expired done jobs than one retention batch
         conn.execute(
             "insert into jobs (type, payload, status, updated_at) select 'old', '{}', 'done', %(t)s"
-            " from generate_series(1, %(n)s)", {"t": now - timedelta(days=30), "n": retention.BATCH_SIZE + batch},
+            " from generate_series(1, %(n)s)",
+            {"t": now - timedelta(days=30), "n": retention.BATCH_SIZE + batch},
         )
     # Alerts go to a closed port: each send fails at once, and is recorded as a retry.
-    settings = Settings(database_url=url, cron_secret=TEST_SECRET, batch_size=batch, reminder_channel="console",
-                        alert_webhook_url=f"http://127.0.0.1:{free_port()}/alerts" if alerts else None)
+    settings = Settings(
+        database_url=url,
+        cron_secret=TEST_SECRET,
+        batch_size=batch,
+        reminder_channel="console",
+        alert_webhook_url=f"http://127.0.0.1:{free_port()}/alerts" if alerts else None,
+    )
     result, statements = traced_tick(url, settings, now)
     # The tick really did the whole batch: otherwise an equal count would prove nothing.
     assert result.jobs.claimed == batch and sorted(ran) == list(range(batch))
@@ -124,8 +136,13 @@ def one_tick(
 
 @pytest.mark.parametrize(
     ("reminders", "expired", "alerts", "old_rows"),
-    [(False, False, False, False), (True, False, False, False), (False, True, False, False),
-     (False, False, True, False), (False, False, False, True)],
+    [
+        (False, False, False, False),
+        (True, False, False, False),
+        (False, True, False, False),
+        (False, False, True, False),
+        (False, False, False, True),
+    ],
     ids=["jobs", "jobs+reminders", "jobs+expired-leases", "jobs+alerts", "jobs+retention"],
 )
 def test_statements_per_tick_do_not_grow_with_the_batch(
@@ -134,9 +151,13 @@ def test_statements_per_tick_do_not_grow_with_the_batch(
     seen: dict[int, list[str]] = {}
     for batch in BATCHES:
         with fresh_database(admin_url, template_name) as url, psycopg.connect(url, autocommit=True) as conn:
-            seen[batch] = one_tick(url, conn, batch, reminders=reminders, expired=expired, alerts=alerts, old_rows=old_rows)
+            seen[batch] = one_tick(
+                url, conn, batch, reminders=reminders, expired=expired, alerts=alerts, old_rows=old_rows
+            )
             if alerts:  # every final failure raised its alert, and the tick tried a bounded batch of them
-                tried = conn.execute("select count(*) filter (where attempts = 1), count(*) from crontick_alerts").fetchone()
+                tried = conn.execute(
+                    "select count(*) filter (where attempts = 1), count(*) from crontick_alerts"
+                ).fetchone()
                 assert tried == (min(batch, crontick_alerts.BATCH_SIZE), batch)
     assert seen[1] == seen[100] == seen[1000], seen
     statements = seen[1]
@@ -155,8 +176,10 @@ def test_statements_per_tick_do_not_grow_with_the_batch(
     if not upkeep:
         assert statements[-1] == "job_record_outcomes"
     kinds = (("reminders", reminders), ("expired", expired), ("alerts", alerts), ("retention", old_rows))
-    print(f"statements per tick ({'+'.join(k for k, v in kinds if v) or 'jobs'}): "
-          f"{len(statements)}: {', '.join(' '.join(n.split()) for n in statements)}")
+    print(
+        f"statements per tick ({'+'.join(k for k, v in kinds if v) or 'jobs'}): "
+        f"{len(statements)}: {', '.join(' '.join(n.split()) for n in statements)}"
+    )
 
 
 def ticks_logged(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
@@ -197,7 +220,9 @@ def test_an_idle_tick_says_when_work_is_next_due(database_url: str, conn: psycop
     assert datetime.fromisoformat(ticks_logged(conn)[-1]["next_due_at"]) == job_at + timedelta(hours=1)
 
 
-def test_the_idle_ticks_quick_commit_stays_inside_its_own_transaction(database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_the_idle_ticks_quick_commit_stays_inside_its_own_transaction(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     """The idle tick skips the WAL flush wait with a transaction-local setting: nothing of it may
     outlive the statement on the connection (a pooler hands that connection to someone else)."""
     settings = Settings(database_url=database_url, cron_secret=TEST_SECRET, reminder_channel="console")
@@ -218,7 +243,9 @@ def test_the_idle_ticks_quick_commit_stays_inside_its_own_transaction(database_u
     assert after == before == "on"
 
 
-def test_a_declared_schedule_keeps_the_tick_idle_until_its_slot(database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_a_declared_schedule_keeps_the_tick_idle_until_its_slot(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     from crontick import schedules
 
     schedules.unregister("t_perf-hourly")

@@ -100,7 +100,9 @@ def test_one_stuck_sync_handler_does_not_hold_the_others() -> None:
     assert [o.status for o in outcomes[1:]] == ["done"] * 30  # the other worker ran them all
     stopped = outcomes[0]
     assert stopped.status == "pending" and stopped.attempts == 1  # a failed attempt, retried later
-    assert stopped.last_error is not None and stopped.last_error.startswith("TimeoutError: job 1 (t_sync.stuck) was stopped")
+    assert stopped.last_error is not None and stopped.last_error.startswith(
+        "TimeoutError: job 1 (t_sync.stuck) was stopped"
+    )
 
 
 def test_jobs_behind_a_stuck_one_in_the_same_thread_run_are_released_at_the_deadline() -> None:

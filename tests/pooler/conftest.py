@@ -68,7 +68,9 @@ def run_as(server_host: str) -> str | None:
             return pwd.getpwnam(name).pw_name
         except KeyError:
             continue
-    pytest.fail("expected a 'postgres' or 'nobody' user to run PgBouncer as (it refuses root), got neither", pytrace=False)
+    pytest.fail(
+        "expected a 'postgres' or 'nobody' user to run PgBouncer as (it refuses root), got neither", pytrace=False
+    )
 
 
 def write_config(folder: Path, server: dict[str, str], port: int) -> Path:
@@ -138,7 +140,10 @@ def _wait_until_up(proc: subprocess.Popen[bytes], bouncer: PgBouncer, admin_url:
                 return
         except psycopg.OperationalError:
             time.sleep(0.05)
-    pytest.fail(f"expected PgBouncer to accept connections on port {bouncer.port} within {START_TIMEOUT_SECONDS:.0f} s", pytrace=False)
+    pytest.fail(
+        f"expected PgBouncer to accept connections on port {bouncer.port} within {START_TIMEOUT_SECONDS:.0f} s",
+        pytrace=False,
+    )
 
 
 @pytest.fixture

@@ -41,7 +41,9 @@ async def ticks_at_once(url: str, settings: Settings, count: int) -> list[TickRe
 
 def test_the_pooler_is_pgbouncer_in_transaction_mode(pgbouncer: PgBouncer, admin_url: str) -> None:
     # PgBouncer's admin console answers SHOW CONFIG; PostgreSQL itself would reject the statement.
-    with psycopg.connect(pgbouncer.route(admin_url), dbname="pgbouncer", autocommit=True, prepare_threshold=None) as admin:
+    with psycopg.connect(
+        pgbouncer.route(admin_url), dbname="pgbouncer", autocommit=True, prepare_threshold=None
+    ) as admin:
         config = {row[0]: row[1] for row in admin.execute("show config").fetchall()}
     assert config["pool_mode"] == "transaction"
     assert config["listen_port"] == str(pgbouncer.port)
@@ -65,7 +67,9 @@ def test_two_migrations_at_once_through_the_pooler_apply_each_version_once(
         assert recorded == versions
 
 
-def test_enqueue_in_the_callers_transaction_then_a_tick_runs_it(database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_enqueue_in_the_callers_transaction_then_a_tick_runs_it(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     runs.clear()
     with psycopg.connect(database_url) as app_conn, app_conn.transaction():
         job_id = crontick.enqueue(app_conn, "t_pooler.count", {"n": 1}, key="pooler:1")
@@ -78,7 +82,9 @@ def test_enqueue_in_the_callers_transaction_then_a_tick_runs_it(database_url: st
     assert conn.execute("select count(*) from jobs where status = 'done'").fetchone() == (51,)
 
 
-def test_two_ticks_at_once_through_the_pooler_run_each_job_once(database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_two_ticks_at_once_through_the_pooler_run_each_job_once(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     runs.clear()
     crontick.enqueue_many(conn, [("t_pooler.count", {"n": n}) for n in range(300)])
     settings = settings_for(database_url, batch_size=100)
@@ -90,7 +96,9 @@ def test_two_ticks_at_once_through_the_pooler_run_each_job_once(database_url: st
     assert conn.execute("select status, count(*) from jobs group by status").fetchall() == [("done", 300)]
 
 
-def test_the_app_over_http_ticks_through_the_pooler(database_url: str, conn: psycopg.Connection[Any], live_app: Any) -> None:
+def test_the_app_over_http_ticks_through_the_pooler(
+    database_url: str, conn: psycopg.Connection[Any], live_app: Any
+) -> None:
     runs.clear()
     crontick.enqueue_many(conn, [("t_pooler.count", {"n": n}) for n in range(20)])
     with live_app(settings_for(database_url)) as base:

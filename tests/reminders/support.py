@@ -63,7 +63,9 @@ def ok(received: Received, n: int) -> Response:
     if received.path.endswith("/emails"):
         return Response(json.dumps({"id": str(uuid.uuid4())}), 200, content_type="application/json")
     if received.path.endswith("/Messages.json"):
-        return Response(json.dumps({"sid": "SM" + uuid.uuid4().hex, "status": "queued"}), 201, content_type="application/json")
+        return Response(
+            json.dumps({"sid": "SM" + uuid.uuid4().hex, "status": "queued"}), 201, content_type="application/json"
+        )
     return Response(status=204)
 
 
@@ -191,13 +193,17 @@ def tick(url: str, settings: Settings, now: datetime) -> TickResult:
 
 
 def sends(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
-    return conn.cursor(row_factory=dict_row).execute("select * from reminder_sends order by booking_id, kind").fetchall()
+    return (
+        conn.cursor(row_factory=dict_row).execute("select * from reminder_sends order by booking_id, kind").fetchall()
+    )
 
 
 def send_of(conn: psycopg.Connection[Any], booking_id: int, kind: str = "24h") -> dict[str, Any]:
-    row = conn.cursor(row_factory=dict_row).execute(
-        "select * from reminder_sends where booking_id = %s and kind = %s", (booking_id, kind)
-    ).fetchone()
+    row = (
+        conn.cursor(row_factory=dict_row)
+        .execute("select * from reminder_sends where booking_id = %s and kind = %s", (booking_id, kind))
+        .fetchone()
+    )
     assert row is not None, f"no reminder_sends row for booking {booking_id} ({kind})"
     return row
 

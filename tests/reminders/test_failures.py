@@ -30,12 +30,24 @@ from tests.reminders.support import (
 
 def one_booking(conn: psycopg.Connection[Any]) -> int:
     [booking] = add_bookings(
-        conn, [("Ada Lovelace", "ada@example.com", "+31612345678", NOW + timedelta(hours=21, minutes=30), "Europe/Amsterdam", "confirmed")]
+        conn,
+        [
+            (
+                "Ada Lovelace",
+                "ada@example.com",
+                "+31612345678",
+                NOW + timedelta(hours=21, minutes=30),
+                "Europe/Amsterdam",
+                "confirmed",
+            )
+        ],
     )
     return booking
 
 
-def test_provider_500_is_retried_on_a_later_tick_then_succeeds(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+def test_provider_500_is_retried_on_a_later_tick_then_succeeds(
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
+) -> None:
     booking = one_booking(conn)
     provider.behave = fail_first(1)
     settings = settings_for(database_url, provider, "email")
@@ -55,7 +67,9 @@ def test_provider_500_is_retried_on_a_later_tick_then_succeeds(database_url: str
     assert [r.key for r in provider.requests] == [f"reminder:{booking}:24h"] * 2
 
 
-def test_sms_500_is_a_definite_failure_so_it_is_retried_too(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+def test_sms_500_is_a_definite_failure_so_it_is_retried_too(
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
+) -> None:
     booking = one_booking(conn)
     provider.behave = fail_first(1, status=503)
     settings = settings_for(database_url, provider, "sms")
@@ -64,9 +78,15 @@ def test_sms_500_is_a_definite_failure_so_it_is_retried_too(database_url: str, c
     assert send_of(conn, booking)["status"] == "sent" and len(provider.requests) == 2
 
 
-def test_provider_400_fails_at_once_with_the_providers_message(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+def test_provider_400_fails_at_once_with_the_providers_message(
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
+) -> None:
     booking = one_booking(conn)
-    body = {"statusCode": 422, "name": "validation_error", "message": "Invalid `to` field. The email address needs to follow the `email@example.com` format."}
+    body = {
+        "statusCode": 422,
+        "name": "validation_error",
+        "message": "Invalid `to` field. The email address needs to follow the `email@example.com` format.",
+    }
     provider.behave = lambda r, n: Response(json.dumps(body), 422, content_type="application/json")
     settings = settings_for(database_url, provider, "email")
 
@@ -80,7 +100,9 @@ def test_provider_400_fails_at_once_with_the_providers_message(database_url: str
     assert len(provider.requests) == 1  # never retried
 
 
-def test_the_last_attempt_leaves_the_reminder_failed_and_visible(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+def test_the_last_attempt_leaves_the_reminder_failed_and_visible(
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
+) -> None:
     booking = one_booking(conn)
     provider.behave = fail_first(100, status=502)
     settings = settings_for(database_url, provider, "email")
@@ -91,17 +113,24 @@ def test_the_last_attempt_leaves_the_reminder_failed_and_visible(database_url: s
     assert "HTTP 502" in row["last_error"] and len(provider.requests) == 4
 
 
-def test_connection_refused_is_definite_and_retried(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+def test_connection_refused_is_definite_and_retried(
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
+) -> None:
     booking = one_booking(conn)
     nobody = f"http://127.0.0.1:{free_port()}"
-    assert tick(database_url, settings_for(database_url, provider, "sms", twilio_api_url=nobody), NOW).reminders.retried == 1
+    assert (
+        tick(database_url, settings_for(database_url, provider, "sms", twilio_api_url=nobody), NOW).reminders.retried
+        == 1
+    )
     row = send_of(conn, booking)
     assert row["status"] == "failed" and row["next_attempt_at"] is not None
     assert "ConnectError" in row["last_error"] and "nothing was sent" in row["last_error"]
     assert tick(database_url, settings_for(database_url, provider, "sms"), later(2)).reminders.sent == 1
 
 
-def test_timeout_on_email_is_retried_under_the_same_idempotency_key(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+def test_timeout_on_email_is_retried_under_the_same_idempotency_key(
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
+) -> None:
     booking = one_booking(conn)
     provider.behave = slow(0.6)
     settings = settings_for(database_url, provider, "email", delivery_timeout_seconds=0.2)
@@ -119,7 +148,9 @@ def test_timeout_on_email_is_retried_under_the_same_idempotency_key(database_url
     assert first.body == second.body  # the same bytes, so the provider can honour the key
 
 
-def test_timeout_on_sms_ends_unknown_and_is_never_resent(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+def test_timeout_on_sms_ends_unknown_and_is_never_resent(
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
+) -> None:
     booking = one_booking(conn)
     provider.behave = slow(0.6)
     settings = settings_for(database_url, provider, "sms", delivery_timeout_seconds=0.2)
@@ -127,7 +158,9 @@ def test_timeout_on_sms_ends_unknown_and_is_never_resent(database_url: str, conn
     assert tick(database_url, settings, NOW).reminders.unknown == 1
     row = send_of(conn, booking)
     assert (row["status"], row["attempts"], row["next_attempt_at"]) == ("unknown", 1, None)
-    assert "ReadTimeout" in row["last_error"] and "not resent: the sms channel has no idempotency key" in row["last_error"]
+    assert (
+        "ReadTimeout" in row["last_error"] and "not resent: the sms channel has no idempotency key" in row["last_error"]
+    )
     provider.behave = ok
     for minutes in (2, 10, 60):
         tick(database_url, settings, later(minutes))
@@ -146,11 +179,18 @@ def test_a_reminder_that_may_have_gone_out_never_ends_failed(
     for minutes in (2, 10, 50):
         tick(database_url, settings, later(minutes))
     row = send_of(conn, booking)
-    assert (row["status"], row["attempts"], row["maybe_delivered"], row["next_attempt_at"]) == ("unknown", 4, True, None)
+    assert (row["status"], row["attempts"], row["maybe_delivered"], row["next_attempt_at"]) == (
+        "unknown",
+        4,
+        True,
+        None,
+    )
     assert "HTTP 500" in row["last_error"] and len(provider.requests) == 4
 
 
-def test_a_retry_due_after_the_booking_was_cancelled_is_not_sent(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+def test_a_retry_due_after_the_booking_was_cancelled_is_not_sent(
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
+) -> None:
     booking = one_booking(conn)
     provider.behave = fail_first(1)
     settings = settings_for(database_url, provider, "email")
@@ -195,7 +235,9 @@ def send_due_with_clock(
     return asyncio.run(go())
 
 
-def test_out_of_time_releases_unstarted_claims_for_the_next_tick(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+def test_out_of_time_releases_unstarted_claims_for_the_next_tick(
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
+) -> None:
     ids = add_due(conn, 5)
     settings = settings_for(database_url, provider, "email")
     # Time is left at the start, so the batch is claimed; the deadline passes before any send starts.
@@ -206,7 +248,9 @@ def test_out_of_time_releases_unstarted_claims_for_the_next_tick(database_url: s
     assert sorted(provider.keys()) == sorted(f"reminder:{i}:24h" for i in ids)
 
 
-def test_a_released_retry_goes_back_to_its_due_retry(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+def test_a_released_retry_goes_back_to_its_due_retry(
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
+) -> None:
     booking = one_booking(conn)
     provider.behave = fail_first(1)
     settings = settings_for(database_url, provider, "email")
@@ -227,7 +271,9 @@ def test_no_time_left_claims_nothing(database_url: str, conn: psycopg.Connection
     assert counts.more and sends(conn) == [] and provider.requests == []
 
 
-def test_an_outcome_from_a_tick_that_lost_its_claim_is_fenced_off(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+def test_an_outcome_from_a_tick_that_lost_its_claim_is_fenced_off(
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
+) -> None:
     booking = one_booking(conn)
     settings = settings_for(database_url, provider, "email")
 
@@ -235,7 +281,9 @@ def test_an_outcome_from_a_tick_that_lost_its_claim_is_fenced_off(database_url: 
         c = await db.connect(database_url)
         try:
             [claimed] = await reminders.claim(c, settings, NOW)
-            conn.execute("update reminder_sends set attempts = 2 where id = %s", (claimed.id,))  # another tick took over
+            conn.execute(
+                "update reminder_sends set attempts = 2 where id = %s", (claimed.id,)
+            )  # another tick took over
             written: set[int] = await reminders.record(c, [reminders.Outcome(claimed.id, 1, "sent")], NOW)
             return written
         finally:

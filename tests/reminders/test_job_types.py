@@ -66,8 +66,14 @@ def test_welcome_email_enqueued_in_the_signup_transaction_is_sent(
     with psycopg.connect(database_url) as app, app.transaction():
         user_id = app.execute("insert into users (email) values ('ada@example.com') returning id").fetchone()[0]  # type: ignore[index]
         job_id = crontick.enqueue(
-            app, "send_email",
-            {"to": "ada@example.com", "subject": "Welcome!", "text": "Thanks for signing up.", "html": "<p>Thanks!</p>"},
+            app,
+            "send_email",
+            {
+                "to": "ada@example.com",
+                "subject": "Welcome!",
+                "text": "Thanks for signing up.",
+                "html": "<p>Thanks!</p>",
+            },
             key=f"welcome:{user_id}",
         )
     run_jobs(database_url, conn, provider)
@@ -75,12 +81,19 @@ def test_welcome_email_enqueued_in_the_signup_transaction_is_sent(
     [r] = provider.requests
     assert (r.method, r.path, r.headers["authorization"]) == ("POST", "/emails", f"Bearer {EMAIL_KEY}")
     assert r.headers["idempotency-key"] == f"job:{job_id}"
-    assert r.json == {"from": "Shop <hello@shop.example>", "to": ["ada@example.com"], "subject": "Welcome!",
-                      "text": "Thanks for signing up.", "html": "<p>Thanks!</p>"}
+    assert r.json == {
+        "from": "Shop <hello@shop.example>",
+        "to": ["ada@example.com"],
+        "subject": "Welcome!",
+        "text": "Thanks for signing up.",
+        "html": "<p>Thanks!</p>",
+    }
     assert job(conn, job_id)["status"] == "done"
 
 
-def test_a_rolled_back_signup_sends_nothing(database_url: str, conn: psycopg.Connection[Any], provider: Provider, channel_env: None) -> None:
+def test_a_rolled_back_signup_sends_nothing(
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider, channel_env: None
+) -> None:
     with psycopg.connect(database_url) as app:
         with app.transaction(force_rollback=True):
             crontick.enqueue(app, "send_email", {"to": "ada@example.com", "subject": "Welcome!", "text": "Hi"})
@@ -88,12 +101,21 @@ def test_a_rolled_back_signup_sends_nothing(database_url: str, conn: psycopg.Con
     assert provider.requests == [] and conn.execute("select count(*) from jobs").fetchone() == (0,)
 
 
-@pytest.mark.parametrize(("job_type", "to", "sender"), [
-    ("send_sms", "+31612345678", "+15005550006"),
-    ("send_whatsapp", "whatsapp:+31612345678", "whatsapp:+14155238886"),
-])
+@pytest.mark.parametrize(
+    ("job_type", "to", "sender"),
+    [
+        ("send_sms", "+31612345678", "+15005550006"),
+        ("send_whatsapp", "whatsapp:+31612345678", "whatsapp:+14155238886"),
+    ],
+)
 def test_sms_and_whatsapp_jobs_post_twilio_forms(
-    job_type: str, to: str, sender: str, database_url: str, conn: psycopg.Connection[Any], provider: Provider, channel_env: None
+    job_type: str,
+    to: str,
+    sender: str,
+    database_url: str,
+    conn: psycopg.Connection[Any],
+    provider: Provider,
+    channel_env: None,
 ) -> None:
     job_id = crontick.enqueue(conn, job_type, {"to": "+31612345678", "body": "Your code is 1234"})
     run_jobs(database_url, conn, provider)
@@ -125,7 +147,11 @@ def test_an_email_job_that_times_out_is_retried_under_its_idempotency_key(
 
 
 def test_a_missing_credential_fails_the_job_naming_the_variable(
-    database_url: str, conn: psycopg.Connection[Any], provider: Provider, channel_env: None, monkeypatch: pytest.MonkeyPatch
+    database_url: str,
+    conn: psycopg.Connection[Any],
+    provider: Provider,
+    channel_env: None,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("RESEND_API_KEY")
     builtin.env_settings.cache_clear()
@@ -136,7 +162,9 @@ def test_a_missing_credential_fails_the_job_naming_the_variable(
     assert row["last_error"].startswith("PermanentError: send_email: RESEND_API_KEY: expected your email API key")
 
 
-@pytest.mark.parametrize("payload", [{"to": "a@example.com", "subject": "S"}, {"subject": "S", "text": "T"}, ["a@example.com"]])
+@pytest.mark.parametrize(
+    "payload", [{"to": "a@example.com", "subject": "S"}, {"subject": "S", "text": "T"}, ["a@example.com"]]
+)
 def test_a_malformed_email_payload_fails_at_once(
     payload: Any, database_url: str, conn: psycopg.Connection[Any], provider: Provider, channel_env: None
 ) -> None:
@@ -151,7 +179,9 @@ def webhook_job(conn: psycopg.Connection[Any], url: str) -> int:
     return int(crontick.enqueue(conn, "webhook", {"url": url, "json": {"event": "signup", "user": 42}}))
 
 
-def test_webhook_job_posts_json_and_succeeds_on_2xx(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+def test_webhook_job_posts_json_and_succeeds_on_2xx(
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
+) -> None:
     job_id = webhook_job(conn, provider.url + "/hook")
     run_jobs(database_url, conn, provider)
     [r] = provider.requests
@@ -167,13 +197,20 @@ def test_webhook_job_4xx_fails_at_once_with_status_and_the_first_500_bytes(
     run_jobs(database_url, conn, provider)
     row = job(conn, job_id)
     assert row["status"] == "failed"
-    assert row["last_error"] == f"PermanentError: webhook {provider.url}/hook answered HTTP 404: no such hook " + "x" * 487
+    assert (
+        row["last_error"] == f"PermanentError: webhook {provider.url}/hook answered HTTP 404: no such hook " + "x" * 487
+    )
     assert "s3cret" not in row["last_error"]
 
 
 @pytest.mark.parametrize("answer", ["503", "429", "408", "timeout", "refused"])
 def test_webhook_job_retries_on_408_429_5xx_timeouts_and_refused_connections(
-    answer: str, database_url: str, conn: psycopg.Connection[Any], provider: Provider, channel_env: None, monkeypatch: pytest.MonkeyPatch
+    answer: str,
+    database_url: str,
+    conn: psycopg.Connection[Any],
+    provider: Provider,
+    channel_env: None,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     def behave(r: Received, n: int) -> Response:
         if answer == "timeout":

@@ -15,7 +15,9 @@ from tests.reminders.support import NOW, add_bookings, sends, tick
 
 
 def check_values(conn: psycopg.Connection[Any], constraint: str) -> set[str]:
-    row = conn.execute("select pg_get_constraintdef(oid) from pg_constraint where conname = %s", (constraint,)).fetchone()
+    row = conn.execute(
+        "select pg_get_constraintdef(oid) from pg_constraint where conname = %s", (constraint,)
+    ).fetchone()
     assert row is not None, constraint
     return set(re.findall(r"'(\w+)'::text", row[0]))
 
@@ -42,13 +44,19 @@ def test_a_second_row_for_the_same_booking_and_kind_is_refused(conn: psycopg.Con
     assert row == (f"reminder:{b}:24h", "sending", 1)
 
 
-@pytest.mark.parametrize(("columns", "constraint"), [
-    ("status, locked_until) values (%s, '24h', 'email', 'sending', null)", "reminder_sends_sending_has_lease"),
-    ("status, sent_at) values (%s, '24h', 'email', 'sent', null)", "reminder_sends_sent_has_time"),
-    ("status, next_attempt_at) values (%s, '24h', 'email', 'unknown', now())", "reminder_sends_retry_only_when_failed"),
-    ("status) values (%s, '24h', 'pigeon', 'failed')", "reminder_sends_channel_valid"),
-    ("status) values (%s, '24h', 'email', 'lost')", "reminder_sends_status_valid"),
-])
+@pytest.mark.parametrize(
+    ("columns", "constraint"),
+    [
+        ("status, locked_until) values (%s, '24h', 'email', 'sending', null)", "reminder_sends_sending_has_lease"),
+        ("status, sent_at) values (%s, '24h', 'email', 'sent', null)", "reminder_sends_sent_has_time"),
+        (
+            "status, next_attempt_at) values (%s, '24h', 'email', 'unknown', now())",
+            "reminder_sends_retry_only_when_failed",
+        ),
+        ("status) values (%s, '24h', 'pigeon', 'failed')", "reminder_sends_channel_valid"),
+        ("status) values (%s, '24h', 'email', 'lost')", "reminder_sends_status_valid"),
+    ],
+)
 def test_named_checks_guard_the_states(columns: str, constraint: str, conn: psycopg.Connection[Any]) -> None:
     [b] = add_bookings(conn, [("Ada", "a@example.com", None, NOW, "UTC", "confirmed")])
     with pytest.raises(psycopg.errors.CheckViolation, match=constraint):

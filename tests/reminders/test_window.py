@@ -24,13 +24,17 @@ def sent_texts(provider: Provider) -> list[str]:
     return [r.json["text"] for r in provider.requests]
 
 
-def test_a_booking_exactly_24_hours_ahead_is_due(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+def test_a_booking_exactly_24_hours_ahead_is_due(
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
+) -> None:
     b = booking(conn, NOW + DAY)
     assert tick(database_url, settings_for(database_url, provider), NOW).reminders.sent == 1
     assert send_of(conn, b)["status"] == "sent"
 
 
-def test_a_booking_just_past_24_hours_is_not_due_yet(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+def test_a_booking_just_past_24_hours_is_not_due_yet(
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
+) -> None:
     b = booking(conn, NOW + DAY + timedelta(seconds=1))
     settings = settings_for(database_url, provider)
     assert tick(database_url, settings, NOW).reminders.sent == 0 and sends(conn) == []
@@ -39,7 +43,9 @@ def test_a_booking_just_past_24_hours_is_not_due_yet(database_url: str, conn: ps
 
 
 @pytest.mark.parametrize("offset", [timedelta(0), timedelta(seconds=-1), timedelta(hours=-3)])
-def test_a_booking_that_has_started_gets_none(offset: timedelta, database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+def test_a_booking_that_has_started_gets_none(
+    offset: timedelta, database_url: str, conn: psycopg.Connection[Any], provider: Provider
+) -> None:
     booking(conn, NOW + offset)
     assert tick(database_url, settings_for(database_url, provider), NOW).reminders.sent == 0
     assert sends(conn) == [] and provider.requests == []
@@ -129,12 +135,17 @@ def test_extra_kinds_are_each_sent_once_and_a_late_booking_gets_only_the_nearest
     assert {(r["booking_id"], r["kind"]) for r in sends(conn)} == {(early, "24h"), (early, "1h"), (late, "1h")}
 
 
-def test_the_channel_is_the_first_the_booking_can_receive(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
-    ids = add_bookings(conn, [
-        ("Has Email", "e@example.com", "+31600000001", NOW + timedelta(hours=2), "UTC", "confirmed"),
-        ("Phone Only", None, "+31600000002", NOW + timedelta(hours=3), "UTC", "confirmed"),
-        ("Neither", "", None, NOW + timedelta(hours=4), "UTC", "confirmed"),
-    ])
+def test_the_channel_is_the_first_the_booking_can_receive(
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
+) -> None:
+    ids = add_bookings(
+        conn,
+        [
+            ("Has Email", "e@example.com", "+31600000001", NOW + timedelta(hours=2), "UTC", "confirmed"),
+            ("Phone Only", None, "+31600000002", NOW + timedelta(hours=3), "UTC", "confirmed"),
+            ("Neither", "", None, NOW + timedelta(hours=4), "UTC", "confirmed"),
+        ],
+    )
     result = tick(database_url, settings_for(database_url, provider, "email,sms"), NOW)
     assert (result.reminders.sent, result.reminders.failed) == (2, 1)
     rows = {r["booking_id"]: r for r in sends(conn)}
@@ -142,11 +153,22 @@ def test_the_channel_is_the_first_the_booking_can_receive(database_url: str, con
     assert rows[ids[2]]["status"] == "failed"
     assert rows[ids[2]]["last_error"] == f"booking {ids[2]}: expected an email address to send to, got: nothing"
     sid = settings_for(database_url, provider).twilio_account_sid
-    assert sorted(r.path for r in provider.requests) == [f"/2010-04-01/Accounts/{sid}/Messages.json", "/emails"]  # sent concurrently
+    assert sorted(r.path for r in provider.requests) == [
+        f"/2010-04-01/Accounts/{sid}/Messages.json",
+        "/emails",
+    ]  # sent concurrently
 
 
-def test_a_tick_claims_at_most_a_batch_and_reports_more(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
-    add_bookings(conn, [(f"C{i}", f"c{i}@example.com", None, NOW + timedelta(hours=1, minutes=i), "UTC", "confirmed") for i in range(7)])
+def test_a_tick_claims_at_most_a_batch_and_reports_more(
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
+) -> None:
+    add_bookings(
+        conn,
+        [
+            (f"C{i}", f"c{i}@example.com", None, NOW + timedelta(hours=1, minutes=i), "UTC", "confirmed")
+            for i in range(7)
+        ],
+    )
     settings = settings_for(database_url, provider, batch_size=3)
     results = [tick(database_url, settings, NOW) for _ in range(4)]
     assert [r.reminders.sent for r in results] == [3, 3, 1, 0]

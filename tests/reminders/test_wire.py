@@ -28,11 +28,22 @@ from tests.reminders.support import (
 TEXT = "Hi Zoë, a reminder: your appointment is tomorrow, Tue 1 Dec at 09:30 (Amsterdam time)."
 
 
-def send_one(database_url: str, conn: psycopg.Connection[Any], provider: Provider, channel: str) -> tuple[int, Received]:
-    [booking] = add_bookings(conn, [(
-        "Zoë Ångström", "zoe@example.com", "+31612345678",
-        NOW + timedelta(hours=20, minutes=30), "Europe/Amsterdam", "confirmed",  # 09:30 in Amsterdam on Tue 1 Dec
-    )])
+def send_one(
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider, channel: str
+) -> tuple[int, Received]:
+    [booking] = add_bookings(
+        conn,
+        [
+            (
+                "Zoë Ångström",
+                "zoe@example.com",
+                "+31612345678",
+                NOW + timedelta(hours=20, minutes=30),
+                "Europe/Amsterdam",
+                "confirmed",  # 09:30 in Amsterdam on Tue 1 Dec
+            )
+        ],
+    )
     assert tick(database_url, settings_for(database_url, provider, channel), NOW).reminders.sent == 1
     [received] = provider.requests
     return booking, received
@@ -57,10 +68,13 @@ def test_email_is_a_resend_style_post_with_bearer_key_json_and_idempotency_key(
     assert row["idempotency_key"] == f"reminder:{booking}:24h"
 
 
-@pytest.mark.parametrize(("channel", "to", "sender"), [
-    ("sms", "+31612345678", "+15005550006"),
-    ("whatsapp", "whatsapp:+31612345678", "whatsapp:+14155238886"),
-])
+@pytest.mark.parametrize(
+    ("channel", "to", "sender"),
+    [
+        ("sms", "+31612345678", "+15005550006"),
+        ("whatsapp", "whatsapp:+31612345678", "whatsapp:+14155238886"),
+    ],
+)
 def test_sms_and_whatsapp_are_twilio_messages_with_basic_auth_and_a_utf8_form(
     channel: str, to: str, sender: str, database_url: str, conn: psycopg.Connection[Any], provider: Provider
 ) -> None:
@@ -101,7 +115,9 @@ def test_webhook_is_signed_per_standard_webhooks_and_names_the_booking(
 def test_console_prints_the_message_like_djangos_console_email_backend(
     database_url: str, conn: psycopg.Connection[Any], provider: Provider, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    [booking] = add_bookings(conn, [("Ada Lovelace", "ada@example.com", None, NOW + timedelta(hours=2), "Asia/Tokyo", "confirmed")])
+    [booking] = add_bookings(
+        conn, [("Ada Lovelace", "ada@example.com", None, NOW + timedelta(hours=2), "Asia/Tokyo", "confirmed")]
+    )
     assert tick(database_url, settings_for(database_url, provider, "console"), NOW).reminders.sent == 1
     out = capsys.readouterr().out
     headers, _, rest = out.partition("\n\n")
@@ -109,11 +125,15 @@ def test_console_prints_the_message_like_djangos_console_email_backend(
     assert "To: ada@example.com" in headers.splitlines()
     assert f"Idempotency-Key: reminder:{booking}:24h" in headers.splitlines()
     assert 'Content-Type: text/plain; charset="utf-8"' in headers.splitlines()
-    assert rest == "Hi Ada, a reminder: your appointment is today, Mon 30 Nov at 23:00 (Tokyo time).\n\n" + "-" * 79 + "\n"
+    assert (
+        rest == "Hi Ada, a reminder: your appointment is today, Mon 30 Nov at 23:00 (Tokyo time).\n\n" + "-" * 79 + "\n"
+    )
     assert provider.requests == [] and send_of(conn, booking)["status"] == "sent"
 
 
-def test_webhook_body_is_the_same_bytes_on_every_attempt(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+def test_webhook_body_is_the_same_bytes_on_every_attempt(
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
+) -> None:
     """webhook-id and body stay fixed across retries; only the timestamp and signature change."""
     from werkzeug import Response
 

@@ -38,7 +38,9 @@ def rows_to_keep_and_to_delete(conn: psycopg.Connection[Any], now: datetime) -> 
         )
 
     def booking(starts_in_days: float) -> int:
-        return one("insert into bookings (customer_name, starts_at) values ('B', %(t)s)", {"t": now + starts_in_days * DAY})
+        return one(
+            "insert into bookings (customer_name, starts_at) values ('B', %(t)s)", {"t": now + starts_in_days * DAY}
+        )
 
     def send(booking_id: int, status: str, days_ago: float, retry: bool = False) -> int:
         return one(
@@ -50,8 +52,10 @@ def rows_to_keep_and_to_delete(conn: psycopg.Connection[Any], now: datetime) -> 
 
     def tick(days_ago: float) -> int:
         t = now - days_ago * DAY
-        return one("insert into crontick_ticks (started_at, finished_at, source, summary) values (%(t)s, %(t)s, 'old', '{}')",
-                   {"t": t})
+        return one(
+            "insert into crontick_ticks (started_at, finished_at, source, summary) values (%(t)s, %(t)s, 'old', '{}')",
+            {"t": t},
+        )
 
     def alert(status: str, days_ago: float) -> int:
         t = now - days_ago * DAY

@@ -76,14 +76,20 @@ def test_a_million_expired_rows_clear_in_bounded_batches_within_each_tick_budget
     for table, ids in seeded["delete"].items():
         assert present(conn, table, ids) == [], f"{table}: expired rows were kept"
     assert count(conn, "select count(*) from jobs where type = 'old.report'") == 0
-    print(f"retention of {BACKLOG:,} done jobs: {len(runs)} ticks, median tick {sorted(walls)[len(walls) // 2] * 1000:.0f} ms, "
-          f"slowest {max(walls) * 1000:.0f} ms, median batch {sorted(r['duration_ms'] for r in runs)[len(runs) // 2]} ms")
+    print(
+        f"retention of {BACKLOG:,} done jobs: {len(runs)} ticks, median tick {sorted(walls)[len(walls) // 2] * 1000:.0f} ms, "
+        f"slowest {max(walls) * 1000:.0f} ms, median batch {sorted(r['duration_ms'] for r in runs)[len(runs) // 2]} ms"
+    )
 
 
-def test_retention_runs_only_when_a_probe_finds_expired_rows(database_url: str, conn: psycopg.Connection[Any], events: Events) -> None:
+def test_retention_runs_only_when_a_probe_finds_expired_rows(
+    database_url: str, conn: psycopg.Connection[Any], events: Events
+) -> None:
     now = db_now(conn)
-    conn.execute("insert into jobs (type, payload, status, updated_at) values ('x', '{}', 'done', %(t)s)",
-                 {"t": now - timedelta(days=6)})
+    conn.execute(
+        "insert into jobs (type, payload, status, updated_at) values ('x', '{}', 'done', %(t)s)",
+        {"t": now - timedelta(days=6)},
+    )
     tick(database_url, settings_for(database_url), now=now)
     assert events.named("retention") == []
     # The same row is expired under a shorter keep period, but the process looks only once a minute.
@@ -94,8 +100,10 @@ def test_retention_runs_only_when_a_probe_finds_expired_rows(database_url: str, 
     [run] = events.named("retention")
     assert run["done_jobs"] == 1
     # Less than a full batch: the process goes quiet, and later ticks do not even look.
-    conn.execute("insert into jobs (type, payload, status, updated_at) values ('x', '{}', 'done', %(t)s)",
-                 {"t": now - timedelta(days=6)})
+    conn.execute(
+        "insert into jobs (type, payload, status, updated_at) values ('x', '{}', 'done', %(t)s)",
+        {"t": now - timedelta(days=6)},
+    )
     tick(database_url, shorter, now=now + timedelta(seconds=2 * retention.PROBE_SECONDS + 2))
     assert len(events.named("retention")) == 1
     tick(database_url, shorter, now=now + timedelta(seconds=retention.QUIET_SECONDS + 120))

@@ -157,12 +157,25 @@ def test_a_replayed_apply_and_an_older_clock_enqueue_nothing(
     assert enqueued == 0
     # A tick whose clock is 5 minutes behind: its plan would move the cursor back, so it is refused.
     sleep(conn, "every-minute", 0)  # next_at -> -infinity, so the plan below is computed at all
-    behind = [[*p[:4], (datetime.fromisoformat(p[4]) - timedelta(minutes=5)).isoformat(), *p[5:]] for p in plans_now(database_url)]
+    behind = [
+        [*p[:4], (datetime.fromisoformat(p[4]) - timedelta(minutes=5)).isoformat(), *p[5:]]
+        for p in plans_now(database_url)
+    ]
     assert apply(conn, behind) == (0, 0, 0)
     assert conn.execute("select evaluated_until from crontick_schedules").fetchone() == cursor
     # ... and so is one 5 minutes ahead, which would run the next slots early.
-    ahead = [[*p[:4], (datetime.fromisoformat(p[4]) + timedelta(minutes=5)).isoformat(), p[5], p[6], p[7],
-              [(datetime.fromisoformat(p[4]) + timedelta(minutes=4)).isoformat()], []] for p in plans_now(database_url)]
+    ahead = [
+        [
+            *p[:4],
+            (datetime.fromisoformat(p[4]) + timedelta(minutes=5)).isoformat(),
+            p[5],
+            p[6],
+            p[7],
+            [(datetime.fromisoformat(p[4]) + timedelta(minutes=4)).isoformat()],
+            [],
+        ]
+        for p in plans_now(database_url)
+    ]
     assert apply(conn, ahead) == (0, 0, 0)
     assert len(scheduled_jobs(conn, "every-minute")) == 1
 
@@ -206,7 +219,8 @@ def test_an_expression_change_keeps_the_cursor_backfills_nothing_and_never_rerun
     assert tick(database_url) == (0, 0)  # nothing from before the change is backfilled
     row = conn.execute(
         "select cron, previous_cron, changed_at is not null, evaluated_until >= %(c)s, next_at > now()"
-        " from crontick_schedules", {"c": cursor_before},
+        " from crontick_schedules",
+        {"c": cursor_before},
     ).fetchone()
     assert row == ("*/30 * * * *", "0 * * * *", True, True, True)
     # Even with the cursor forced back over the enqueued instant (which */30 also matches),
@@ -256,6 +270,8 @@ def test_a_process_resyncs_when_another_version_synced_other_declarations(
     assert tick(database_url) == (0, 0)  # not ours: left alone, and noticed
     assert asyncio.run(needs())
     tick(database_url)  # syncs ours again
-    row = conn.execute("select cron, previous_cron, d.digest = %(d)s from crontick_schedules, crontick_schedule_declared d",
-                       {"d": schedules.digest(schedules.declared())}).fetchone()
+    row = conn.execute(
+        "select cron, previous_cron, d.digest = %(d)s from crontick_schedules, crontick_schedule_declared d",
+        {"d": schedules.digest(schedules.declared())},
+    ).fetchone()
     assert row == ("0 * * * *", "15 * * * *", True)

@@ -34,11 +34,15 @@ def test_eight_ticks_across_a_slot_boundary_enqueue_it_once(database_url: str, c
     assert [p.returncode for p in procs] == [0] * PROCESSES, [err for _, err in outputs]
     summaries = [json.loads(out) for out, _ in outputs]
 
-    slots = conn.execute("select scheduled_for, count(*) from jobs where schedule = 'every-minute' group by 1").fetchall()
+    slots = conn.execute(
+        "select scheduled_for, count(*) from jobs where schedule = 'every-minute' group by 1"
+    ).fetchall()
     seen = f"boundary {boundary}, jobs per slot {slots}, summaries {summaries}"
     assert dict(slots).get(boundary) == 1, seen
     assert {n for _, n in slots} == {1}, seen
-    assert sum(s["schedules"]["enqueued"] for s in summaries) == len(slots), seen  # (a tick may also see the next minute)
+    assert sum(s["schedules"]["enqueued"] for s in summaries) == len(slots), (
+        seen
+    )  # (a tick may also see the next minute)
     rows = conn.execute("select count(*) from crontick_schedule_slots where outcome = 'enqueued'").fetchone()
     assert rows == (len(slots),)
     # The boundary job ran in the tick that enqueued it (evaluation comes before the claim).

@@ -20,7 +20,9 @@ from tests.conftest import TEST_SECRET
 
 # Each statement is one Parse (extended protocol) or Query (simple protocol) message on the wire.
 MESSAGE = re.compile(r"^F\t\d+\t(?:Parse|Query)\t(.*)$", re.MULTILINE)
-SCHEDULE_QUERIES = {name: text.split("%(")[0].strip() for name, text in db.QUERIES.items() if name.startswith("schedule_")}
+SCHEDULE_QUERIES = {
+    name: text.split("%(")[0].strip() for name, text in db.QUERIES.items() if name.startswith("schedule_")
+}
 
 
 def traced_tick(url: str, settings: Settings) -> tuple[TickResult, list[str]]:

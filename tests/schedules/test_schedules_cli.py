@@ -24,8 +24,12 @@ def test_window_json_shows_a_dst_week_without_a_database() -> None:
     assert spring.returncode == 0, spring.stderr
     assert json.loads(spring.stdout) == {
         "half-hourly": [
-            "2026-03-28T23:30:00Z", "2026-03-29T00:00:00Z", "2026-03-29T00:30:00Z", "2026-03-29T01:00:00Z",
-            "2026-03-29T01:30:00Z", "2026-03-29T02:00:00Z",
+            "2026-03-28T23:30:00Z",
+            "2026-03-29T00:00:00Z",
+            "2026-03-29T00:30:00Z",
+            "2026-03-29T01:00:00Z",
+            "2026-03-29T01:30:00Z",
+            "2026-03-29T02:00:00Z",
         ],
         "nightly-report": ["2026-03-29T01:00:00Z"],  # 02:30 does not exist: 03:00 CEST
         "ny-morning": [],
@@ -34,7 +38,10 @@ def test_window_json_shows_a_dst_week_without_a_database() -> None:
     found = json.loads(fall.stdout)
     assert found["nightly-report"] == ["2026-10-25T00:30:00Z"]  # 02:30 CEST only, not 02:30 CET
     assert found["half-hourly"][3:7] == [  # 02:00 and 02:30, in both passes
-        "2026-10-25T00:00:00Z", "2026-10-25T00:30:00Z", "2026-10-25T01:00:00Z", "2026-10-25T01:30:00Z",
+        "2026-10-25T00:00:00Z",
+        "2026-10-25T00:30:00Z",
+        "2026-10-25T01:00:00Z",
+        "2026-10-25T01:30:00Z",
     ]
 
 
@@ -54,7 +61,9 @@ def test_window_errors_are_one_clear_line() -> None:
     assert no_db.returncode == 0, no_db.stderr
     listed = json.loads(no_db.stdout)
     assert [(s["name"], s["seen_by_a_tick"], s["last_slot"]) for s in listed] == [
-        ("half-hourly", False, None), ("nightly-report", False, None), ("ny-morning", False, None),
+        ("half-hourly", False, None),
+        ("nightly-report", False, None),
+        ("ny-morning", False, None),
     ]
     assert listed[0]["next_slot"][13:] in (":00:00Z", ":30:00Z") and listed[1]["next_slot"][13:] == ":30:00Z"
     assert bad_iso.returncode == 2 and bad_iso.stdout == ""
@@ -66,14 +75,21 @@ def test_window_errors_are_one_clear_line() -> None:
     )
     assert half.returncode == 1 and "expected both --from and --until" in half.stderr
     # A date alone is midnight UTC.
-    assert dates.returncode == 0 and json.loads(dates.stdout)["nightly-report"] == ["2026-03-28T01:30:00Z", "2026-03-29T01:00:00Z"]
+    assert dates.returncode == 0 and json.loads(dates.stdout)["nightly-report"] == [
+        "2026-03-28T01:30:00Z",
+        "2026-03-29T01:00:00Z",
+    ]
     env_broken = cli_env(None, CRONTICK_HANDLERS="tests.schedules.broken_schedule")
     bad = crontick("schedules", "--from", "2026-03-28", "--until", "2026-03-30", env=env_broken)
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1
-    assert bad.stderr.startswith("crontick: error: crontick.schedule('broken-digest'): expected a 5-field cron expression")
+    assert bad.stderr.startswith(
+        "crontick: error: crontick.schedule('broken-digest'): expected a 5-field cron expression"
+    )
 
 
-def test_listing_shows_last_and_next_slot_in_utc_and_local_time(database_url: str, conn: psycopg.Connection[Any]) -> None:
+def test_listing_shows_last_and_next_slot_in_utc_and_local_time(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
     env = cli_env(database_url, CRONTICK_HANDLERS=HANDLERS)
     before = crontick("schedules", "--json", env=env)
     assert before.returncode == 0, before.stderr

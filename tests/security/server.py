@@ -20,7 +20,10 @@ def served(database_url: str, **env: str) -> Iterator[tuple[str, subprocess.Pope
     port = free_port()
     proc = subprocess.Popen(
         [str(CRONTICK), "serve", "--host", "127.0.0.1", "--port", str(port)],
-        env=cli_env(database_url, **env), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env=cli_env(database_url, **env),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -31,7 +34,9 @@ def served(database_url: str, **env: str) -> Iterator[tuple[str, subprocess.Pope
                 break
             except httpx.TransportError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"crontick serve did not start: {proc.stderr.read() if proc.stderr else ''!r}") from None
+                    raise RuntimeError(
+                        f"crontick serve did not start: {proc.stderr.read() if proc.stderr else ''!r}"
+                    ) from None
                 time.sleep(0.05)
         yield base, proc
     finally:

@@ -31,8 +31,12 @@ class Upload:
 
 
 def _env(**extra: str) -> dict[str, str]:
-    return {"CRON_SECRET": TEST_SECRET, "QSTASH_CURRENT_SIGNING_KEY": QSTASH_KEY,
-            "CRONTICK_PUBLIC_URL": "https://app.example.com", **extra}
+    return {
+        "CRON_SECRET": TEST_SECRET,
+        "QSTASH_CURRENT_SIGNING_KEY": QSTASH_KEY,
+        "CRONTICK_PUBLIC_URL": "https://app.example.com",
+        **extra,
+    }
 
 
 def _upload(base: str, headers: dict[str, str]) -> tuple[httpx.Response, Upload]:

@@ -16,16 +16,30 @@ from tests.conftest import TEST_SECRET, fresh_database, serve
 
 QSTASH_KEY = "sig_" + "z" * 28
 header_text = st.text(st.characters(min_codepoint=0x20, max_codepoint=0xFF, blacklist_characters="\x7f"), max_size=200)
-header_name = st.sampled_from(["authorization", "upstash-signature", "content-type", "x-forwarded-host",
-                               "x-forwarded-proto", "x-anything", "expect"])
+header_name = st.sampled_from(
+    [
+        "authorization",
+        "upstash-signature",
+        "content-type",
+        "x-forwarded-host",
+        "x-forwarded-proto",
+        "x-anything",
+        "expect",
+    ]
+)
 
 
 @pytest.fixture(scope="module")
 def base(admin_url: str, template_name: str) -> Iterator[str]:
     """One live app for every example, with QStash on (so bodies are read) and a 1 KiB body cap."""
     with fresh_database(admin_url, template_name) as url:
-        app_settings = Settings(database_url=url, cron_secret=TEST_SECRET, qstash_current_signing_key=QSTASH_KEY,
-                                public_url="https://app.example.com", max_body_bytes=1024)
+        app_settings = Settings(
+            database_url=url,
+            cron_secret=TEST_SECRET,
+            qstash_current_signing_key=QSTASH_KEY,
+            public_url="https://app.example.com",
+            max_body_bytes=1024,
+        )
         with serve(create_app(app_settings)) as served:
             yield served
 

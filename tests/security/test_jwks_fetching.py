@@ -17,8 +17,12 @@ from tests.auth.issuers import AUDIENCE, JWKS_PATH, REPOSITORY, OidcIssuer, gith
 
 
 def _settings(database_url: str, issuer: OidcIssuer) -> Settings:
-    return Settings(database_url=database_url, github_oidc_repository=REPOSITORY, github_oidc_audience=AUDIENCE,
-                    github_oidc_issuer=issuer.url)
+    return Settings(
+        database_url=database_url,
+        github_oidc_repository=REPOSITORY,
+        github_oidc_audience=AUDIENCE,
+        github_oidc_issuer=issuer.url,
+    )
 
 
 def _break(issuer: OidcIssuer) -> None:
@@ -55,8 +59,10 @@ def test_anonymous_jwt_shaped_bearers_cause_one_fetch(
     database_url: str, issuer: OidcIssuer, other_rsa_key: rsa.RSAPrivateKey, live_app: Any
 ) -> None:
     """40 requests at once, each with a made-up kid: the fetches are serialised and then backed off."""
-    forged = [jwt.encode(github_claims(issuer.url), other_rsa_key, algorithm="RS256", headers={"kid": f"kid-{n}"})
-              for n in range(40)]
+    forged = [
+        jwt.encode(github_claims(issuer.url), other_rsa_key, algorithm="RS256", headers={"kid": f"kid-{n}"})
+        for n in range(40)
+    ]
 
     async def attack(base: str) -> list[int]:
         async with httpx.AsyncClient(timeout=30) as client:

@@ -46,8 +46,12 @@ def test_the_suite_wide_check_catches_a_line_that_is_not_json(json_line_check: J
 def test_a_kid_with_quotes_cannot_forge_a_tick_line(
     database_url: str, issuer: OidcIssuer, other_rsa_key: rsa.RSAPrivateKey, live_app: Any, crontick_log: LogLines
 ) -> None:
-    settings = Settings(database_url=database_url, github_oidc_repository=REPOSITORY, github_oidc_audience=AUDIENCE,
-                        github_oidc_issuer=issuer.url)
+    settings = Settings(
+        database_url=database_url,
+        github_oidc_repository=REPOSITORY,
+        github_oidc_audience=AUDIENCE,
+        github_oidc_issuer=issuer.url,
+    )
     with live_app(settings) as base:
         assert_refused(tick(base, headers=bearer(issuer.token(key=other_rsa_key, kid=FORGED))), base)
     events = _events(crontick_log)
@@ -56,7 +60,11 @@ def test_a_kid_with_quotes_cannot_forge_a_tick_line(
 
 
 def test_a_job_type_with_quotes_cannot_forge_a_tick_line(
-    database_url: str, conn: psycopg.Connection[Any], live_app: Any, crontick_log: LogLines, monkeypatch: pytest.MonkeyPatch
+    database_url: str,
+    conn: psycopg.Connection[Any],
+    live_app: Any,
+    crontick_log: LogLines,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(runner, "SLOW_JOB_SECONDS", -1.0)  # every job logs a slow_job line naming its type
     monkeypatch.setattr(logging.getLogger("crontick"), "level", logging.INFO)  # so the tick line is kept too

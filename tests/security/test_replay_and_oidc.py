@@ -15,20 +15,30 @@ BODY = b'{"from": "qstash"}'
 
 
 def _uses(conn: psycopg.Connection[Any], prefix: str) -> int:
-    return int(conn.execute("select count(*) from crontick_token_uses where jti like %s", (prefix + "%",)).fetchone()[0])  # type: ignore[index]
+    return int(
+        conn.execute("select count(*) from crontick_token_uses where jti like %s", (prefix + "%",)).fetchone()[0]
+    )  # type: ignore[index]
 
 
 def _oidc(database_url: str, issuer: OidcIssuer, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {"database_url": database_url, "github_oidc_repository": REPOSITORY,
-                              "github_oidc_audience": AUDIENCE, "github_oidc_issuer": issuer.url}
+    values: dict[str, Any] = {
+        "database_url": database_url,
+        "github_oidc_repository": REPOSITORY,
+        "github_oidc_audience": AUDIENCE,
+        "github_oidc_issuer": issuer.url,
+    }
     return Settings(**{**values, **overrides})
 
 
 def test_a_qstash_signature_ticks_once(
     database_url: str, conn: psycopg.Connection[Any], live_app: Any, crontick_log: LogLines
 ) -> None:
-    settings = Settings(database_url=database_url, qstash_current_signing_key=QSTASH_CURRENT,
-                        qstash_next_signing_key=QSTASH_NEXT, trust_forwarded=True)
+    settings = Settings(
+        database_url=database_url,
+        qstash_current_signing_key=QSTASH_CURRENT,
+        qstash_next_signing_key=QSTASH_NEXT,
+        trust_forwarded=True,
+    )
     with live_app(settings) as base:
         signature = qstash_signature(QSTASH_CURRENT, base + TICK_PATH, BODY)
         assert tick(base, headers={"Upstash-Signature": signature}, body=BODY).status_code == 200
@@ -41,8 +51,14 @@ def test_a_qstash_signature_ticks_once(
         forged = qstash_signature("sig_" + "f" * 28, base + TICK_PATH, BODY, jti="jwt_future")
         assert_refused(tick(base, headers={"Upstash-Signature": forged}, body=BODY), base)
         # No jti at all: refused, since its replay could not be detected.
-        assert_refused(tick(base, headers={"Upstash-Signature": qstash_signature(QSTASH_CURRENT, base + TICK_PATH, BODY, jti=None)},
-                            body=BODY), base)
+        assert_refused(
+            tick(
+                base,
+                headers={"Upstash-Signature": qstash_signature(QSTASH_CURRENT, base + TICK_PATH, BODY, jti=None)},
+                body=BODY,
+            ),
+            base,
+        )
     assert _uses(conn, "qstash:") == 2
     assert "qstash: jti already used" in crontick_log.refusals()
 
@@ -59,7 +75,9 @@ def test_a_github_oidc_token_ticks_once(
     assert "github_oidc: jti already used" in crontick_log.refusals()
 
 
-def test_the_repository_id_can_be_pinned(database_url: str, issuer: OidcIssuer, live_app: Any, crontick_log: LogLines) -> None:
+def test_the_repository_id_can_be_pinned(
+    database_url: str, issuer: OidcIssuer, live_app: Any, crontick_log: LogLines
+) -> None:
     with live_app(_oidc(database_url, issuer, github_oidc_repository_id="74")) as base:
         assert tick(base, headers=bearer(issuer.token())).status_code == 200
         # Same owner/name, deleted and re-created: a new numeric id.
@@ -69,6 +87,9 @@ def test_the_repository_id_can_be_pinned(database_url: str, issuer: OidcIssuer, 
 
 
 def test_repository_id_is_read_from_the_environment() -> None:
-    env = {"CRONTICK_GITHUB_OIDC_REPOSITORY": REPOSITORY, "CRONTICK_GITHUB_OIDC_AUDIENCE": AUDIENCE,
-           "CRONTICK_GITHUB_OIDC_REPOSITORY_ID": "74"}
+    env = {
+        "CRONTICK_GITHUB_OIDC_REPOSITORY": REPOSITORY,
+        "CRONTICK_GITHUB_OIDC_AUDIENCE": AUDIENCE,
+        "CRONTICK_GITHUB_OIDC_REPOSITORY_ID": "74",
+    }
     assert Settings.from_env(env).github_oidc_repository_id == "74"

@@ -29,12 +29,15 @@ def test_head_is_405_and_runs_no_tick(database_url: str, conn: psycopg.Connectio
     assert conn.execute("select count(*) from crontick_ticks").fetchone()[0] == 0  # type: ignore[index]
 
 
-def test_a_secret_in_a_handler_import_error_is_not_shown(live_app: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                          database_url: str) -> None:
+def test_a_secret_in_a_handler_import_error_is_not_shown(
+    live_app: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, database_url: str
+) -> None:
     module = tmp_path / "leaky_handlers_for_security.py"
     module.write_text("raise RuntimeError('could not reach https://admin:p4ssw0rd@internal.example')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    settings = Settings(database_url=database_url, cron_secret=TEST_SECRET, handler_modules=("leaky_handlers_for_security",))
+    settings = Settings(
+        database_url=database_url, cron_secret=TEST_SECRET, handler_modules=("leaky_handlers_for_security",)
+    )
     with live_app(settings) as base:
         for response in (httpx.post(base + "/api/cron/tick"), httpx.get(base + "/api/health")):
             assert response.status_code == 503
@@ -42,12 +45,15 @@ def test_a_secret_in_a_handler_import_error_is_not_shown(live_app: Any, tmp_path
             assert "p4ssw0rd" not in response.text and "internal.example" not in response.text
 
 
-@pytest.mark.parametrize(("name", "value", "limit"), [
-    ("CRONTICK_BATCH_SIZE", "10001", "10000"),
-    ("CRONTICK_TIME_BUDGET_SECONDS", "901", "900"),
-    ("CRONTICK_CONCURRENCY", "257", "256"),
-    ("CRONTICK_MAX_BODY_BYTES", str(64 * 1024 * 1024 + 1), str(64 * 1024 * 1024)),
-])
+@pytest.mark.parametrize(
+    ("name", "value", "limit"),
+    [
+        ("CRONTICK_BATCH_SIZE", "10001", "10000"),
+        ("CRONTICK_TIME_BUDGET_SECONDS", "901", "900"),
+        ("CRONTICK_CONCURRENCY", "257", "256"),
+        ("CRONTICK_MAX_BODY_BYTES", str(64 * 1024 * 1024 + 1), str(64 * 1024 * 1024)),
+    ],
+)
 def test_settings_have_upper_bounds(name: str, value: str, limit: str) -> None:
     with pytest.raises(ConfigError, match=f"^{name}: expected at most {limit}, got: '{value}'$"):
         Settings.from_env({name: value})

@@ -45,8 +45,12 @@ def test_the_default_refuses_loopback_by_address_and_by_name(
 ) -> None:
     httpserver.expect_request("/hook").respond_with_data("", status=204)
     port = httpserver.port
-    for url in (f"http://127.0.0.1:{port}/hook", f"http://localhost:{port}/hook", f"http://[::ffff:127.0.0.1]:{port}/hook",
-                f"http://0x7f000001:{port}/hook"):
+    for url in (
+        f"http://127.0.0.1:{port}/hook",
+        f"http://localhost:{port}/hook",
+        f"http://[::ffff:127.0.0.1]:{port}/hook",
+        f"http://0x7f000001:{port}/hook",
+    ):
         row = _run(database_url, conn, url)
         assert row["status"] == "failed", (url, row)
         assert "which is internal" in row["last_error"] and "CRONTICK_WEBHOOK_DENY_PRIVATE" in row["last_error"], url
@@ -63,11 +67,28 @@ def test_with_the_flag_off_loopback_is_delivered(
     assert len(httpserver.log) == 1
 
 
-@pytest.mark.parametrize("address", [
-    "127.0.0.1", "127.8.9.10", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0",
-    "::1", "fd00::1", "fe80::1", "::ffff:169.254.169.254", "::ffff:10.0.0.1", "64:ff9b::a9fe:a9fe", "2002:a9fe:a9fe::1",
-    "::", "224.0.0.1",
-])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "127.0.0.1",
+        "127.8.9.10",
+        "10.1.2.3",
+        "172.16.0.1",
+        "192.168.1.1",
+        "169.254.169.254",
+        "100.64.0.1",
+        "0.0.0.0",
+        "::1",
+        "fd00::1",
+        "fe80::1",
+        "::ffff:169.254.169.254",
+        "::ffff:10.0.0.1",
+        "64:ff9b::a9fe:a9fe",
+        "2002:a9fe:a9fe::1",
+        "::",
+        "224.0.0.1",
+    ],
+)
 def test_internal_ranges(address: str) -> None:
     assert is_internal(ipaddress.ip_address(address))
 

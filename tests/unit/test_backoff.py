@@ -42,9 +42,7 @@ def test_schedule_repeats_its_last_delay() -> None:
     assert Schedule((10.0, 20.0), jitter_fraction=0).delay_seconds(7, MIDDLE) == 20.0
 
 
-@pytest.mark.parametrize(
-    ("delays", "jitter"), [((), 0.2), ((-1.0,), 0.2), ((60.0,), 1.0), ((60.0,), -0.1)]
-)
+@pytest.mark.parametrize(("delays", "jitter"), [((), 0.2), ((-1.0,), 0.2), ((60.0,), 1.0), ((60.0,), -0.1)])
 def test_schedule_rejects_bad_values_with_expected_got(delays: tuple[float, ...], jitter: float) -> None:
     with pytest.raises(ValueError, match="expected .*got"):
         Schedule(delays, jitter_fraction=jitter)

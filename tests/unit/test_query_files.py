@@ -41,8 +41,17 @@ def test_a_file_without_names_has_no_queries() -> None:
 
 
 def test_the_core_queries_are_loaded() -> None:
-    core = {"job_insert", "job_insert_many", "job_rescue_expired", "job_claim_due", "job_record_outcomes",
-            "tick_last", "admin_jobs", "admin_job_retry", "admin_job_get"}
+    core = {
+        "job_insert",
+        "job_insert_many",
+        "job_rescue_expired",
+        "job_claim_due",
+        "job_record_outcomes",
+        "tick_last",
+        "admin_jobs",
+        "admin_job_retry",
+        "admin_job_get",
+    }
     assert core <= set(db.QUERIES)
 
 

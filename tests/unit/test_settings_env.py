@@ -48,8 +48,13 @@ def test_secret_of_exactly_the_minimum_length_is_accepted() -> None:
 
 
 def test_secrets_are_not_in_the_repr() -> None:
-    s = Settings.from_env({"CRON_SECRET": GOOD_SECRET, "QSTASH_CURRENT_SIGNING_KEY": "sig_" + "k" * 20,
-                           "CRONTICK_PUBLIC_URL": "https://app.example.com"})
+    s = Settings.from_env(
+        {
+            "CRON_SECRET": GOOD_SECRET,
+            "QSTASH_CURRENT_SIGNING_KEY": "sig_" + "k" * 20,
+            "CRONTICK_PUBLIC_URL": "https://app.example.com",
+        }
+    )
     assert GOOD_SECRET not in repr(s) and "sig_" not in repr(s)
     assert GOOD_SECRET in s.secrets  # but they are known, so error text can be scrubbed of them
 
@@ -74,7 +79,9 @@ def test_bad_numbers_fail_naming_the_variable(name: str, value: str, message: st
 
 @pytest.mark.parametrize("lease", ["5", "8"])
 def test_lease_not_longer_than_the_budget_fails(lease: str) -> None:
-    with pytest.raises(ConfigError, match=r"^CRONTICK_LEASE_SECONDS: expected more than CRONTICK_TIME_BUDGET_SECONDS \(8\)"):
+    with pytest.raises(
+        ConfigError, match=r"^CRONTICK_LEASE_SECONDS: expected more than CRONTICK_TIME_BUDGET_SECONDS \(8\)"
+    ):
         Settings.from_env({"CRONTICK_TIME_BUDGET_SECONDS": "8", "CRONTICK_LEASE_SECONDS": lease})
 
 

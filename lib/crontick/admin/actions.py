@@ -44,7 +44,9 @@ def _settings(request: Request) -> Settings:
 
 async def login_form(request: Request) -> Response:
     if not session.admin_open(_settings(request)):
-        return error(request, 404, "not_found", "the admin is closed: set CRONTICK_ADMIN_SECRET (32+ characters) to open it")
+        return error(
+            request, 404, "not_found", "the admin is closed: set CRONTICK_ADMIN_SECRET (32+ characters) to open it"
+        )
     message = "You are signed out." if request.query_params.get("out") else None
     return _login_page(request, message, failed=False, status=200)
 
@@ -58,7 +60,9 @@ def _login_page(request: Request, message: str | None, *, failed: bool, status: 
 async def login(request: Request) -> Response:
     settings = _settings(request)
     if not session.admin_open(settings):
-        return error(request, 404, "not_found", "the admin is closed: set CRONTICK_ADMIN_SECRET (32+ characters) to open it")
+        return error(
+            request, 404, "not_found", "the admin is closed: set CRONTICK_ADMIN_SECRET (32+ characters) to open it"
+        )
     if not session.same_origin(request, settings):
         return error(request, 403, "cross_site_request", "sign in from the admin's own login page")
     fields = await form(request)
@@ -90,8 +94,12 @@ def _done(view: View, message: str, back: str) -> Response:
 
 
 def _confirm(view: View, **context: Any) -> Response:
-    return view.page("confirm.html", {"details": [], "button_class": "primary", **context},
-                     title=context["heading"], nav=context.pop("nav", "jobs"))
+    return view.page(
+        "confirm.html",
+        {"details": [], "button_class": "primary", **context},
+        title=context["heading"],
+        nav=context.pop("nav", "jobs"),
+    )
 
 
 async def job_action(request: Request) -> Response:
@@ -100,16 +108,25 @@ async def job_action(request: Request) -> Response:
     if job_id > MAX_ID:
         return error(request, 404, "job_not_found", f"expected a job id, got: {job_id} (larger than any id)")
     if verb not in VERBS:
-        return error(request, 404, "not_found", f"expected one of {', '.join(VERBS)} after /admin/jobs/{job_id}/, got: {verb!r}")
+        return error(
+            request, 404, "not_found", f"expected one of {', '.join(VERBS)} after /admin/jobs/{job_id}/, got: {verb!r}"
+        )
 
     async def act(view: View) -> Response:
         fields = await form(view.request)
         back = safe_back(fields.get("back"), f"/admin/jobs/{job_id}")
         label, style, what = VERBS[verb]
         if fields.get("confirm") != "yes":
-            return _confirm(view, heading=f"{label} job #{job_id}?", question=f"This will {what}.",
-                            action_url=f"/admin/jobs/{job_id}/{verb}", fields={"back": back},
-                            button=label, button_class=style, back=back)
+            return _confirm(
+                view,
+                heading=f"{label} job #{job_id}?",
+                question=f"This will {what}.",
+                action_url=f"/admin/jobs/{job_id}/{verb}",
+                fields={"back": back},
+                button=label,
+                button_class=style,
+                back=back,
+            )
         act_fn = {"retry": store.retry_job, "cancel": store.cancel_job, "delete": store.delete_job}[verb]
         async with view.connection() as conn:
             result = await act_fn(conn, job_id, role=view.session.role)
@@ -129,17 +146,25 @@ async def reminder_retry(request: Request) -> Response:
     booking_id = int(request.path_params["booking_id"])
     kind = request.path_params["kind"]
     if booking_id > MAX_ID:
-        return error(request, 404, "reminder_not_found", f"expected a booking id, got: {booking_id} (larger than any id)")
+        return error(
+            request, 404, "reminder_not_found", f"expected a booking id, got: {booking_id} (larger than any id)"
+        )
 
     async def act(view: View) -> Response:
         fields = await form(view.request)
         back = safe_back(fields.get("back"), "/admin/reminders")
         if fields.get("confirm") != "yes":
-            return _confirm(view, heading=f"Retry the {kind} reminder of booking #{booking_id}?",
-                            question="Check the provider's log first: an 'unknown' reminder may already have "
-                                     "reached the customer, and a retry sends it again.",
-                            action_url=f"/admin/reminders/{booking_id}/{kind}/retry", fields={"back": back},
-                            button="Retry reminder", back=back, nav="reminders")
+            return _confirm(
+                view,
+                heading=f"Retry the {kind} reminder of booking #{booking_id}?",
+                question="Check the provider's log first: an 'unknown' reminder may already have "
+                "reached the customer, and a retry sends it again.",
+                action_url=f"/admin/reminders/{booking_id}/{kind}/retry",
+                fields={"back": back},
+                button="Retry reminder",
+                back=back,
+                nav="reminders",
+            )
         async with view.connection() as conn:
             result = await store.retry_reminder(conn, booking_id, kind, role=view.session.role)
         if not result.ok:
@@ -177,8 +202,12 @@ async def bulk_retry(request: Request) -> Response:
         if problem:
             return error(view.request, 400, "bad_payload_filter", problem)
         if fields.get("confirm") != "yes":
-            found = await panel(view, lambda conn: store.list_jobs(
-                conn, status="failed", type=job_type or None, payload_contains=contains, limit=COUNT_PAGE))
+            found = await panel(
+                view,
+                lambda conn: store.list_jobs(
+                    conn, status="failed", type=job_type or None, payload_contains=contains, limit=COUNT_PAGE
+                ),
+            )
             if found is None:
                 return error(view.request, 503, "unavailable", "the database did not answer in time; try again")
             rows, more = found
@@ -186,15 +215,30 @@ async def bulk_retry(request: Request) -> Response:
                 return _done(view, "No failed job matches this filter: nothing to retry.", back)
             max_id = int(rows[0]["id"])
             matched = f"{COUNT_PAGE:,}+" if more else f"{len(rows):,}"
-            details = ["status: failed", f"type: {job_type or 'any'}"] + ([f"payload contains: {payload_text}"] if payload_text else [])
-            return _confirm(view, heading=f"Retry {matched} failed jobs?",
-                            question=f"Every failed job this filter matches, up to job #{max_id}, gets one more "
-                                     "attempt, 500 at a time. Jobs that fail after now are left alone.",
-                            details=details, action_url="/admin/jobs/bulk-retry",
-                            fields={"type": job_type, "payload": payload_text, "max_id": max_id, "back": back},
-                            button=f"Retry {matched} jobs", back=back)
-        state = {"type": job_type, "payload": payload_text, "max_id": _int(fields.get("max_id")),
-                 "after": 0, "done": 0, "skipped": 0, "hop": 0, "back": back}
+            details = ["status: failed", f"type: {job_type or 'any'}"] + (
+                [f"payload contains: {payload_text}"] if payload_text else []
+            )
+            return _confirm(
+                view,
+                heading=f"Retry {matched} failed jobs?",
+                question=f"Every failed job this filter matches, up to job #{max_id}, gets one more "
+                "attempt, 500 at a time. Jobs that fail after now are left alone.",
+                details=details,
+                action_url="/admin/jobs/bulk-retry",
+                fields={"type": job_type, "payload": payload_text, "max_id": max_id, "back": back},
+                button=f"Retry {matched} jobs",
+                back=back,
+            )
+        state = {
+            "type": job_type,
+            "payload": payload_text,
+            "max_id": _int(fields.get("max_id")),
+            "after": 0,
+            "done": 0,
+            "skipped": 0,
+            "hop": 0,
+            "back": back,
+        }
         return await _bulk_step(view, state)
 
     return await gate(request, act, action=True)
@@ -210,8 +254,15 @@ async def bulk_continue(request: Request) -> Response:
     async def act(view: View) -> Response:
         packed = view.request.query_params.get("state", "")
         state = _unpack(packed)
-        if state is None or not session.sign_ok(view.settings, view.session, "bulk." + packed, view.request.query_params.get("sig", "")):
-            return error(view.request, 403, "bad_signature", "this bulk-retry link was not issued to this session; start again from the Jobs page")
+        if state is None or not session.sign_ok(
+            view.settings, view.session, "bulk." + packed, view.request.query_params.get("sig", "")
+        ):
+            return error(
+                view.request,
+                403,
+                "bad_signature",
+                "this bulk-retry link was not issued to this session; start again from the Jobs page",
+            )
         site = view.request.headers.get("sec-fetch-site")
         if site is not None and site != "same-origin":
             return error(view.request, 403, "cross_site_request", "continue the bulk retry from the admin's own pages")
@@ -226,17 +277,30 @@ async def _bulk_step(view: View, state: dict[str, Any]) -> Response:
     contains, _ = parse_payload(state["payload"])
     async with view.connection() as conn:
         done, skipped, next_after = await store.bulk_retry(
-            conn, status="failed", type=state["type"] or None, payload_contains=contains, max_id=state["max_id"],
-            after_id=state["after"], chunk=BULK_CHUNK, role=view.session.role)
+            conn,
+            status="failed",
+            type=state["type"] or None,
+            payload_contains=contains,
+            max_id=state["max_id"],
+            after_id=state["after"],
+            chunk=BULK_CHUNK,
+            role=view.session.role,
+        )
     state = {**state, "done": state["done"] + done, "skipped": state["skipped"] + skipped}
     if next_after is None:
         note = f" ({state['skipped']:,} skipped: their key is held by another active job)" if state["skipped"] else ""
         return _done(view, f"Retried {state['done']:,} failed jobs{note}.", state["back"])
     state = {**state, "after": next_after, "hop": state["hop"] + 1}
     packed = _pack(state)
-    url = render.link("/admin/jobs/bulk-retry/continue",
-                      {"state": packed, "sig": session.sign(view.settings, view.session, "bulk." + packed)})
+    url = render.link(
+        "/admin/jobs/bulk-retry/continue",
+        {"state": packed, "sig": session.sign(view.settings, view.session, "bulk." + packed)},
+    )
     if state["hop"] % HOPS_PER_PAGE:
         return finish(RedirectResponse(url, 303), view.request)
-    return view.page("progress.html", {"done": state["done"], "skipped": state["skipped"], "next_url": url},
-                     title="Retrying", nav="jobs")
+    return view.page(
+        "progress.html",
+        {"done": state["done"], "skipped": state["skipped"], "next_url": url},
+        title="Retrying",
+        nav="jobs",
+    )

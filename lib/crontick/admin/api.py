@@ -59,12 +59,19 @@ def refusal(request: Request, *, write: bool = False) -> tuple[Response | None, 
     """(a JSON refusal, or None and the caller's role): closed, unauthorised, or a viewer acting."""
     settings = request.app.state.runtime.settings
     if not settings.admin_secret:
-        return error(503, "admin_not_configured", "the admin is closed: set CRONTICK_ADMIN_SECRET (32+ characters, "
-                     "not CRON_SECRET) to open it"), ""
+        return error(
+            503,
+            "admin_not_configured",
+            "the admin is closed: set CRONTICK_ADMIN_SECRET (32+ characters, not CRON_SECRET) to open it",
+        ), ""
     role = bearer.role(request.headers.get("authorization"), settings)
     if role is None:
-        return error(401, "unauthorized", "send Authorization: Bearer <CRONTICK_ADMIN_SECRET> (or the viewer "
-                     "secret for reads)", {"WWW-Authenticate": 'Bearer realm="crontick admin"'}), ""
+        return error(
+            401,
+            "unauthorized",
+            "send Authorization: Bearer <CRONTICK_ADMIN_SECRET> (or the viewer secret for reads)",
+            {"WWW-Authenticate": 'Bearer realm="crontick admin"'},
+        ), ""
     if write and role != "admin":
         return error(403, "read_only", "the viewer secret can read but not act; use CRONTICK_ADMIN_SECRET"), role
     return None, role
@@ -87,8 +94,12 @@ def guarded(handler: Handler, *, write: bool = False) -> Callable[[Request], Awa
             return error(503, "unavailable", str(exc), {"Retry-After": "5"})
         except DatabaseUnavailable as exc:
             logs.error("admin_database_unavailable", path=request.url.path, detail=str(exc))
-            return error(503, "database_unavailable", "the database cannot be reached; try again later",
-                         {"Retry-After": str(RETRY_AFTER_SECONDS)})
+            return error(
+                503,
+                "database_unavailable",
+                "the database cannot be reached; try again later",
+                {"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
         except psycopg.DataError as exc:  # e.g. a NUL character, which PostgreSQL text cannot hold
             return error(400, "bad_request", f"expected values PostgreSQL can store, got: {type(exc).__name__}")
         except CrontickError as exc:  # BadRequest, BadCursor, and the store's own argument checks
@@ -98,6 +109,7 @@ def guarded(handler: Handler, *, write: bool = False) -> Callable[[Request], Awa
 
 
 # -- parameters ---------------------------------------------------------------------------------
+
 
 def _int(text: str | None, name: str, *, default: int | None = None, low: int = 1, high: int = MAX_ID) -> int | None:
     if text is None or text == "":
@@ -160,14 +172,19 @@ async def _body(request: Request) -> dict[str, Any]:
 
 # -- routes -------------------------------------------------------------------------------------
 
+
 async def list_jobs(request: Request, conn: store.Conn, role: str) -> Response:
     q = request.query_params
     status = _text(q.get("status"), "status")
     if status is not None and status not in STATUSES:
         raise BadRequest(f"status: expected one of {', '.join(STATUSES)}, got: {status!r}")
     rows, cursor = await store.list_jobs(
-        conn, status=status, type=_text(q.get("type"), "type"), payload_contains=_object(q.get("payload"), "payload"),
-        before_id=store.decode_cursor(q.get("cursor")), limit=_int(q.get("limit"), "limit", default=50, high=store.MAX_LIMIT) or 50,
+        conn,
+        status=status,
+        type=_text(q.get("type"), "type"),
+        payload_contains=_object(q.get("payload"), "payload"),
+        before_id=store.decode_cursor(q.get("cursor")),
+        limit=_int(q.get("limit"), "limit", default=50, high=store.MAX_LIMIT) or 50,
     )
     return answer({"jobs": rows, "next_cursor": cursor})
 
@@ -208,20 +225,30 @@ async def bulk_retry(request: Request, conn: store.Conn, role: str) -> Response:
     if max_id is None:  # confirming now: freeze the filter at the newest job
         max_id = await store.max_job_id(conn)
     retried, skipped, next_after = await store.bulk_retry(
-        conn, status=status, type=_text(type_, "type"), payload_contains=payload, max_id=max_id, after_id=after_id, role=role
+        conn,
+        status=status,
+        type=_text(type_, "type"),
+        payload_contains=payload,
+        max_id=max_id,
+        after_id=after_id,
+        role=role,
     )
     return answer({"retried": retried, "skipped_key_taken": skipped, "max_id": max_id, "next_after_id": next_after})
 
 
 async def stats(request: Request, conn: store.Conn, role: str) -> Response:
-    expected = getattr(request.app.state.runtime.settings, "expected_interval_seconds", store.DEFAULT_EXPECTED_INTERVAL_SECONDS)
+    expected = getattr(
+        request.app.state.runtime.settings, "expected_interval_seconds", store.DEFAULT_EXPECTED_INTERVAL_SECONDS
+    )
     return answer(await store.stats(conn, expected_interval_seconds=expected))
 
 
 async def list_reminders(request: Request, conn: store.Conn, role: str) -> Response:
     q = request.query_params
     rows, cursor = await store.list_reminders(
-        conn, status=_text(q.get("status"), "status"), before=store.decode_cursor(q.get("cursor")),
+        conn,
+        status=_text(q.get("status"), "status"),
+        before=store.decode_cursor(q.get("cursor")),
         limit=_int(q.get("limit"), "limit", default=50, high=store.MAX_LIMIT) or 50,
     )
     return answer({"reminders": rows, "next_cursor": cursor})
@@ -243,9 +270,13 @@ async def retry_reminder(request: Request, conn: store.Conn, role: str) -> Respo
 
 async def list_ticks(request: Request, conn: store.Conn, role: str) -> Response:
     q = request.query_params
-    expected = getattr(request.app.state.runtime.settings, "expected_interval_seconds", store.DEFAULT_EXPECTED_INTERVAL_SECONDS)
+    expected = getattr(
+        request.app.state.runtime.settings, "expected_interval_seconds", store.DEFAULT_EXPECTED_INTERVAL_SECONDS
+    )
     rows, cursor = await store.list_ticks(
-        conn, before_id=store.decode_cursor(q.get("cursor")), expected_interval_seconds=expected,
+        conn,
+        before_id=store.decode_cursor(q.get("cursor")),
+        expected_interval_seconds=expected,
         limit=_int(q.get("limit"), "limit", default=50, high=store.MAX_LIMIT) or 50,
     )
     return answer({"ticks": rows, "next_cursor": cursor})
@@ -257,7 +288,9 @@ async def list_hooks(request: Request, conn: store.Conn, role: str) -> Response:
 
     q = request.query_params
     rows, cursor = await feeds.list_events(
-        conn, hook=_text(q.get("hook"), "hook"), before=feeds.decode_event_cursor(q.get("cursor")),
+        conn,
+        hook=_text(q.get("hook"), "hook"),
+        before=feeds.decode_event_cursor(q.get("cursor")),
         limit=_int(q.get("limit"), "limit", default=50, high=store.MAX_LIMIT) or 50,
     )
     return answer({"hooks": declared_hooks(), "events": rows, "next_cursor": cursor})
@@ -268,7 +301,9 @@ async def list_alerts(request: Request, conn: store.Conn, role: str) -> Response
 
     q = request.query_params
     rows, cursor = await feeds.list_alerts(
-        conn, status=_text(q.get("status"), "status"), before_id=store.decode_cursor(q.get("cursor")),
+        conn,
+        status=_text(q.get("status"), "status"),
+        before_id=store.decode_cursor(q.get("cursor")),
         limit=_int(q.get("limit"), "limit", default=50, high=store.MAX_LIMIT) or 50,
     )
     sending = request.app.state.runtime.settings.alert_webhook_url is not None

@@ -8,7 +8,7 @@ from ..settings import Settings
 
 
 def role(authorization: str | None, settings: Settings) -> str | None:
-    """"admin", "viewer" or None. Both secrets are compared, in constant time, whatever matches;
+    """ "admin", "viewer" or None. Both secrets are compared, in constant time, whatever matches;
     CRON_SECRET is never one of them (Settings refuses that at startup)."""
     scheme, _, token = (authorization or "").partition(" ")
     token = token.strip()

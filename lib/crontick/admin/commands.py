@@ -23,7 +23,7 @@ def add_parsers(sub: Any) -> None:
     j = sub.add_parser("jobs", help="list jobs, newest first")
     j.add_argument("--status", choices=STATUSES)
     j.add_argument("--type", help="only jobs of this type")
-    j.add_argument("--payload", help='only jobs whose payload contains this JSON, e.g. \'{"user_id": 42}\'')
+    j.add_argument("--payload", help="only jobs whose payload contains this JSON, e.g. '{\"user_id\": 42}'")
     j.add_argument("--limit", type=int, default=50)
     j.add_argument("--cursor", help="the next_cursor printed by the previous page")
     j.add_argument("--json", action="store_true", help="print JSON for scripts")
@@ -67,10 +67,15 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         try:
             payload = json.loads(args.payload)
         except json.JSONDecodeError as exc:
-            raise CrontickError(f"--payload: expected a JSON object such as '{{\"user_id\": 42}}', got: {args.payload!r} ({exc.msg})") from None
+            raise CrontickError(
+                f"--payload: expected a JSON object such as '{{\"user_id\": 42}}', got: {args.payload!r} ({exc.msg})"
+            ) from None
     before = store.decode_cursor(args.cursor)
-    rows, cursor = _run(lambda conn: store.list_jobs(
-        conn, status=args.status, type=args.type, payload_contains=payload, before_id=before, limit=args.limit))
+    rows, cursor = _run(
+        lambda conn: store.list_jobs(
+            conn, status=args.status, type=args.type, payload_contains=payload, before_id=before, limit=args.limit
+        )
+    )
     if args.json:
         print(_json({"jobs": rows, "next_cursor": cursor}))
         return 0
@@ -78,7 +83,9 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     for r in rows:
         err = (r["last_error"] or "").replace("\n", " ")[:80]
         tries = f"{r['attempts']:>2}/{r['max_attempts']:<2}"
-        print(f"{r['id']:>8}  {r['type']:<24} {r['status']:<9} {tries}  {r['run_after'].isoformat(timespec='seconds'):<25} {err}")
+        print(
+            f"{r['id']:>8}  {r['type']:<24} {r['status']:<9} {tries}  {r['run_after'].isoformat(timespec='seconds'):<25} {err}"
+        )
     if cursor:
         print(f"more: crontick jobs --cursor {cursor}")
     return 0

@@ -17,8 +17,10 @@ def declared_hooks() -> list[dict[str, str]]:
     """The hooks `crontick.inbound(...)` declared in this process, by name: never their secrets."""
     from ..inbound import hooks as declared
 
-    return [{"name": h.name, "verify": h.verify, "job_type": h.job_type}
-            for h in sorted(declared().values(), key=lambda h: h.name)]
+    return [
+        {"name": h.name, "verify": h.verify, "job_type": h.job_type}
+        for h in sorted(declared().values(), key=lambda h: h.name)
+    ]
 
 
 def _event_cursor(view: View) -> feeds.EventCursor | None:
@@ -46,10 +48,17 @@ async def alerts(request: Request) -> Response:
         status = view.request.query_params.get("status", "")
         status = status if status in feeds.ALERT_STATUSES else ""
         before = _cursor(view)
-        result = await panel(view, lambda tx: feeds.list_alerts(tx, status=status or None, before_id=before, limit=PAGE_ROWS))
+        result = await panel(
+            view, lambda tx: feeds.list_alerts(tx, status=status or None, before_id=before, limit=PAGE_ROWS)
+        )
         rows, next_cursor = result if result is not None else (None, None)
-        data = {"alerts": rows, "next_cursor": next_cursor, "status": status, "statuses": feeds.ALERT_STATUSES,
-                "sending": view.settings.alert_webhook_url is not None}
+        data = {
+            "alerts": rows,
+            "next_cursor": next_cursor,
+            "status": status,
+            "statuses": feeds.ALERT_STATUSES,
+            "sending": view.settings.alert_webhook_url is not None,
+        }
         if view.json:
             return view.page("alerts.html", data, title="Alerts", nav="alerts")
         return view.page("alerts.html", {**data, "subject_link": subject_link}, title="Alerts", nav="alerts")

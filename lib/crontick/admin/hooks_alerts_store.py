@@ -74,4 +74,3 @@ async def list_alerts(
     if len(rows) > limit:
         return rows[:limit], encode_cursor(rows[limit - 1]["id"])
     return rows, None
-

@@ -51,8 +51,12 @@ async def failed(request: Request) -> Response:
 
         reminders = await panel(view, both)
         rows, next_cursor = jobs if jobs is not None else (None, None)
-        return view.page("failed.html", {"jobs": rows, "next_cursor": next_cursor, "reminders": reminders},
-                         title="Failed", nav="failed")
+        return view.page(
+            "failed.html",
+            {"jobs": rows, "next_cursor": next_cursor, "reminders": reminders},
+            title="Failed",
+            nav="failed",
+        )
 
     return await gate(request, build)
 
@@ -60,7 +64,11 @@ async def failed(request: Request) -> Response:
 def _job_filters(view: View) -> tuple[dict[str, str], Any, str | None]:
     """The filters from the URL, the payload as JSON, and a message when the payload is not JSON."""
     q = view.request.query_params
-    filters = {"status": q.get("status", ""), "type": q.get("type", "").strip(), "payload": q.get("payload", "").strip()}
+    filters = {
+        "status": q.get("status", ""),
+        "type": q.get("type", "").strip(),
+        "payload": q.get("payload", "").strip(),
+    }
     contains, problem = parse_payload(filters["payload"])
     if filters["status"] and filters["status"] not in JOB_STATUSES:
         problem = f"Unknown status {filters['status']!r}: expected one of {', '.join(JOB_STATUSES)}."
@@ -74,9 +82,9 @@ def parse_payload(text: str) -> tuple[Any, str | None]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        return None, f"The payload filter must be JSON, such as {{\"user_id\": 42}}: {exc.msg} at character {exc.pos}."
+        return None, f'The payload filter must be JSON, such as {{"user_id": 42}}: {exc.msg} at character {exc.pos}.'
     if not isinstance(value, dict):
-        return None, "The payload filter must be a JSON object, such as {\"user_id\": 42}."
+        return None, 'The payload filter must be a JSON object, such as {"user_id": 42}.'
     return value, None
 
 
@@ -91,12 +99,25 @@ async def jobs(request: Request) -> Response:
         before = _cursor(view)
         result = None
         if problem is None:
-            result = await panel(view, lambda tx: store.list_jobs(
-                tx, status=filters["status"] or None, type=filters["type"] or None,
-                payload_contains=contains, before_id=before, limit=PAGE_ROWS))
+            result = await panel(
+                view,
+                lambda tx: store.list_jobs(
+                    tx,
+                    status=filters["status"] or None,
+                    type=filters["type"] or None,
+                    payload_contains=contains,
+                    before_id=before,
+                    limit=PAGE_ROWS,
+                ),
+            )
         rows, next_cursor = result if result is not None else (None if problem is None else [], None)
-        data = {"jobs": rows, "next_cursor": next_cursor, "filters": filters, "problem": problem,
-                "statuses": JOB_STATUSES}
+        data = {
+            "jobs": rows,
+            "next_cursor": next_cursor,
+            "filters": filters,
+            "problem": problem,
+            "statuses": JOB_STATUSES,
+        }
         return view.page("jobs.html", data, title="Jobs", nav="jobs", status=400 if problem else 200)
 
     return await gate(request, build)
@@ -112,7 +133,12 @@ async def job(request: Request) -> Response:
     async def build(view: View) -> Response:
         row = await panel(view, lambda tx: store.get_job(tx, job_id)) if job_id <= MAX_ID else None
         if row is None:
-            return error(view.request, 404, "job_not_found", f"expected a job with id {job_id}, got none (it may have been deleted)")
+            return error(
+                view.request,
+                404,
+                "job_not_found",
+                f"expected a job with id {job_id}, got none (it may have been deleted)",
+            )
         back = view.link("/admin/jobs", status=row.get("status"), type=row.get("type"))
         return view.page("job.html", {"job": row, "back": back}, title=f"Job #{job_id}", nav="jobs")
 
@@ -125,7 +151,9 @@ async def reminders(request: Request) -> Response:
         status = status if status in REMINDER_STATUSES else ""
         before = _cursor(view)
         due = await panel(view, lambda tx: store.due_reminders(tx, limit=PAGE_ROWS))
-        sends = await panel(view, lambda tx: store.list_reminders(tx, status=status or None, before=before, limit=PAGE_ROWS))
+        sends = await panel(
+            view, lambda tx: store.list_reminders(tx, status=status or None, before=before, limit=PAGE_ROWS)
+        )
         rows, next_cursor = sends if sends is not None else (None, None)
         data = {"due": due, "sends": rows, "next_cursor": next_cursor, "status": status, "statuses": REMINDER_STATUSES}
         return view.page("reminders.html", data, title="Reminders", nav="reminders")

@@ -145,12 +145,19 @@ def chart(hours: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         done, failed = int(h.get("done", 0)), int(h.get("failed", 0))
         done_h = (CHART_HEIGHT - 14) * done / peak
         failed_h = (CHART_HEIGHT - 14) * failed / peak
-        bars.append({
-            "x": round(i * slot + 1, 1), "w": round(max(slot - 2, 1), 1),
-            "done_y": round(CHART_HEIGHT - done_h, 1), "done_h": round(done_h, 1),
-            "failed_y": round(CHART_HEIGHT - done_h - failed_h, 1), "failed_h": round(failed_h, 1),
-            "done": done, "failed": failed, "hour": h.get("hour"),
-        })
+        bars.append(
+            {
+                "x": round(i * slot + 1, 1),
+                "w": round(max(slot - 2, 1), 1),
+                "done_y": round(CHART_HEIGHT - done_h, 1),
+                "done_h": round(done_h, 1),
+                "failed_y": round(CHART_HEIGHT - done_h - failed_h, 1),
+                "failed_h": round(failed_h, 1),
+                "done": done,
+                "failed": failed,
+                "hour": h.get("hour"),
+            }
+        )
     return {"bars": bars, "peak": peak, "width": CHART_WIDTH, "height": CHART_HEIGHT}
 
 

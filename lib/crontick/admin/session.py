@@ -63,7 +63,8 @@ def role_secrets(settings: Settings) -> dict[str, str]:
     found = {"admin": settings.admin_secret, "viewer": settings.admin_viewer_secret}
     cron = settings.cron_secret or ""
     return {
-        role: value for role, value in found.items()
+        role: value
+        for role, value in found.items()
         if value and not (cron and hmac.compare_digest(value.encode(), cron.encode()))
     }
 
@@ -142,8 +143,9 @@ async def current(request: Request, settings: Settings) -> Session | None:
 
 def set_session(response: Response, request: Request, value: str) -> None:
     secure = not is_loopback_http(request)
-    response.set_cookie(cookie_name(request), value, max_age=SESSION_SECONDS, path="/",
-                        secure=secure, httponly=True, samesite="strict")
+    response.set_cookie(
+        cookie_name(request), value, max_age=SESSION_SECONDS, path="/", secure=secure, httponly=True, samesite="strict"
+    )
 
 
 def clear_session(response: Response, request: Request) -> None:
@@ -185,8 +187,15 @@ def sign_ok(settings: Settings, session: Session, text: str, mac: str) -> bool:
 
 def set_flash(response: Response, request: Request, settings: Settings, session: Session, message: str) -> None:
     value = base64.urlsafe_b64encode(message.encode()).decode().rstrip("=")
-    response.set_cookie(FLASH_COOKIE, f"{value}.{sign(settings, session, 'flash.' + value)}", max_age=120,
-                        path="/admin", secure=not is_loopback_http(request), httponly=True, samesite="strict")
+    response.set_cookie(
+        FLASH_COOKIE,
+        f"{value}.{sign(settings, session, 'flash.' + value)}",
+        max_age=120,
+        path="/admin",
+        secure=not is_loopback_http(request),
+        httponly=True,
+        samesite="strict",
+    )
 
 
 def take_flash(request: Request, settings: Settings, session: Session) -> str | None:

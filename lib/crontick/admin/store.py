@@ -25,9 +25,29 @@ from .tx import (
 )
 
 __all__ = [
-    "ACTION_TIMEOUT", "READ_TIMEOUT", "ActionResult", "Conn", "Row", "action", "audit", "bulk_retry", "cancel_job",
-    "connection", "decode_cursor", "delete_job", "due_reminders", "encode_cursor", "get_job", "list_jobs",
-    "list_reminders", "list_ticks", "max_job_id", "read", "retry_job", "retry_reminder", "stats",
+    "ACTION_TIMEOUT",
+    "READ_TIMEOUT",
+    "ActionResult",
+    "Conn",
+    "Row",
+    "action",
+    "audit",
+    "bulk_retry",
+    "cancel_job",
+    "connection",
+    "decode_cursor",
+    "delete_job",
+    "due_reminders",
+    "encode_cursor",
+    "get_job",
+    "list_jobs",
+    "list_reminders",
+    "list_ticks",
+    "max_job_id",
+    "read",
+    "retry_job",
+    "retry_reminder",
+    "stats",
 ]
 
 COUNT_CAP = 10_000
@@ -56,6 +76,7 @@ def _status(status: str | None, allowed: tuple[str, ...] = STATUSES) -> str | No
 
 # -- reads --------------------------------------------------------------------------------------
 
+
 async def list_jobs(
     conn: Conn,
     *,
@@ -74,7 +95,7 @@ async def list_jobs(
     _limit(limit)
     _status(status)
     if payload_contains is not None and not isinstance(payload_contains, dict):
-        raise CrontickError(f"payload: expected a JSON object such as {{\"user_id\": 42}}, got: {payload_contains!r}")
+        raise CrontickError(f'payload: expected a JSON object such as {{"user_id": 42}}, got: {payload_contains!r}')
     async with read(conn, "jobs list") as cur:
         if payload_contains is not None:
             if before_id is None:
@@ -82,17 +103,32 @@ async def list_jobs(
                 first = await cur.fetchone()
                 before_id = int(next(iter(first.values()))) if first else 1  # max(id) + 1
             floor_id = max(before_id - SEARCH_WINDOW_IDS, 0)
-            params = {"before_id": before_id, "floor_id": floor_id, "payload": Jsonb(payload_contains),
-                      "status": status, "type": type, "limit": limit + 1}
+            params = {
+                "before_id": before_id,
+                "floor_id": floor_id,
+                "payload": Jsonb(payload_contains),
+                "status": status,
+                "type": type,
+                "limit": limit + 1,
+            }
             await cur.execute(query("admin_jobs_search"), params)
             rows = await cur.fetchall()
             if len(rows) > limit:
                 return rows[:limit], encode_cursor(rows[limit - 1]["id"])
             return rows, (encode_cursor(floor_id) if floor_id > 1 else None)
-        params = {"before_id": before_id or _NO_CURSOR, "limit": limit + 1, "status": status, "type": type,
-                  "statuses": list(STATUSES)}
-        name = {(False, False): "admin_jobs", (True, False): "admin_jobs_by_status",
-                (False, True): "admin_jobs_by_type", (True, True): "admin_jobs_by_type_status"}
+        params = {
+            "before_id": before_id or _NO_CURSOR,
+            "limit": limit + 1,
+            "status": status,
+            "type": type,
+            "statuses": list(STATUSES),
+        }
+        name = {
+            (False, False): "admin_jobs",
+            (True, False): "admin_jobs_by_status",
+            (False, True): "admin_jobs_by_type",
+            (True, True): "admin_jobs_by_type_status",
+        }
         await cur.execute(query(name[status is not None, type is not None]), params)
         rows = await cur.fetchall()
     if len(rows) > limit:
@@ -133,8 +169,10 @@ async def stats(conn: Conn, *, expected_interval_seconds: float = DEFAULT_EXPECT
         "last_tick_at": last,
         "stale": stale,
         "as_of": as_of,
-        "hourly": [{"hour": h["hour"], "done": int(h["done"]), "failed": int(h["failed"]), "ticks": int(h["ticks"])}
-                   for h in hourly],
+        "hourly": [
+            {"hour": h["hour"], "done": int(h["done"]), "failed": int(h["failed"]), "ticks": int(h["ticks"])}
+            for h in hourly
+        ],
     }
 
 
@@ -186,6 +224,7 @@ async def list_ticks(
 
 # -- actions ------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class ActionResult:
     """What an action did. `error` is None on success, else not_found | conflict | key_taken."""
@@ -201,10 +240,13 @@ def _check_role(role: str) -> None:
         raise CrontickError(f"role: expected admin or cli to change jobs, got: {role!r}")
 
 
-async def audit(conn: Conn | psycopg.AsyncCursor[Row], role: str, action: str, detail: dict[str, Any], rows: int) -> None:
+async def audit(
+    conn: Conn | psycopg.AsyncCursor[Row], role: str, action: str, detail: dict[str, Any], rows: int
+) -> None:
     """Record an admin action; call it inside the action's transaction so both commit or neither."""
-    await conn.execute(query("admin_audit_insert"),
-                       {"role": role, "action": action, "detail": Jsonb(detail), "rows": rows})
+    await conn.execute(
+        query("admin_audit_insert"), {"role": role, "action": action, "detail": Jsonb(detail), "rows": rows}
+    )
 
 
 async def _locked_job(cur: psycopg.AsyncCursor[Row], job_id: int) -> Row | None:
@@ -220,8 +262,12 @@ async def retry_job(conn: Conn, job_id: int, *, role: str) -> ActionResult:
     try:
         return await _retry_job(conn, job_id, role)
     except psycopg.errors.UniqueViolation:  # a job with the key was enqueued after the lock was read
-        return ActionResult(False, "key_taken", f"expected job {job_id}'s key to be free, got it taken by a job "
-                            "enqueued just now: wait for that job to finish, or cancel it, then retry")
+        return ActionResult(
+            False,
+            "key_taken",
+            f"expected job {job_id}'s key to be free, got it taken by a job "
+            "enqueued just now: wait for that job to finish, or cancel it, then retry",
+        )
 
 
 async def _retry_job(conn: Conn, job_id: int, role: str) -> ActionResult:
@@ -230,11 +276,19 @@ async def _retry_job(conn: Conn, job_id: int, role: str) -> ActionResult:
         if lock is None:
             return ActionResult(False, "not_found", f"expected an existing job id, got: {job_id} (no such job)")
         if lock["status"] not in RETRYABLE:
-            return ActionResult(False, "conflict", f"expected a failed, done or cancelled job, got job {job_id} "
-                                f"with status {lock['status']!r}: it will run (or is running) without a retry")
+            return ActionResult(
+                False,
+                "conflict",
+                f"expected a failed, done or cancelled job, got job {job_id} "
+                f"with status {lock['status']!r}: it will run (or is running) without a retry",
+            )
         if lock["key_holder"] is not None:
-            return ActionResult(False, "key_taken", f"expected job {job_id}'s key to be free, got it held by active "
-                                f"job {lock['key_holder']}: wait for that job to finish, or cancel it, then retry")
+            return ActionResult(
+                False,
+                "key_taken",
+                f"expected job {job_id}'s key to be free, got it held by active "
+                f"job {lock['key_holder']}: wait for that job to finish, or cancel it, then retry",
+            )
         await cur.execute(query("admin_job_retry"), {"id": job_id})
         row = await cur.fetchone()
         await audit(cur, role, "retry_job", {"job_id": job_id}, 1)
@@ -249,8 +303,12 @@ async def cancel_job(conn: Conn, job_id: int, *, role: str) -> ActionResult:
         if lock is None:
             return ActionResult(False, "not_found", f"expected an existing job id, got: {job_id} (no such job)")
         if lock["status"] != "pending":
-            return ActionResult(False, "conflict", f"expected a pending job, got job {job_id} with status "
-                                f"{lock['status']!r}: only a job that has not started can be cancelled")
+            return ActionResult(
+                False,
+                "conflict",
+                f"expected a pending job, got job {job_id} with status "
+                f"{lock['status']!r}: only a job that has not started can be cancelled",
+            )
         await cur.execute(query("admin_job_cancel"), {"id": job_id})
         row = await cur.fetchone()
         await audit(cur, role, "cancel_job", {"job_id": job_id}, 1)
@@ -265,8 +323,12 @@ async def delete_job(conn: Conn, job_id: int, *, role: str) -> ActionResult:
         if lock is None:
             return ActionResult(False, "not_found", f"expected an existing job id, got: {job_id} (no such job)")
         if lock["status"] not in FINISHED:
-            return ActionResult(False, "conflict", f"expected a finished job, got job {job_id} with status "
-                                f"{lock['status']!r}: cancel it first if it is pending")
+            return ActionResult(
+                False,
+                "conflict",
+                f"expected a finished job, got job {job_id} with status "
+                f"{lock['status']!r}: cancel it first if it is pending",
+            )
         await cur.execute(query("admin_job_delete"), {"id": job_id})
         await audit(cur, role, "delete_job", {"job_id": job_id}, 1)
     return ActionResult(True, row={"id": job_id, "deleted": True})
@@ -293,8 +355,14 @@ async def bulk_retry(
     _status(status, RETRYABLE)
     if not 1 <= chunk <= BULK_CHUNK:
         raise CrontickError(f"chunk: expected 1 to {BULK_CHUNK}, got: {chunk}")
-    params = {"status": status, "type": type, "payload": Jsonb(payload_contains) if payload_contains is not None else None,
-              "max_id": max_id, "after_id": after_id or 0, "chunk": chunk}
+    params = {
+        "status": status,
+        "type": type,
+        "payload": Jsonb(payload_contains) if payload_contains is not None else None,
+        "max_id": max_id,
+        "after_id": after_id or 0,
+        "chunk": chunk,
+    }
     filt = {"status": status, "type": type, "payload": payload_contains, "max_id": max_id, "after_id": after_id}
     async with action(conn, "bulk retry") as cur:
         await cur.execute(query("admin_jobs_bulk_retry_by_type" if type else "admin_jobs_bulk_retry"), params)
@@ -317,10 +385,15 @@ async def retry_reminder(conn: Conn, booking_id: int, kind: str, *, role: str = 
             await cur.execute(query("admin_reminder_status"), params)
             current = await cur.fetchone()
             if current is None:
-                return ActionResult(False, "not_found", f"expected a reminder send for booking {booking_id} kind "
-                                    f"{kind!r}, got none")
-            return ActionResult(False, "conflict", f"expected a failed or unknown reminder, got booking {booking_id} "
-                                f"kind {kind!r} with status {current['status']!r}")
+                return ActionResult(
+                    False, "not_found", f"expected a reminder send for booking {booking_id} kind {kind!r}, got none"
+                )
+            return ActionResult(
+                False,
+                "conflict",
+                f"expected a failed or unknown reminder, got booking {booking_id} "
+                f"kind {kind!r} with status {current['status']!r}",
+            )
         await audit(cur, role, "retry_reminder", params, 1)
     return ActionResult(True, row=row)
 

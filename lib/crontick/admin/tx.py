@@ -26,6 +26,7 @@ Row = dict[str, Any]
 
 # -- cursors ------------------------------------------------------------------------------------
 
+
 def encode_cursor(before_id: int) -> str:
     """An opaque cursor for "rows with an id below this one"."""
     return base64.urlsafe_b64encode(f"v1:{before_id}".encode()).decode().rstrip("=")
@@ -77,6 +78,7 @@ async def connection(database_url: str) -> AsyncIterator[Conn]:
 
 
 # -- transactions -------------------------------------------------------------------------------
+
 
 @asynccontextmanager
 async def read(conn: Conn, what: str = "admin read") -> AsyncIterator[psycopg.AsyncCursor[Row]]:

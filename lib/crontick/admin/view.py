@@ -77,8 +77,14 @@ class View:
             return finish(JSONResponse(render.jsonable({**data, "as_of": self.now}), status), self.request)
         refresh = self.request.query_params.get("refresh") == "30"
         context = {
-            **data, "v": self, "title": title, "nav": nav, "nav_items": NAV, "refresh": refresh,
-            "refresh_seconds": REFRESH_SECONDS, "self_url": self.here(),
+            **data,
+            "v": self,
+            "title": title,
+            "nav": nav,
+            "nav_items": NAV,
+            "refresh": refresh,
+            "refresh_seconds": REFRESH_SECONDS,
+            "self_url": self.here(),
         }
         response = HTMLResponse(render.render(template, context), status)
         if self.flash is not None:
@@ -120,17 +126,26 @@ async def gate(request: Request, handler: Handler, *, action: bool = False) -> R
         # Before sign-in the caller may be anyone: the detail is in the log only.
         return error(request, 503, "misconfigured", misconfigured_body()["detail"])
     if not session.admin_open(settings):
-        return error(request, 404, "not_found", "the admin is closed: set CRONTICK_ADMIN_SECRET (32+ characters) to open it")
+        return error(
+            request, 404, "not_found", "the admin is closed: set CRONTICK_ADMIN_SECRET (32+ characters) to open it"
+        )
     if action and not session.same_origin(request, settings):
         # Before the session: a cross-site POST is refused whether or not its cookie came along.
-        logs.warning("admin_csrf_refused", reason="cross_origin", path=request.url.path,
-                     sec_fetch_site=request.headers.get("sec-fetch-site"), origin=request.headers.get("origin"))
+        logs.warning(
+            "admin_csrf_refused",
+            reason="cross_origin",
+            path=request.url.path,
+            sec_fetch_site=request.headers.get("sec-fetch-site"),
+            origin=request.headers.get("origin"),
+        )
         return error(request, 403, "cross_site_request", "this form must be sent from the admin's own pages")
     sess = await session.current(request, settings)
     if sess is None:
         if wants_json(request) or request.method != "GET":
             return error(request, 401, "unauthorized", "sign in at /admin/login first")
-        target = render.link("/admin/login", {"next": request.url.path + (f"?{request.url.query}" if request.url.query else "")})
+        target = render.link(
+            "/admin/login", {"next": request.url.path + (f"?{request.url.query}" if request.url.query else "")}
+        )
         return finish(RedirectResponse(target, 303), request)
     if action:
         refusal = await _csrf_refusal(request, sess)
@@ -149,5 +164,7 @@ async def _csrf_refusal(request: Request, sess: Session) -> Response | None:
     given = (await form(request)).get("csrf", "")
     if not session.token_ok(sess, given):
         logs.warning("admin_csrf_refused", reason="bad_token", path=request.url.path)
-        return error(request, 403, "bad_csrf_token", "the form's token is missing or stale; reload the page and try again")
+        return error(
+            request, 403, "bad_csrf_token", "the form's token is missing or stale; reload the page and try again"
+        )
     return None
