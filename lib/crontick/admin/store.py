@@ -249,9 +249,18 @@ async def audit(
     )
 
 
-async def _locked_job(cur: psycopg.AsyncCursor[Row], job_id: int) -> Row | None:
+async def _locked_job(
+    cur: psycopg.AsyncCursor[Row], job_id: int, allowed: tuple[str, ...], wanted: str, why: str
+) -> Row | ActionResult:
+    """Lock the job for an action; the refusal instead when it is unknown or not in `allowed`."""
     await cur.execute(query("admin_job_lock"), {"id": job_id})
-    return await cur.fetchone()
+    lock = await cur.fetchone()
+    if lock is None:
+        return ActionResult(False, "not_found", f"expected an existing job id, got: {job_id} (no such job)")
+    if lock["status"] not in allowed:
+        detail = f"expected {wanted}, got job {job_id} with status {lock['status']!r}: {why}"
+        return ActionResult(False, "conflict", detail)
+    return lock
 
 
 async def retry_job(conn: Conn, job_id: int, *, role: str) -> ActionResult:
@@ -272,16 +281,11 @@ async def retry_job(conn: Conn, job_id: int, *, role: str) -> ActionResult:
 
 async def _retry_job(conn: Conn, job_id: int, role: str) -> ActionResult:
     async with action(conn, f"retry job {job_id}") as cur:
-        lock = await _locked_job(cur, job_id)
-        if lock is None:
-            return ActionResult(False, "not_found", f"expected an existing job id, got: {job_id} (no such job)")
-        if lock["status"] not in RETRYABLE:
-            return ActionResult(
-                False,
-                "conflict",
-                f"expected a failed, done or cancelled job, got job {job_id} "
-                f"with status {lock['status']!r}: it will run (or is running) without a retry",
-            )
+        lock = await _locked_job(
+            cur, job_id, RETRYABLE, "a failed, done or cancelled job", "it will run (or is running) without a retry"
+        )
+        if isinstance(lock, ActionResult):
+            return lock
         if lock["key_holder"] is not None:
             return ActionResult(
                 False,
@@ -299,16 +303,11 @@ async def cancel_job(conn: Conn, job_id: int, *, role: str) -> ActionResult:
     """A pending job becomes cancelled and never runs; any other status is a conflict."""
     _check_role(role)
     async with action(conn, f"cancel job {job_id}") as cur:
-        lock = await _locked_job(cur, job_id)
-        if lock is None:
-            return ActionResult(False, "not_found", f"expected an existing job id, got: {job_id} (no such job)")
-        if lock["status"] != "pending":
-            return ActionResult(
-                False,
-                "conflict",
-                f"expected a pending job, got job {job_id} with status "
-                f"{lock['status']!r}: only a job that has not started can be cancelled",
-            )
+        lock = await _locked_job(
+            cur, job_id, ("pending",), "a pending job", "only a job that has not started can be cancelled"
+        )
+        if isinstance(lock, ActionResult):
+            return lock
         await cur.execute(query("admin_job_cancel"), {"id": job_id})
         row = await cur.fetchone()
         await audit(cur, role, "cancel_job", {"job_id": job_id}, 1)
@@ -319,16 +318,9 @@ async def delete_job(conn: Conn, job_id: int, *, role: str) -> ActionResult:
     """A finished job (done, failed or cancelled) and its attempts are deleted."""
     _check_role(role)
     async with action(conn, f"delete job {job_id}") as cur:
-        lock = await _locked_job(cur, job_id)
-        if lock is None:
-            return ActionResult(False, "not_found", f"expected an existing job id, got: {job_id} (no such job)")
-        if lock["status"] not in FINISHED:
-            return ActionResult(
-                False,
-                "conflict",
-                f"expected a finished job, got job {job_id} with status "
-                f"{lock['status']!r}: cancel it first if it is pending",
-            )
+        lock = await _locked_job(cur, job_id, FINISHED, "a finished job", "cancel it first if it is pending")
+        if isinstance(lock, ActionResult):
+            return lock
         await cur.execute(query("admin_job_delete"), {"id": job_id})
         await audit(cur, role, "delete_job", {"job_id": job_id}, 1)
     return ActionResult(True, row={"id": job_id, "deleted": True})

@@ -7,7 +7,7 @@ import base64
 import binascii
 import weakref
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import psycopg
@@ -80,33 +80,29 @@ async def connection(database_url: str) -> AsyncIterator[Conn]:
 # -- transactions -------------------------------------------------------------------------------
 
 
-@asynccontextmanager
-async def read(conn: Conn, what: str = "admin read") -> AsyncIterator[psycopg.AsyncCursor[Row]]:
+def read(conn: Conn, what: str = "admin read") -> AbstractAsyncContextManager[psycopg.AsyncCursor[Row]]:
     """One read-only transaction with a short statement_timeout; yields a dict-row cursor.
 
     A timeout raises QueryTimeout and a lost connection DatabaseUnavailable, so a caller can
     show "unavailable" for its panel rather than fail the page.
     """
-    try:
-        async with conn.transaction():
-            cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(query("admin_read_begin"))
-            yield cur
-    except psycopg.errors.QueryCanceled as exc:
-        raise QueryTimeout(what, READ_TIMEOUT) from exc
-    except psycopg.OperationalError as exc:
-        raise DatabaseUnavailable(exc) from exc
+    return _transaction(conn, what, "admin_read_begin", READ_TIMEOUT)
+
+
+def action(conn: Conn, what: str) -> AbstractAsyncContextManager[psycopg.AsyncCursor[Row]]:
+    """One write transaction for an admin action (its audit row goes in the same one)."""
+    return _transaction(conn, what, "admin_action_begin", ACTION_TIMEOUT)
 
 
 @asynccontextmanager
-async def action(conn: Conn, what: str) -> AsyncIterator[psycopg.AsyncCursor[Row]]:
-    """One write transaction for an admin action (its audit row goes in the same one)."""
+async def _transaction(conn: Conn, what: str, begin: str, timeout: str) -> AsyncIterator[psycopg.AsyncCursor[Row]]:
+    """A transaction opened by the named `begin` statement (its mode and timeout), errors translated."""
     try:
         async with conn.transaction():
             cur = conn.cursor(row_factory=dict_row)
-            await cur.execute(query("admin_action_begin"))
+            await cur.execute(query(begin))
             yield cur
     except psycopg.errors.QueryCanceled as exc:
-        raise QueryTimeout(what, ACTION_TIMEOUT) from exc
+        raise QueryTimeout(what, timeout) from exc
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailable(exc) from exc
