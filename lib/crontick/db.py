@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from .cutoff import shut_down
 from .errors import CrontickError, DatabaseUnavailable, DatabaseUrlError
 
 log = logging.getLogger("crontick")
@@ -130,6 +131,17 @@ class Database:
                 pass
 
     close = discard
+
+    def sever(self) -> psycopg.AsyncConnection[Any] | None:
+        """Cut the connection under whatever statement waits on it (crontick.cutoff), and forget it.
+
+        Every request sharing it sees the connection lost at once; the next one opens a fresh
+        connection. Returns it, for the caller to close once its own request has unwound.
+        """
+        conn, self._conn = self._conn, None
+        if conn is not None and not conn.closed:
+            shut_down(conn)
+        return conn
 
 
 async def _alive(conn: psycopg.AsyncConnection[Any]) -> bool:

@@ -22,6 +22,17 @@ class DatabaseUnavailable(CrontickError):
         super().__init__(f"database unavailable: {_first_line(cause)}")
 
 
+class DatabaseTimeout(DatabaseUnavailable):
+    """The database gave no answer by a request's cut-off (a pooler waiting for a server that is down, or a full pool)."""
+
+    def __init__(self, seconds: float) -> None:
+        CrontickError.__init__(
+            self,
+            f"database unavailable: expected an answer within {seconds:.3g} s, got none "
+            "(the database is down behind a pooler, or the pooler's pool is full)",
+        )
+
+
 class DatabaseUrlError(ConfigError):
     """DATABASE_URL cannot be parsed. psycopg's reason is kept; the password, which it may quote, is not."""
 
