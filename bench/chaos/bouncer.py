@@ -11,11 +11,15 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from .rig import free_port
+
+if TYPE_CHECKING:
+    from .scenarios import Row
 
 START_TIMEOUT_SECONDS = 15.0
 
@@ -33,6 +37,14 @@ def pgbouncer_binary() -> str | None:
             None,
         )
     )
+
+
+def not_run(scenario: str) -> Row:
+    """The row of a PgBouncer scenario on a machine without PgBouncer: a failure where CI requires it."""
+    from .scenarios import Row
+
+    required = bool(os.environ.get("CRONTICK_REQUIRE_PGBOUNCER"))
+    return Row(scenario, "not run", "PgBouncer is not installed (apt-get install pgbouncer)", ok=not required)
 
 
 def _run_as(host: str) -> pwd.struct_passwd | None:

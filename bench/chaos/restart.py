@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import tempfile
 import threading
 import time
@@ -13,7 +12,6 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import httpx
 import psycopg
 
 from bench import server as pg
@@ -23,7 +21,7 @@ from crontick.settings import Settings
 
 from . import bouncer
 from .handlers import SIDE_EFFECTS_SQL
-from .rig import SECRET, Rig
+from .rig import Answer, Rig, clear_503, timed
 
 if TYPE_CHECKING:
     from .scenarios import Row, Sizes
@@ -56,25 +54,8 @@ def private_server() -> Iterator[tuple[Any, str]]:
             server.cleanup()
 
 
-def _ticked(base: str) -> tuple[int, str, str | None, float]:
-    """One tick: (status, body, Retry-After, seconds). A hang past the budget plus 5 s is status 0."""
-    began = time.monotonic()
-    try:
-        r = httpx.post(base + TICK, headers={"Authorization": f"Bearer {SECRET}"}, timeout=BUDGET_SECONDS + 5)
-    except httpx.TimeoutException:
-        return 0, "", None, time.monotonic() - began
-    return r.status_code, r.text, r.headers.get("retry-after"), time.monotonic() - began
-
-
-def _clear_503(answer: tuple[int, str, str | None, float]) -> bool:
-    status, text, retry_after, took = answer
-    return (
-        status == 503
-        and '"error":"database_unavailable"' in text.replace(" ", "")
-        and bool(retry_after)
-        and "Traceback" not in text
-        and took < ANSWER_BY_SECONDS
-    )
+def _ticked(base: str) -> Answer:
+    return timed("POST", base + TICK, BUDGET_SECONDS + 5)
 
 
 def database_restart(rig: Rig, sizes: Sizes) -> Row:
@@ -85,16 +66,9 @@ def database_restart(rig: Rig, sizes: Sizes) -> Row:
 
 def database_restart_pgbouncer(rig: Rig, sizes: Sizes) -> Row:
     """The same with PgBouncer in transaction mode between the app and the database (only the database restarts)."""
-    from .scenarios import Row
 
     if bouncer.pgbouncer_binary() is None:
-        required = bool(os.environ.get("CRONTICK_REQUIRE_PGBOUNCER"))
-        return Row(
-            "4 database restart, PgBouncer",
-            "not run",
-            "PgBouncer is not installed (apt-get install pgbouncer)",
-            ok=not required,
-        )
+        return bouncer.not_run("4 database restart, PgBouncer")
     return _restart(rig, sizes, pooled=True)
 
 
@@ -116,8 +90,8 @@ def _restart(rig: Rig, sizes: Sizes, *, pooled: bool) -> Row:
         if pooled:
             port = stack.enter_context(bouncer.pgbouncer(str(bouncer.pgbouncer_binary()), admin))
             env["DATABASE_URL"] = pg.as_url(bouncer.through(url, port))
-        mid: list[tuple[int, str, str | None, float]] = []
-        down: list[tuple[int, str, str | None, float]] = []
+        mid: list[Answer] = []
+        down: list[Answer] = []
         with own.serve(env) as app:
             for _ in range(restarts):
                 # Due an hour ago: claimed ahead of the other jobs, so the next tick is inside them when the database stops.
@@ -150,8 +124,8 @@ def _restart(rig: Rig, sizes: Sizes, *, pooled: bool) -> Row:
         unknown = own.sql("select count(*) from reminder_sends where status = 'unknown'")[0][0]
         delivered = sum(1 for n in own.provider.sends.values() if n >= 1)
         own.provider.clear()
-    clear_down = sum(1 for a in down if _clear_503(a))
-    mid_503 = sum(1 for a in mid if a[0] == 503 and _clear_503((a[0], a[1], a[2], 0.0)))
+    clear_down = sum(1 for a in down if clear_503(a, ANSWER_BY_SECONDS))
+    mid_503 = sum(1 for a in mid if a[0] == 503 and clear_503((a[0], a[1], a[2], 0.0), ANSWER_BY_SECONDS))
     mid_worst = max((a[3] for a in mid), default=0.0)
     hangs_or_500 = sum(1 for a in mid + down if a[0] == 0 or a[0] >= 500 and a[0] != 503)
     ok = (
