@@ -127,6 +127,7 @@ def _restart(rig: Rig, sizes: Sizes, *, pooled: bool) -> Row:
     clear_down = sum(1 for a in down if clear_503(a, ANSWER_BY_SECONDS))
     mid_503 = sum(1 for a in mid if a[0] == 503 and clear_503((a[0], a[1], a[2], 0.0), ANSWER_BY_SECONDS))
     mid_worst = max((a[3] for a in mid), default=0.0)
+    mid_other = [f"{a[0]} {a[1][:80]}" for a in mid if not clear_503((a[0], a[1], a[2], 0.0), ANSWER_BY_SECONDS)]
     hangs_or_500 = sum(1 for a in mid + down if a[0] == 0 or a[0] >= 500 and a[0] != 503)
     ok = (
         clear_down == len(down)
@@ -145,7 +146,8 @@ def _restart(rig: Rig, sizes: Sizes, *, pooled: bool) -> Row:
         f"{jobs + SLOW_JOBS * restarts:,} jobs, {bookings} reminders",
         f"{clear_down}/{len(down)} ticks while down got 503 database_unavailable + Retry-After, worst "
         f"{max((a[3] for a in down), default=0.0) * 1000:.0f} ms; interrupted ticks {mid_503}/{len(mid)} 503 in "
-        f"<= {mid_worst:.1f} s (budget {BUDGET_SECONDS:.0f} s, cut-off {CUTOFF_SECONDS:.2f} s); hangs/500s {hangs_or_500}; after restart: "
+        f"<= {mid_worst:.1f} s (budget {BUDGET_SECONDS:.0f} s, cut-off {CUTOFF_SECONDS:.2f} s)"
+        f"{'; the others: ' + repr(mid_other) if mid_other else ''}; hangs/500s {hangs_or_500}; after restart: "
         f"{stuck} pending/running, {failed} failed, {over} run more often than attempted, "
         f"{again + slow_again} re-run (at-least-once); reminders {delivered} delivered, {unknown} unknown, {r_twice} twice",
         lost=lost + slow_lost + max(0, r_lost - unknown),

@@ -312,6 +312,7 @@ def load(rig: Rig, sizes: Sizes) -> Row:
         latencies = drain_all(rig, server.base, sizes.callers, sizes.deadline_seconds)
         poster.join()
         latencies += drain_all(rig, server.base, sizes.callers, sizes.deadline_seconds)  # the last events' jobs
+        cut = sum(1 for line in server.log_lines() if '"event": "database_unavailable"' in line)
     hooks = webhooks.tally(rig, sizes.events, answers)
     hooks_ok = (
         hooks.accepted == hooks.deliveries
@@ -337,7 +338,8 @@ def load(rig: Rig, sizes: Sizes) -> Row:
         f"({len(sent) - sizes.events} sent twice), {sizes.callers} callers, {len(latencies):,} ticks",
         f"jobs: {sizes.jobs - lost - rerun:,} ran exactly once, {rerun} again on a later attempt (at-least-once), "
         f"{over} more often than attempted; reminders: {once:,} delivered once, {unknown} marked unknown, "
-        f"{r_twice} twice; {hooks.text()}; tick p50 {q[49]:.0f} ms, p99 {q[98]:.0f} ms",
+        f"{r_twice} twice; {hooks.text()}; tick p50 {q[49]:.0f} ms, p99 {q[98]:.0f} ms; "
+        f"requests cut off or refused (503): {cut}",
         lost=lost + max(0, r_lost - unknown) + hooks.lost + max(0, sizes.events - hooks.jobs),
         duplicated=over + r_twice + hooks.over + max(0, hooks.jobs - sizes.events),
         ok=not (lost or over or r_twice) and r_lost <= unknown and hooks_ok,

@@ -70,7 +70,7 @@ async def tick(request: Request) -> JSONResponse:
     try:
         # Bounded as a whole: a pooler waiting for a server that is down would hold any statement
         # here (the jti record, the connect, the tick's own) for minutes.
-        async with cutoff.bounded(rt.db, settings):
+        async with cutoff.bounded(rt.db, cutoff.cutoff_of(settings)):
             # Inside the try: recording a short-lived token's jti needs the database, and an
             # outage there is a 503 the scheduler retries, not a 401 that looks like a bad secret.
             decision = await auth.authorize(request, body, settings, rt.db)
@@ -105,7 +105,7 @@ async def health(request: Request) -> JSONResponse:
     if rt.problem or rt.db is None:
         return JSONResponse({"ok": False, "last_tick_at": None, **misconfigured_body()}, 503)
     try:
-        async with cutoff.bounded(rt.db, rt.settings):
+        async with cutoff.bounded(rt.db, cutoff.cutoff_of(rt.settings)):
             conn = await rt.db.connection()
             status = await health_check.read(conn, rt.settings)
     except DatabaseUnavailable as exc:

@@ -104,7 +104,7 @@ class LambdaRuntime:
         db = runtime.db
 
         def bound() -> AbstractAsyncContextManager[None]:
-            return cutoff.bounded(db, settings)
+            return cutoff.bounded(db, cutoff.cutoff_of(settings))
 
         try:
             async with bound():

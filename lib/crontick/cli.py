@@ -133,7 +133,7 @@ def cmd_tick(args: argparse.Namespace) -> int:
     held = cutoff.Held()
 
     def bound() -> AbstractAsyncContextManager[None]:
-        return cutoff.bounded(held, settings)
+        return cutoff.bounded(held, cutoff.cutoff_of(settings))
 
     async def go() -> dict[str, Any]:
         try:

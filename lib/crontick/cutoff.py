@@ -68,8 +68,8 @@ class Held:
 
 
 @asynccontextmanager
-async def bounded(holder: Severable, settings: Settings) -> AsyncIterator[None]:
-    """Run the block until the cut-off at most (cutoff_of); past that, raise DatabaseTimeout.
+async def bounded(holder: Severable, limit: Cutoff) -> AsyncIterator[None]:
+    """Run the block until `limit` at most (a tick's: cutoff_of(settings)); past that, raise DatabaseTimeout.
 
     At the cut-off the holder's connection is cut under whatever statement waits on it (the
     socket is shut down, so the wait ends with an error at once, and psycopg does not try to
@@ -79,7 +79,6 @@ async def bounded(holder: Severable, settings: Settings) -> AsyncIterator[None]:
     Whatever the block raised after the cut becomes DatabaseTimeout: the caller answers 503
     with Retry-After, as for a refused connection.
     """
-    limit = cutoff_of(settings)
     loop = asyncio.get_running_loop()
     cut: list[psycopg.AsyncConnection[Any] | None] = []
     timer = loop.call_later(limit.seconds, lambda: cut.append(holder.sever()))

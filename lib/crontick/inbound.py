@@ -145,7 +145,7 @@ async def endpoint(request: Request) -> Response:
         return _error(400, "bad_event", str(exc))
     payload = {"hook": name, "event_id": event_id, "received_at": datetime.now(UTC).isoformat(), "event": event}
     try:
-        async with cutoff.bounded(rt.db, rt.settings):
+        async with cutoff.bounded(rt.db, cutoff.cutoff_of(rt.settings)):
             job_id, new = await record(rt, hook, event_id, payload)
     except DatabaseUnavailable as exc:
         await cutoff.discard_after(rt.db, exc)

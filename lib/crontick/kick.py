@@ -113,7 +113,7 @@ async def _tick_inline(rt: Runtime) -> bool:
 
     assert rt.db is not None
     try:
-        async with cutoff.bounded(rt.db, rt.settings):
+        async with cutoff.bounded(rt.db, cutoff.cutoff_of(rt.settings)):
             conn = await rt.db.connection()
             result = await run_tick(conn, rt.settings, source="kick")
     except DatabaseUnavailable as exc:

@@ -18,7 +18,7 @@ from crontick.settings import Settings
 from tests.conftest import url_of
 
 # Cut at 1.33 s (a third of the lease margin), stop at 1.58 s; the lease (3 s) ends after both.
-SETTINGS = Settings(time_budget_seconds=0.5, lease_seconds=3.0)
+LIMIT = cutoff_of(Settings(time_budget_seconds=0.5, lease_seconds=3.0))
 
 
 def test_a_statement_waiting_past_the_cut_off_ends_at_once_and_its_connection_is_replaced(database_url: str) -> None:
@@ -27,7 +27,7 @@ def test_a_statement_waiting_past_the_cut_off_ends_at_once_and_its_connection_is
         first = await db.connection()
         began = time.monotonic()
         with pytest.raises(DatabaseTimeout, match="expected an answer within 1.33 s"):
-            async with bounded(db, SETTINGS):
+            async with bounded(db, LIMIT):
                 await first.execute("select pg_sleep(3)")  # a pooler waiting for a server holds it the same way
         took = time.monotonic() - began
         second = await db.connection()
@@ -37,14 +37,14 @@ def test_a_statement_waiting_past_the_cut_off_ends_at_once_and_its_connection_is
         return took, second is first or not first.closed, row[0] if row else 0
 
     took, reused, one = asyncio.run(scenario())
-    assert cutoff_of(SETTINGS).seconds <= took < cutoff_of(SETTINGS).stop_seconds + 0.5
+    assert LIMIT.seconds <= took < LIMIT.stop_seconds + 0.5
     assert not reused and one == 1
 
 
 def test_a_block_that_ends_in_time_keeps_its_connection(database_url: str) -> None:
     async def scenario() -> bool:
         db = Database(url_of(database_url))
-        async with bounded(db, SETTINGS):
+        async with bounded(db, LIMIT):
             conn = await db.connection()
             await conn.execute("select pg_sleep(0.1)")
         await asyncio.sleep(1.5)  # past the cut-off: the timer was cancelled with the block
@@ -87,9 +87,9 @@ def test_a_connect_that_never_completes_is_cancelled_at_the_stop(silent_server: 
         db = Database(f"postgresql://postgres@127.0.0.1:{silent_server}/crontick")
         began = time.monotonic()
         with pytest.raises(DatabaseTimeout):
-            async with bounded(db, SETTINGS):
+            async with bounded(db, LIMIT):
                 await db.connection()  # libpq's own connect_timeout is 5 s
         return time.monotonic() - began
 
     took = asyncio.run(scenario())
-    assert cutoff_of(SETTINGS).stop_seconds <= took < cutoff_of(SETTINGS).stop_seconds + 0.5
+    assert LIMIT.stop_seconds <= took < LIMIT.stop_seconds + 0.5

@@ -12,6 +12,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,17 +27,24 @@ from bench import server as pg
 from bench.chaos.bouncer import pgbouncer, through
 from bench.chaos.restart import private_server
 from crontick import db
+from crontick.admin.tx import CUTOFF as ADMIN_CUTOFF
 from crontick.cutoff import cutoff_of
 from crontick.settings import Settings
-from tests.conftest import ROOT, TEST_SECRET, url_of
+from tests.conftest import ROOT, TEST_SECRET, fresh_database, url_of
 from tests.http.http_checks import AUTH, HEALTH, TICK, LiveApp, assert_json_error
 from tests.pooler.conftest import pgbouncer_binary
 
 BUDGET_SECONDS = 2.0
 LEASE_SECONDS = 4.0
 HOOK_SECRET = "t-cutoff-hook-secret-" + "h" * 20
+ADMIN_SECRET = "t-cutoff-admin-secret-" + "a" * 20
+ADMIN_AUTH = {"Authorization": f"Bearer {ADMIN_SECRET}"}
 SETTINGS = Settings(
-    cron_secret=TEST_SECRET, time_budget_seconds=BUDGET_SECONDS, lease_seconds=LEASE_SECONDS, kick="off"
+    cron_secret=TEST_SECRET,
+    admin_secret=ADMIN_SECRET,
+    time_budget_seconds=BUDGET_SECONDS,
+    lease_seconds=LEASE_SECONDS,
+    kick="off",
 )
 # The cut-off, plus what a loaded CI machine needs to send the 503 (a hang lasts 120 s).
 ANSWER_BY_SECONDS = cutoff_of(SETTINGS).stop_seconds + 1.5
@@ -110,11 +118,17 @@ def test_a_tick_cut_off_behind_pgbouncer_answers_503_in_time_and_loses_nothing(
         time.sleep(0.6)  # the tick has claimed the slow jobs and sleeps in their handlers
         stoppable.server.stop()
         try:
-            down = [
-                _timed(lambda: client.post(url + TICK, headers=AUTH)),
-                _timed(lambda: client.get(url + HEALTH)),
-                _timed(lambda: client.post(url + "/api/hooks/t-cutoff", headers=hook, json={"n": 1})),
-            ]
+            with ThreadPoolExecutor(3) as pool:  # at once: each waits for its own cut-off
+                down = list(
+                    pool.map(
+                        _timed,
+                        [
+                            lambda: client.post(url + TICK, headers=AUTH),
+                            lambda: client.get(url + HEALTH),
+                            lambda: client.post(url + "/api/hooks/t-cutoff", headers=hook, json={"n": 1}),
+                        ],
+                    )
+                )
             first.join(ANSWER_BY_SECONDS + 30)
         finally:
             stoppable.server.ensure_postgres_running()
@@ -163,3 +177,40 @@ def test_crontick_tick_exits_1_with_one_line_when_the_database_is_down_behind_pg
     assert down.stderr.startswith("crontick: error: database unavailable") and down.stderr.count("\n") == 1, down.stderr
     # A cold interpreter takes a second or two to import crontick before the cut-off clock starts.
     assert took < ANSWER_BY_SECONDS + 10, f"expected an exit within the cut-off, got {took:.1f} s"
+
+
+def test_every_request_path_answers_503_by_its_cut_off_while_the_pool_is_full(
+    admin_url: str, template_name: str, live_app: LiveApp
+) -> None:
+    """PgBouncer's only server connection held in an open transaction: PgBouncer fails nothing fast
+    here (the server is up), every statement waits for a free server, 120 s by default."""
+    with ExitStack() as stack:
+        direct = stack.enter_context(fresh_database(admin_url, template_name))
+        port = stack.enter_context(pgbouncer(pgbouncer_binary(), admin_url, pool_size=1))
+        pooled = through(direct, port)
+        settings = replace(SETTINGS, database_url=url_of(pooled))
+        url = stack.enter_context(live_app(settings))
+        client = stack.enter_context(httpx.Client(timeout=httpx.Timeout(ADMIN_CUTOFF.stop_seconds + 30)))
+        assert client.get(url + HEALTH).status_code == 200
+        holder = stack.enter_context(psycopg.connect(pooled, prepare_threshold=None))
+        holder.execute("select 1")  # a transaction keeps its server connection in transaction mode
+        hook = {"Authorization": f"Bearer {HOOK_SECRET}", "Idempotency-Key": "evt-full"}
+        with ThreadPoolExecutor(4) as pool:
+            tick, health, inbound, admin = pool.map(
+                _timed,
+                [
+                    lambda: client.post(url + TICK, headers=AUTH),
+                    lambda: client.get(url + HEALTH),
+                    lambda: client.post(url + "/api/hooks/t-cutoff", headers=hook, json={"n": 2}),
+                    lambda: client.get(url + "/api/admin/stats", headers=ADMIN_AUTH),
+                ],
+            )
+        holder.rollback()
+        back = client.post(url + TICK, headers=AUTH)
+    for answer, took in (tick, health, inbound):
+        _assert_prompt_503(answer, took)
+        assert took >= cutoff_of(SETTINGS).seconds  # it waited for the pool, not for a refusal
+    # The admin's cut-off is its own (a turn on its connection), not the tick budget's.
+    assert_json_error(admin[0], 503, "database_unavailable")
+    assert ADMIN_CUTOFF.seconds <= admin[1] < ADMIN_CUTOFF.stop_seconds + 1.5 and "Retry-After" in admin[0].headers
+    assert back.status_code == 200, back.text
