@@ -23,13 +23,13 @@ class DatabaseUnavailable(CrontickError):
 
 
 class DatabaseTimeout(DatabaseUnavailable):
-    """The database gave no answer by a request's cut-off (a pooler waiting for a server that is down, or a full pool)."""
+    """The database gave no answer by a request's cut-off (crontick.cutoff)."""
 
     def __init__(self, seconds: float) -> None:
         CrontickError.__init__(
             self,
             f"database unavailable: expected an answer within {seconds:.3g} s, got none "
-            "(the database is down behind a pooler, or the pooler's pool is full)",
+            "(a pooler waiting for a server that is down or for a free one, or a statement blocked in the database)",
         )
 
 
