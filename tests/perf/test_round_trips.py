@@ -26,6 +26,7 @@ from tests.conftest import TEST_SECRET, free_port, fresh_database
 
 BATCHES = (1, 100, 1000)
 STATEMENT = re.compile(r"^F\t\d+\t(Parse|Query)\t", re.MULTILINE)
+PARAMETER = re.compile(r"%\(\w+\)s")
 ran: list[int] = []
 
 
@@ -40,10 +41,16 @@ def statement_names(trace: str) -> list[str]:
     starts = [m.start() for m in STATEMENT.finditer(trace)] + [len(trace)]
     for begin, end in pairwise(starts):
         text = trace[begin:end]
-        # A named query's text up to its first parameter appears verbatim in its Parse message.
-        name = next((n for n, q in db.QUERIES.items() if q.split("%(")[0].strip() in text), None)
+        # A named query's text between its parameters appears verbatim in its Parse message. The
+        # longest query that matches: tick_probe begins as job_claim_due does.
+        matching = [n for n, q in db.QUERIES.items() if all(piece in text for piece in _pieces(q))]
+        name = max(matching, key=lambda n: len(db.QUERIES[n]), default=None)
         names.append(name or text.split("\t", 3)[-1][:60])
     return names
+
+
+def _pieces(query: str) -> list[str]:
+    return [piece.strip() for piece in PARAMETER.split(query) if piece.strip()]
 
 
 def traced_tick(url: str, settings: Settings, now: datetime) -> tuple[TickResult, list[str]]:
