@@ -1,0 +1,12 @@
+"""The CRONTICK_HANDLERS module of chaos scenario 10: the chaos handlers, plus a schedule every minute that
+both skewed servers declare."""
+
+from __future__ import annotations
+
+import crontick
+
+from . import handlers  # noqa: F401  (registers the chaos job handlers)
+
+SCHEDULE = "chaos-every-minute"
+
+crontick.schedule(SCHEDULE, "* * * * *", "chaos.record", {"schedule": SCHEDULE}, catch_up="all")
