@@ -45,9 +45,8 @@ class Probe(NamedTuple):
 # What a caller that knows jobs are due (a drain whose last tick left some) uses instead of
 # running the probe: it claims with job_claim_due, which still reports expired leases and the time,
 # and puts those into this.
-JOBS_DUE = Probe(
-    False, [], datetime.min.replace(tzinfo=UTC), datetime.min.replace(tzinfo=UTC), False, False, None, False, None, None
-)
+_NEVER = datetime.min.replace(tzinfo=UTC)
+JOBS_DUE = Probe(False, [], _NEVER, _NEVER, False, False, None, False, None, None)
 
 # How far the database's clock is ahead of this host's (negative: behind), as of this process's last
 # probe. Only for pacing what this process decides before the probe answers (whether to look for a
