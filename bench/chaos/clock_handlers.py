@@ -6,7 +6,6 @@ from __future__ import annotations
 import crontick
 
 from . import handlers  # noqa: F401  (registers the chaos job handlers)
-
-SCHEDULE = "chaos-every-minute"
+from .clock import SCHEDULE
 
 crontick.schedule(SCHEDULE, "* * * * *", "chaos.record", {"schedule": SCHEDULE}, catch_up="all")
