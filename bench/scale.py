@@ -70,7 +70,7 @@ async def claim_times(url: str) -> tuple[list[float], list[float], str]:
 
 async def explain(conn: psycopg.AsyncConnection[Any]) -> str:
     now = datetime.now(UTC)
-    params = {"now": now, "limit": BATCH, "lease_until": now + timedelta(seconds=LEASE_SECONDS)}
+    params = {"now": now, "limit": BATCH, "lease": timedelta(seconds=LEASE_SECONDS)}
     statement = sql.SQL("explain (analyze, buffers) ") + sql.SQL(db.query("job_claim_due"))
     async with conn.transaction(force_rollback=True):
         cur = await conn.execute(statement, params)

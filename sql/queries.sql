@@ -78,9 +78,14 @@ from rescued;
 -- statistics say (a join may be planned as a scan of the whole table).
 -- The batch comes back as one JSON array of [id, type, payload, attempts, max_attempts,
 -- created_at, scheduled_for, schedule, snoozes]: one value to decode instead of nine per job.
-with due as materialized (
+with clock as (
+    -- The tick's time: the caller's (tests fake time by passing it), else the DATABASE's clock,
+    -- never the app host's, so hosts whose clocks disagree claim, lease and rescue alike. The
+    -- statement returns it, and the rest of the tick uses it (crontick.tick.run_tick).
+    select coalesce(%(now)s::timestamptz, now()) as now
+), due as materialized (
     select id from jobs
-    where status = 'pending' and run_after <= %(now)s
+    where status = 'pending' and run_after <= (select now from clock)
     order by run_after, id
     limit %(limit)s
     for update skip locked
@@ -88,8 +93,9 @@ with due as materialized (
     update jobs j set
         status = 'running',
         attempts = j.attempts + 1,
-        locked_until = %(lease_until)s,
-        updated_at = %(now)s
+        locked_until = k.now + %(lease)s::interval,
+        updated_at = k.now
+    from clock k
     where j.id = any(array(select id from due))
     returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at, j.scheduled_for, j.schedule, j.snoozes
 )
@@ -99,7 +105,9 @@ select
     (select json_agg(json_build_array(
         c.id, c.type, c.payload::text, c.attempts, c.max_attempts, c.created_at, c.scheduled_for, c.schedule, c.snoozes) order by c.id)
      from claimed c) as jobs,
-    coalesce((select min(locked_until) from jobs where status = 'running') < %(now)s, false) as expired;
+    coalesce((select min(locked_until) from jobs where status = 'running') < k.now, false) as expired,
+    k.now
+from clock k;
 
 -- name: job_record_outcomes
 -- Tick, last step: every outcome of the batch and the tick's log row, in one statement (one
@@ -201,18 +209,26 @@ select max(finished_at) as last_tick_at from crontick_ticks;
 -- an idle tick is one round trip. Otherwise the tick runs only the steps whose check found
 -- work (crontick.tick.run_tick), and a tick with only jobs to do is two round trips.
 -- The checks read the snapshot from before the claim: next_job_at counts the jobs claimed here.
--- The claim is job_claim_due's, word for word (tests/perf/test_claim_statements.py holds them equal).
+-- The claim is job_claim_due's, word for word (tests/perf/test_claim_statements.py holds them equal),
+-- its `clock` included: every comparison below is with the database's time (k.now, p.now), which
+-- the statement returns as `now` for the rest of the tick.
 --
 -- Adding a per-tick step (schedules, an alerts outbox, retention, ...): add ONE column to
 -- `probe`, a timestamp `<step>_at` (e.g. (select min(next_at) from crontick_schedules)) or a
 -- boolean `<step>_due` (e.g. exists (select 1 from <outbox> where status = 'pending')); add
--- it to `idle` below (a timestamp as `coalesce(<step>_at <= %(now)s, false)`) and, for a
+-- it to `checks` below (a timestamp as `coalesce(<step>_at <= p.now, false)`) and, for a
 -- timestamp, to next_due_at; then read it in crontick.probe.Probe. previous_tick_at (the last
 -- tick's finished_at, read before this tick's own row exists) is there for scheduler-silence
--- detection.
-with due_jobs as materialized (
+-- detection. This statement must stay under psycopg's 4 KiB parse-cache limit (comment lines
+-- are stripped at load; tests/alerts/test_alert_policy.py measures it).
+with clock as (
+    -- The tick's time: the caller's (tests fake time by passing it), else the DATABASE's clock,
+    -- never the app host's, so hosts whose clocks disagree claim, lease and rescue alike. The
+    -- statement returns it, and the rest of the tick uses it (crontick.tick.run_tick).
+    select coalesce(%(now)s::timestamptz, now()) as now
+), due_jobs as materialized (
     select id from jobs
-    where status = 'pending' and run_after <= %(now)s
+    where status = 'pending' and run_after <= (select now from clock)
     order by run_after, id
     limit %(limit)s
     for update skip locked
@@ -220,38 +236,40 @@ with due_jobs as materialized (
     update jobs j set
         status = 'running',
         attempts = j.attempts + 1,
-        locked_until = %(lease_until)s,
-        updated_at = %(now)s
+        locked_until = k.now + %(lease)s::interval,
+        updated_at = k.now
+    from clock k
     where j.id = any(array(select id from due_jobs))
     returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at, j.scheduled_for, j.schedule, j.snoozes
 ), probe as materialized (
-    select
+    select k.now,
         (select min(run_after) from jobs where status = 'pending') as next_job_at,
-        coalesce((select min(locked_until) from jobs where status = 'running') < %(now)s, false) as leases_expired,
+        coalesce((select min(locked_until) from jobs where status = 'running') < k.now, false) as leases_expired,
         -- Reminders, as reminder_claim_due finds them: a row still 'sending' after its lease (its
         -- tick died mid-send), a failed row whose retry comes due, or, per kind, the first
         -- confirmed booking past the kind's floor without that kind's row (due once it is
         -- inside the window, at starts_at - lead).
-        coalesce((select min(locked_until) from reminder_sends where status = 'sending') < %(now)s, false)
+        coalesce((select min(locked_until) from reminder_sends where status = 'sending') < k.now, false)
             as reminder_lease_expired,
         least(
             (select min(next_attempt_at) from reminder_sends where status = 'failed' and next_attempt_at is not null),
-            (select min(u.first_at - k.lead)
-             from unnest(%(kinds)s::text[], %(leads)s::interval[], %(floors)s::interval[]) as k(kind, lead, floor)
+            (select min(u.first_at - w.lead)
+             from unnest(%(kinds)s::text[], %(leads)s::interval[], %(floors)s::interval[]) as w(kind, lead, floor)
              cross join lateral (
                  select min(b.starts_at) as first_at from bookings b
-                 where b.status = 'confirmed' and b.starts_at > %(now)s::timestamptz + k.floor
-                   and not exists (select 1 from reminder_sends r where r.booking_id = b.id and r.kind = k.kind)
+                 where b.status = 'confirmed' and b.starts_at > k.now + w.floor
+                   and not exists (select 1 from reminder_sends r where r.booking_id = b.id and r.kind = w.kind)
              ) u)
         ) as next_reminder_at,
         -- Schedules: the earliest next slot ('-infinity': not computed yet; 'infinity': dormant),
-        -- due by the database's clock, as schedule_due reads it; or this process has
-        -- declarations it has not synced yet (crontick.schedules.needs_sync).
+        -- due by the database's clock, as schedule_due reads it (now(), even when a test passes
+        -- its own time); or this process has declarations it has not synced yet
+        -- (crontick.schedules.needs_sync).
         (select min(next_at) from crontick_schedules) as schedules_next_at,
         (select max(finished_at) from crontick_ticks) as previous_tick_at,
         -- crontick.alerts: pending alerts due, when a URL is configured to send them to.
         %(alerts_on)s::boolean
-            and coalesce((select min(next_attempt_at) from crontick_alerts where status = 'pending') <= %(now)s, false)
+            and coalesce((select min(next_attempt_at) from crontick_alerts where status = 'pending') <= k.now, false)
             as alerts_due,
         -- crontick.retention: a job or tick record past its keep period, each read as the first
         -- entry of an index (tick records expire daily on any live system, so the runs they start
@@ -261,6 +279,7 @@ with due_jobs as materialized (
             or coalesce((select min(updated_at) from jobs where status = 'failed') < %(failed_before)s::timestamptz, false)
             or coalesce((select min(finished_at) from crontick_ticks) < %(kept_before)s::timestamptz, false)
             as retention_due
+    from clock k
 ), silence as (
     -- crontick.alerts: this tick ends a silence of the scheduler when the tick before it finished
     -- more than silent_after before it started (null silent_after: this process ticked recently,
@@ -268,29 +287,31 @@ with due_jobs as materialized (
     -- silence raise one alert, and only the tick whose insert won logs scheduler_silent.
     insert into crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
     select 'scheduler_silent', 'scheduler', p.previous_tick_at,
-        jsonb_build_object('silent_seconds', round(extract(epoch from %(now)s::timestamptz - p.previous_tick_at)),
+        jsonb_build_object('silent_seconds', round(extract(epoch from p.now - p.previous_tick_at)),
                            'silent_after_seconds', %(silent_after)s::float8),
-        %(now)s, %(now)s, %(now)s
+        p.now, p.now, p.now
     from probe p
-    where p.previous_tick_at < %(now)s::timestamptz - make_interval(secs => %(silent_after)s::float8)
+    where p.previous_tick_at < p.now - make_interval(secs => %(silent_after)s::float8)
     on conflict on constraint crontick_alerts_once do nothing
     returning (body ->> 'silent_seconds')::float8 as silent_seconds
-), idle as (
+), checks as (
     select p.*,
-        p.reminder_lease_expired or coalesce(p.next_reminder_at <= %(now)s, false) as reminders_due,
+        p.reminder_lease_expired or coalesce(p.next_reminder_at <= p.now, false) as reminders_due,
         coalesce(p.schedules_next_at <= now(), false) or %(schedules_unsynced)s as schedules_due,
-        not (coalesce(p.next_job_at <= %(now)s, false) or p.leases_expired
-             or p.reminder_lease_expired or coalesce(p.next_reminder_at <= %(now)s, false)
-             or coalesce(p.schedules_next_at <= now(), false) or %(schedules_unsynced)s
-             or p.alerts_due or p.retention_due or (%(alerts_on)s::boolean and exists (select 1 from silence))) as idle,
+        %(alerts_on)s::boolean and exists (select 1 from silence) as silenced,
         case when isfinite(p.schedules_next_at) then p.schedules_next_at end as next_slot_at
     from probe p
+), idle as (
+    select d.*,
+        not (coalesce(d.next_job_at <= d.now, false) or d.leases_expired or d.reminders_due or d.schedules_due
+             or d.alerts_due or d.retention_due or d.silenced) as idle
+    from checks d
 ), logged as (
     -- An idle tick's commit does not wait for the WAL flush (transaction-local, so safe behind a
     -- pooler): its log row is all it writes, and a crash could lose only that row. CASE makes
     -- sure a tick that claimed jobs (never idle) keeps the durable commit.
     insert into crontick_ticks (started_at, finished_at, source, summary)
-    select %(now)s, %(now)s, %(source)s::text,
+    select i.now, i.now, %(source)s::text,
         %(summary)s::jsonb || jsonb_build_object('next_due_at', least(i.next_job_at, i.next_reminder_at, i.next_slot_at))
     from idle i
     where case when i.idle then set_config('synchronous_commit', 'off', true) = 'off' else false end
@@ -300,7 +321,6 @@ select idle,
     (select json_agg(json_build_array(
         c.id, c.type, c.payload::text, c.attempts, c.max_attempts, c.created_at, c.scheduled_for, c.schedule, c.snoozes) order by c.id)
      from claimed c) as jobs,
-    next_job_at, leases_expired, reminders_due, next_reminder_at, schedules_due, next_slot_at, previous_tick_at,
-    alerts_due or (%(alerts_on)s::boolean and exists (select 1 from silence)) as alerts_due, retention_due,
-    (select silent_seconds from silence) as silent_seconds
+    now, next_job_at, leases_expired, reminders_due, next_reminder_at, schedules_due, next_slot_at, previous_tick_at,
+    alerts_due or silenced as alerts_due, retention_due, (select silent_seconds from silence) as silent_seconds
 from idle;

@@ -7,20 +7,20 @@ import sys
 import time
 
 from .rig import rig
-from .scenarios import FULL, SCENARIOS, SHORT, Row
+from .scenarios import FULL, NUMBERS, SCENARIOS, SHORT, Row
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.chaos", description=__doc__)
     parser.add_argument("--short", action="store_true", help="the seconds-long versions that `make test` runs")
-    parser.add_argument("--only", help="run the scenarios whose name contains this text")
+    parser.add_argument("--only", help="run the scenarios with this number, or whose name contains this text")
     args = parser.parse_args(argv)
     sizes = SHORT if args.short else FULL
     rows: list[Row] = []
     print(f"{'scenario':<30} | {'how much':<70} | verified", flush=True)
     with rig() as r:
         for scenario in SCENARIOS:
-            if args.only and args.only not in scenario.__name__:
+            if args.only and args.only not in scenario.__name__ and args.only != str(NUMBERS.get(scenario)):
                 continue
             began = time.monotonic()
             row = scenario(r, sizes)

@@ -12,7 +12,11 @@ import psycopg
 import crontick
 from crontick import db
 
-SIDE_EFFECTS_SQL = "create table if not exists chaos_side_effects (job_id bigint not null, pid int not null)"
+# ran_at: the database's clock when the run happened (scenario 10 checks no job ran before it was due).
+SIDE_EFFECTS_SQL = (
+    "create table if not exists chaos_side_effects"
+    " (job_id bigint not null, pid int not null, ran_at timestamptz not null default statement_timestamp())"
+)
 # The load scenario's inbound hook: GitHub-style deliveries, each event's job counted like chaos.record's.
 GITHUB_HOOK = "chaos-github"
 GITHUB_SECRET = "chaos-github-secret-" + "g" * 24

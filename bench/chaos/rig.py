@@ -147,17 +147,24 @@ class Rig:
         }
 
     @contextmanager
-    def serve(self, env: dict[str, str] | None = None, port: int | None = None) -> Iterator[Server]:
-        """A `crontick serve` on a free loopback port, stopped (SIGTERM, then SIGKILL) on exit."""
+    def serve(
+        self, env: dict[str, str] | None = None, port: int | None = None, wrapper: list[str] | None = None
+    ) -> Iterator[Server]:
+        """A `crontick serve` on a free loopback port, stopped (SIGTERM, then SIGKILL) on exit.
+
+        `wrapper` (such as `faketime -f +300`) runs the server as its child: then the server gets a
+        process group of its own, and the whole group is stopped.
+        """
         port = port or free_port()
         log_path = self.workdir / f"serve-{port}-{time.monotonic_ns()}.log"
         with log_path.open("wb") as log:
             proc = subprocess.Popen(
-                [str(CRONTICK), "serve", "--host", "127.0.0.1", "--port", str(port)],
+                [*(wrapper or []), str(CRONTICK), "serve", "--host", "127.0.0.1", "--port", str(port)],
                 env=self.env(**(env or {})),
                 cwd=ROOT,
                 stdout=subprocess.DEVNULL,
                 stderr=log,
+                start_new_session=wrapper is not None,
             )
         server = Server(f"http://127.0.0.1:{port}", proc, log_path)
         try:
@@ -165,13 +172,7 @@ class Rig:
             self.servers.append(server)
             yield server
         finally:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(10)
+            _stop(proc, group=wrapper is not None)
 
     def sql(self, statement: str, params: Any = None) -> list[tuple[Any, ...]]:
         with psycopg.connect(self.url, autocommit=True) as conn:
@@ -209,6 +210,33 @@ def clear_503(answer: Answer, within_seconds: float) -> bool:
         and "Traceback" not in text
         and took < within_seconds
     )
+
+
+def _stop(proc: subprocess.Popen[bytes], *, group: bool) -> None:
+    def signal_it(sig: signal.Signals) -> None:
+        try:
+            if group:
+                os.killpg(proc.pid, sig)
+            else:
+                proc.send_signal(sig)
+        except ProcessLookupError:
+            pass
+
+    if proc.poll() is None or group:
+        signal_it(signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            signal_it(signal.SIGKILL)
+            proc.wait(10)
+    if group:  # the wrapper may be gone while the server, its child, still stops
+        for _ in range(100):
+            try:
+                os.killpg(proc.pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
+        signal_it(signal.SIGKILL)
 
 
 def free_port() -> int:

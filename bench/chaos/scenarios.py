@@ -41,6 +41,7 @@ class Sizes:
     bad_requests: int
     deadline_seconds: float
     events: int  # inbound webhooks (GitHub deliveries) in the load scenario; every fifth is sent twice
+    skew_window_seconds: float = 150.0  # scenario 10: jobs, reminders and slots fall due over this long
 
 
 FULL = Sizes(
@@ -64,6 +65,7 @@ SHORT = Sizes(
     bad_requests=150,
     deadline_seconds=60,
     events=30,
+    skew_window_seconds=8,
 )
 
 
@@ -76,6 +78,7 @@ class Row:
     duplicated: int = 0
     forged_accepted: int = 0
     ok: bool = True
+    skipped: str = ""  # why it did not run (a missing tool); the short test skips with this reason
 
 
 def _bearer(value: str) -> dict[str, str]:
@@ -646,6 +649,15 @@ def database_restart_pgbouncer(rig: Rig, sizes: Sizes) -> Row:
     return scenario(rig, sizes)
 
 
+# --- 10. clock trouble ---------------------------------------------------------------------------
+
+
+def clock_skew(rig: Rig, sizes: Sizes) -> Row:
+    from .clock import clock_skew as scenario  # its own module (servers under faketime)
+
+    return scenario(rig, sizes)
+
+
 SCENARIOS: list[Callable[[Rig, Sizes], Row]] = [
     auth_attack,
     load,
@@ -658,4 +670,19 @@ SCENARIOS: list[Callable[[Rig, Sizes], Row]] = [
     connections_pgbouncer,
     database_restart,
     database_restart_pgbouncer,
+    clock_skew,
 ]
+# Each scenario's number in issue 10's list, as its row starts: `python -m bench.chaos --only 10`.
+NUMBERS: dict[Callable[[Rig, Sizes], Row], int] = {
+    load: 1,
+    kill9: 2,
+    frozen: 3,
+    database_restart: 4,
+    database_restart_pgbouncer: 4,
+    connections: 5,
+    providers: 6,
+    poison: 7,
+    auth_attack: 8,
+    bad_input: 9,
+    clock_skew: 10,
+}

@@ -9,7 +9,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -26,6 +26,9 @@ DEFAULT_TOKEN_TTL_SECONDS = 60
 # Clock skew tolerated on exp/nbf/iat between the signer (QStash, GitHub, the CLI) and us.
 CLOCK_LEEWAY_SECONDS = 30
 MAX_JTI_CHARS = 200
+# A used jti's row is kept this long past the token's exp, by the database's clock: an app host whose
+# clock is up to this far behind the database still has its tokens accepted, and never a replay.
+JTI_KEEP_AFTER_EXPIRY = timedelta(minutes=15)
 QSTASH_ISSUER = "Upstash"
 
 
@@ -192,8 +195,12 @@ def _namespaced_jti(issuer: str, claims: dict[str, Any]) -> str:
 
 
 async def _use_jti(db: Database, jti: str, expires_at: float) -> None:
-    """Record the jti; a second use of the same token finds it and is refused (fail closed on errors)."""
-    params = {"jti": jti, "expires_at": datetime.fromtimestamp(expires_at, UTC), "now": datetime.now(UTC)}
+    """Record the jti; a second use of the same token finds it and is refused (fail closed on errors).
+
+    Whether the row may be pruned, and whether the token is too old to record, is decided by the
+    database's clock (sql/auth.sql), so hosts whose clocks differ cannot open a replay window.
+    """
+    params = {"jti": jti, "expires_at": datetime.fromtimestamp(expires_at, UTC), "keep_after": JTI_KEEP_AFTER_EXPIRY}
     try:
         conn = await db.connection()
         cur = await conn.execute(query("token_use_record"), params)
@@ -204,7 +211,11 @@ async def _use_jti(db: Database, jti: str, expires_at: float) -> None:
         raise DatabaseUnavailable(exc) from exc
     except psycopg.Error as exc:
         raise Refused(f"could not record the jti: {type(exc).__name__} (is `crontick migrate` applied?)") from None
-    if row is None:
+    assert row is not None  # the statement always returns its one row
+    recorded, live = row
+    if not live:
+        raise Refused("expected a token not long expired by the database's clock (is this host's clock behind?)")
+    if not recorded:
         raise Refused("jti already used (replayed token)")
 
 

@@ -20,6 +20,7 @@ class Probe(NamedTuple):
 
     idle: bool  # nothing is due: the probe has written this tick's log row, and the tick is over
     jobs: list[Job]  # the batch the probe claimed and leased
+    now: datetime  # the tick's time: the one passed in, else the database's clock (never this host's)
     next_job_at: datetime | None  # the earliest run_after of a pending job (at or before now: due)
     leases_expired: bool  # a running job's lease has passed: rescue
     reminders_due: bool
@@ -42,8 +43,20 @@ class Probe(NamedTuple):
 
 
 # What a caller that knows jobs are due (a drain whose last tick left some) uses instead of
-# running the probe: it claims with job_claim_due, which still reports expired leases.
-JOBS_DUE = Probe(False, [], datetime.min.replace(tzinfo=UTC), False, False, None, False, None, None)
+# running the probe: it claims with job_claim_due, which still reports expired leases and the time,
+# and puts those into this.
+_NEVER = datetime.min.replace(tzinfo=UTC)
+JOBS_DUE = Probe(False, [], _NEVER, _NEVER, False, False, None, False, None, None)
+
+# How far the database's clock is ahead of this host's (negative: behind), as of this process's last
+# probe. Only for pacing what this process decides before the probe answers (whether to look for a
+# silence or expired rows); every comparison with rows uses the time the probe returns.
+_db_ahead = timedelta(0)
+
+
+def estimated_now() -> datetime:
+    """The database's time as this process last saw it, moved on by this host's clock since."""
+    return datetime.now(UTC) + _db_ahead
 
 
 def reminder_windows(settings: Settings) -> dict[str, list[Any]]:
@@ -60,24 +73,33 @@ def reminder_windows(settings: Settings) -> dict[str, list[Any]]:
 async def look(
     conn: psycopg.AsyncConnection[Any],
     settings: Settings,
-    now: datetime,
+    now: datetime | None,
     source: str,
     idle_summary: dict[str, Any],
     *,
     schedules_unsynced: bool = False,
 ) -> Probe:
-    """Run the probe, claiming up to a batch; `idle_summary` is the log row it writes when it finds nothing due."""
+    """Run the probe, claiming up to a batch; `idle_summary` is the log row it writes when it finds nothing due.
+
+    `now` None: the statement reads the database's clock, returns it as Probe.now, and this process
+    learns the offset of its own clock from it.
+    """
+    global _db_ahead
     params = {
         "now": now,
         "limit": settings.batch_size,
-        "lease_until": now + timedelta(seconds=settings.lease_seconds),
+        "lease": timedelta(seconds=settings.lease_seconds),
         "source": source,
         "summary": Jsonb(idle_summary),
         "schedules_unsynced": schedules_unsynced,
         **reminder_windows(settings),
-        **upkeep.checks(settings, now),
+        **upkeep.checks(settings, now or estimated_now()),
     }
+    sent_at = datetime.now(UTC)
     cur = await conn.execute(query("tick_probe"), params)
     row = await cur.fetchone()
     assert row is not None  # the statement always returns its one row
-    return Probe(row[0], claimed_jobs(row[1]), *row[2:])
+    found = Probe(row[0], claimed_jobs(row[1]), *row[2:])
+    if now is None:
+        _db_ahead = found.now - sent_at
+    return found

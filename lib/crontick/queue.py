@@ -135,6 +135,7 @@ async def rescue_expired(conn: psycopg.AsyncConnection[Any], now: datetime) -> R
 class Claim(NamedTuple):
     jobs: list[Job]
     expired: bool  # some running job's lease has passed: rescue, then claim again
+    now: datetime  # the claim's time: the one passed in, else the database's clock
 
 
 class UndecodablePayload(NamedTuple):
@@ -153,13 +154,16 @@ def decode_payload(text: str) -> Any:
         )
 
 
-async def claim(conn: psycopg.AsyncConnection[Any], now: datetime, limit: int, lease_seconds: float) -> Claim:
-    """Claim and lease up to `limit` due jobs, and learn whether a rescue is needed, in one statement."""
-    params = {"now": now, "limit": limit, "lease_until": now + timedelta(seconds=lease_seconds)}
+async def claim(conn: psycopg.AsyncConnection[Any], now: datetime | None, limit: int, lease_seconds: float) -> Claim:
+    """Claim and lease up to `limit` due jobs, and learn whether a rescue is needed, in one statement.
+
+    `now` None: due and leased by the database's clock, whose time comes back in Claim.now.
+    """
+    params = {"now": now, "limit": limit, "lease": timedelta(seconds=lease_seconds)}
     cur = await conn.execute(query("job_claim_due"), params)
     row = await cur.fetchone()
     assert row is not None  # the statement always returns its one row
-    return Claim(claimed_jobs(row[0]), row[1])
+    return Claim(claimed_jobs(row[0]), row[1], row[2])
 
 
 def claimed_jobs(batch: list[list[Any]] | None) -> list[Job]:
@@ -181,7 +185,9 @@ def claimed_jobs(batch: list[list[Any]] | None) -> list[Job]:
     ]
 
 
-async def claim_due(conn: psycopg.AsyncConnection[Any], now: datetime, limit: int, lease_seconds: float) -> list[Job]:
+async def claim_due(
+    conn: psycopg.AsyncConnection[Any], now: datetime | None, limit: int, lease_seconds: float
+) -> list[Job]:
     return (await claim(conn, now, limit, lease_seconds)).jobs
 
 

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -92,23 +92,26 @@ async def run_tick(
     Reminders run first: they are due at a time a customer sees, and a batch of slow jobs must
     not use up the budget before them (jobs claimed but not started by the deadline are
     released, their attempt not counted). `send_reminders=False` leaves them to a later tick.
-    `jobs_due=True` (from drain(), whose last tick left jobs due) skips the probe and claims.
+    `jobs_due=True` (from drain(), whose last tick left jobs due) claims instead of probing.
+    `now` None (not a test): the first statement reads the database's clock, and the tick uses that.
     `execution_id` (a Vercel Schedules run's id) is stored in the tick's row and log line, so
     duplicate deliveries of one run can be told apart from separate runs.
     """
     run = {"execution_id": execution_id} if execution_id else {}
-    now = now or datetime.now(UTC)
     t0 = clock()
     deadline = t0 + settings.time_budget_seconds
     try:
         unsynced = schedules.needs_sync(conn)  # new declarations: the schedules step must run once
-        found = (
-            probe.JOBS_DUE
-            if jobs_due
-            else await probe.look(
-                conn, settings, now, source, TickResult().to_json() | run, schedules_unsynced=unsynced
-            )
-        )
+        if jobs_due:  # the claim takes the probe's place, and reports expired leases as it does
+            claim = await queue.claim(conn, now, settings.batch_size, settings.lease_seconds)
+            found = probe.JOBS_DUE._replace(jobs=claim.jobs, now=claim.now, leases_expired=claim.expired)
+        else:
+            summary = TickResult().to_json() | run
+            found = await probe.look(conn, settings, now, source, summary, schedules_unsynced=unsynced)
+        # The tick's time from here on: the caller's, else the database's clock as the first statement
+        # read it. Never this host's clock, which may be minutes off: leases, due times, rescues, retries
+        # and the log all agree between hosts.
+        now = found.now
         if found.idle:
             await upkeep.after_tick(
                 conn,
@@ -136,9 +139,7 @@ async def run_tick(
         if (found.schedules_due or unsynced) and not out_of_time:
             scheduled = await schedules.run_due(conn, grace_seconds=settings.schedule_grace_seconds)
         jobs, rescued = found.jobs, queue.RescueCounts(0, 0)
-        if jobs_due and not out_of_time:  # the probe was skipped: claim now
-            jobs, rescued = await _claim(conn, settings, now)
-        elif found.leases_expired and not out_of_time:
+        if found.leases_expired and not out_of_time:
             jobs, rescued = await _rescue(conn, settings, now, jobs)
         room = settings.batch_size - len(jobs)
         if scheduled.enqueued and room > 0 and not out_of_time:  # a slot due now runs in this very tick
@@ -190,16 +191,6 @@ async def run_tick(
 def _done(result: TickResult, source: str, run: dict[str, str]) -> TickResult:
     logs.info("tick", source=source, **run, **result.to_json())
     return result
-
-
-async def _claim(
-    conn: psycopg.AsyncConnection[Any], settings: Settings, now: datetime
-) -> tuple[list[handlers.Job], queue.RescueCounts]:
-    """Claim a batch; when the claim saw an expired lease, rescue, then fill the batch from the rescued."""
-    claim = await queue.claim(conn, now, settings.batch_size, settings.lease_seconds)
-    if not claim.expired:
-        return claim.jobs, queue.RescueCounts(0, 0)
-    return await _rescue(conn, settings, now, claim.jobs)
 
 
 async def _rescue(

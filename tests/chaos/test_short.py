@@ -21,6 +21,8 @@ def chaos_rig(admin_url: str) -> Iterator[Rig]:
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.__name__ for s in SCENARIOS])
 def test_scenario(chaos_rig: Rig, scenario: Callable[[Rig, object], Row]) -> None:
     row = scenario(chaos_rig, SHORT)
+    if row.skipped and row.ok:  # a missing tool that CI requires fails instead (row.ok is then false)
+        pytest.skip(row.skipped)
     assert (row.lost, row.duplicated, row.forged_accepted) == (0, 0, 0), row
     assert row.ok, row
 

@@ -44,3 +44,10 @@ async def hang_once(payload: Any, job: crontick.Job) -> None:
     await _record_run(job)
     if job.attempt == 1:
         await asyncio.sleep(3600)
+
+
+@crontick.handler("t_sidefx.slow")
+async def slow(payload: Any, job: crontick.Job) -> None:
+    """Records its run, then works for `seconds`: a tick running it holds its lease meanwhile."""
+    await _record_run(job)
+    await asyncio.sleep(float(payload["seconds"]))

@@ -13,9 +13,10 @@ from crontick import db
 
 
 def claim_ctes(name: str) -> str:
-    """The text from the first CTE (the due rows, SKIP LOCKED) to the end of the UPDATE … RETURNING."""
+    """The text from the first CTE (the tick's time: the caller's or the database's) through the due rows
+    (SKIP LOCKED) to the end of the UPDATE … RETURNING."""
     text = db.query(name).replace("due_jobs", "due")
-    found = re.search(r"with due as materialized \(.*?returning [^\n]*\n\)", text, re.DOTALL)
+    found = re.search(r"with clock as \(.*?returning [^\n]*\n\)", text, re.DOTALL)
     assert found is not None, f"expected the claim CTEs in {name}"
     return found.group(0)
 
@@ -23,4 +24,5 @@ def claim_ctes(name: str) -> str:
 def test_the_probe_claims_as_job_claim_due_does() -> None:
     probe, claim = claim_ctes("tick_probe"), claim_ctes("job_claim_due")
     assert "for update skip locked" in claim and "attempts = j.attempts + 1" in claim
+    assert "coalesce(%(now)s::timestamptz, now())" in claim  # the database's clock unless a time is passed
     assert probe == claim

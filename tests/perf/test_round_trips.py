@@ -26,6 +26,7 @@ from tests.conftest import TEST_SECRET, free_port, fresh_database
 
 BATCHES = (1, 100, 1000)
 STATEMENT = re.compile(r"^F\t\d+\t(Parse|Query)\t", re.MULTILINE)
+PARAMETER = re.compile(r"%\(\w+\)s")
 ran: list[int] = []
 
 
@@ -40,20 +41,26 @@ def statement_names(trace: str) -> list[str]:
     starts = [m.start() for m in STATEMENT.finditer(trace)] + [len(trace)]
     for begin, end in pairwise(starts):
         text = trace[begin:end]
-        # A named query's text up to its first parameter appears verbatim in its Parse message.
-        name = next((n for n, q in db.QUERIES.items() if q.split("%(")[0].strip() in text), None)
+        # A named query's text between its parameters appears verbatim in its Parse message. The
+        # longest query that matches: tick_probe begins as job_claim_due does.
+        matching = [n for n, q in db.QUERIES.items() if all(piece in text for piece in _pieces(q))]
+        name = max(matching, key=lambda n: len(db.QUERIES[n]), default=None)
         names.append(name or text.split("\t", 3)[-1][:60])
     return names
 
 
-def traced_tick(url: str, settings: Settings, now: datetime) -> tuple[TickResult, list[str]]:
+def _pieces(query: str) -> list[str]:
+    return [piece.strip() for piece in PARAMETER.split(query) if piece.strip()]
+
+
+def traced_tick(url: str, settings: Settings, now: datetime | None, **options: Any) -> tuple[TickResult, list[str]]:
     async def go() -> tuple[TickResult, list[str]]:
         conn = await db.connect(url)
         with tempfile.TemporaryFile() as trace:
             conn.pgconn.trace(trace.fileno())
             conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
             try:
-                result = await run_tick(conn, settings, now=now, source="test")
+                result = await run_tick(conn, settings, now=now, source="test", **options)
             finally:
                 conn.pgconn.untrace()
                 await conn.close()
@@ -192,6 +199,23 @@ def test_an_idle_tick_is_one_statement_that_also_logs_it(database_url: str, conn
     assert statements == ["tick_probe"]
     assert result == TickResult(duration_ms=result.duration_ms)  # nothing done, nothing pending
     assert [t["next_due_at"] for t in ticks_logged(conn)] == [None]  # /api/health still sees the tick
+
+
+def test_on_the_databases_clock_an_idle_tick_is_one_statement_and_a_drains_batch_two(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    """No time passed in (production): the probe, or a drain's claim, reads the database's clock in the
+    same statement, so reading it costs no round trip."""
+    settings = Settings(database_url=database_url, cron_secret=TEST_SECRET, reminder_channel="console")
+    before = db_now(conn)
+    result, statements = traced_tick(database_url, settings, None)
+    assert statements == ["tick_probe"]
+    logged = conn.execute("select started_at from crontick_ticks").fetchone()
+    assert logged is not None and logged[0] >= before  # the database's time, not this host's
+    crontick.enqueue_many(conn, [("t_perf.noop", {"n": n}) for n in range(10)])
+    result, statements = traced_tick(database_url, settings, None, jobs_due=True, send_reminders=False)
+    assert statements == ["job_claim_due", "job_record_outcomes"]
+    assert result.jobs.succeeded == 10
 
 
 def test_an_idle_tick_says_when_work_is_next_due(database_url: str, conn: psycopg.Connection[Any]) -> None:
