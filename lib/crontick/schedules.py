@@ -9,12 +9,15 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 import psycopg
-from cronsim import CronSimError
 from psycopg.types.json import Jsonb
 
-from . import logs, slots
+from . import logs
 from .db import query
 from .errors import ConfigError
+from .settings import DEFAULT_SCHEDULE_GRACE_SECONDS
+
+# crontick.slots (and cronsim, the cron parser under it) is imported where a schedule is declared
+# or planned: a tick in a process that declares none never loads it.
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,8 @@ def schedule(
         raise ConfigError(f"crontick.schedule: expected a non-empty name of at most 200 characters, got: {name!r}")
     if not isinstance(job_type, str) or not job_type:
         raise ConfigError(f"{where}: expected a non-empty job type, got: {job_type!r}")
+    from . import slots
+
     try:
         slots.check(cron, time_zone, catch_up)
     except (ValueError, TypeError) as exc:
@@ -104,7 +109,7 @@ def needs_sync(conn: psycopg.AsyncConnection[Any]) -> bool:
 
 
 async def run_due(
-    conn: psycopg.AsyncConnection[Any], *, grace_seconds: float = slots.DEFAULT_GRACE_SECONDS
+    conn: psycopg.AsyncConnection[Any], *, grace_seconds: float = DEFAULT_SCHEDULE_GRACE_SECONDS
 ) -> ScheduleCounts:
     """Enqueue the due slots of every declared schedule: no statement when none is declared, one
     when none is due, two when some are, however many schedules and missed slots there are.
@@ -146,6 +151,10 @@ def _plan(entry: list[Any], now: datetime, grace_seconds: float) -> list[Any] | 
     s = _registry.get(name)
     if s is None or (s.cron, s.time_zone) != (cron, time_zone):
         return None  # declared by another version of the app; that version's ticks decide it
+    from cronsim import CronSimError
+
+    from . import slots
+
     cursor = datetime.fromisoformat(cursor_text)
     try:
         p = slots.plan(s.cron, s.time_zone, s.catch_up, cursor, now, grace_seconds=grace_seconds)

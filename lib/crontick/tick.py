@@ -6,15 +6,18 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from . import handlers, logs, probe, queue, runner, schedules, upkeep
+from . import logs, probe, queue, schedules, upkeep
 from .counts import ReminderCounts
 from .errors import CrontickError, DatabaseUnavailable
 from .schedules import ScheduleCounts
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from . import handlers
 
 # In `crontick tick --drain`, how often reminders are looked at again between batches of jobs.
 REMINDER_RECHECK_SECONDS = 1.0
@@ -142,6 +145,8 @@ async def run_tick(
         room = settings.batch_size - len(jobs)
         if scheduled.enqueued and room > 0 and not out_of_time:  # a slot due now runs in this very tick
             jobs = jobs + await queue.claim_due(conn, now, room, settings.lease_seconds)
+        from . import runner  # with the handler registry and retry policies: not loaded by an idle tick
+
         outcomes = await runner.run_batch(
             jobs, now=now, deadline=deadline, concurrency=settings.concurrency, secrets=settings.secrets, clock=clock
         )
