@@ -42,6 +42,9 @@ _registry: dict[str, Schedule] = {}
 # (database, digest of the declared set) pairs this process has synced: an unchanged set is
 # not re-sent every tick. A tick that finds another digest stored forgets its pair, and syncs again.
 _synced: set[tuple[str, str]] = set()
+# The declared set, sorted, and its digest: computed once per change of the registry, not on every
+# tick (a process that declares 1,000 schedules would otherwise hash them all on each idle tick).
+_snapshot: tuple[list[Schedule], str] | None = None
 
 
 def schedule(
@@ -79,7 +82,9 @@ def schedule(
             f"{where}: expected one definition per schedule name, got a second one "
             f"({cron!r} in {time_zone}; the first is {existing.cron!r} in {existing.time_zone})"
         )
+    global _snapshot
     _registry[name] = declared
+    _snapshot = None
     return declared
 
 
@@ -93,7 +98,9 @@ def get(name: str) -> Schedule | None:
 
 def unregister(name: str) -> None:
     """Forget a declaration (tests, and apps that build schedules dynamically)."""
+    global _snapshot
     _registry.pop(name, None)
+    _snapshot = None
 
 
 def digest(items: list[Schedule]) -> str:
@@ -104,8 +111,16 @@ def needs_sync(conn: psycopg.AsyncConnection[Any]) -> bool:
     """True while this process has declarations it has not yet sent to this database. An idle-tick
     probe that skips run_due when no schedule is due (`exists (select 1 from crontick_schedules
     where next_at <= now())`) must still call it while this is true, or new schedules never start."""
-    items = declared()
-    return bool(items) and (conn.info.dsn, digest(items)) not in _synced
+    items, mine = _declared_and_digest()
+    return bool(items) and (conn.info.dsn, mine) not in _synced
+
+
+def _declared_and_digest() -> tuple[list[Schedule], str]:
+    global _snapshot
+    if _snapshot is None:
+        items = declared()
+        _snapshot = (items, digest(items))
+    return _snapshot
 
 
 async def run_due(
@@ -117,10 +132,9 @@ async def run_due(
     "Now" is the database's clock, read by the first statement: a tick whose own clock is behind
     or ahead changes nothing about which slots are due.
     """
-    items = declared()
+    items, mine = _declared_and_digest()
     if not items:
         return ScheduleCounts()
-    mine = digest(items)
     key = (conn.info.dsn, mine)
     send = key not in _synced
     params = {"declared": Jsonb([s.as_row() for s in items]) if send else None, "digest": mine}
