@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -20,8 +19,7 @@ from .settings import DEFAULT_SCHEDULE_GRACE_SECONDS
 # or planned: a tick in a process that declares none never loads it.
 
 
-@dataclass(frozen=True)
-class Schedule:
+class Schedule(NamedTuple):  # not a dataclass: every tick's cold start imports this module
     name: str
     cron: str
     job_type: str
