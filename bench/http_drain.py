@@ -10,7 +10,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -32,8 +32,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def server(url: str, seen_file: Path, *, batch_size: int = 100, workers: int = 1) -> Iterator[str]:
-    """`uvicorn crontick.app:app` in a subprocess, configured only through the environment."""
+def server(
+    url: str, seen_file: Path, *, batch_size: int = 100, workers: int = 1, extra_env: Mapping[str, str] | None = None
+) -> Iterator[str]:
+    """`uvicorn crontick.app:app` in a subprocess, configured only through the environment (plus `extra_env`)."""
     port = free_port()
     env = {
         **os.environ,
@@ -42,6 +44,7 @@ def server(url: str, seen_file: Path, *, batch_size: int = 100, workers: int = 1
         "CRON_SECRET": SECRET,
         "CRONTICK_HANDLERS": HANDLER_MODULE,
         PATH_VARIABLE: str(seen_file),
+        **(extra_env or {}),
     }
     command = [
         sys.executable,

@@ -6,14 +6,16 @@ import json
 import sys
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import psycopg
 from psycopg.types.json import Json, Jsonb
 
 from .db import query
 from .errors import CrontickError
-from .handlers import Job
+
+if TYPE_CHECKING:  # imported where jobs are built: an idle tick never loads the handler registry
+    from .handlers import Job
 
 STATUSES = ("pending", "running", "done", "failed", "cancelled")  # cancelled: set only by an admin
 RESCUE_LIMIT = 1000
@@ -169,6 +171,10 @@ async def claim(conn: psycopg.AsyncConnection[Any], now: datetime | None, limit:
 def claimed_jobs(batch: list[list[Any]] | None) -> list[Job]:
     """The jobs of a claim's JSON array of [id, type, payload, attempts, max_attempts, created_at,
     scheduled_for, schedule]."""
+    if not batch:
+        return []
+    from .handlers import Job
+
     return [
         Job(
             id=j[0],
@@ -181,7 +187,7 @@ def claimed_jobs(batch: list[list[Any]] | None) -> list[Job]:
             schedule=j[7],
             snoozes=j[8],
         )
-        for j in batch or ()
+        for j in batch
     ]
 
 
