@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -143,7 +143,8 @@ class UndecodablePayload(NamedTuple):
     reason: str
 
 
-_scan_json = json.JSONDecoder().scan_once  # json.loads without its per-call set-up: most payloads are tiny
+# json.loads without its per-call set-up (most payloads are tiny): the decoder's own scanner.
+_scan_json: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def decode_payload(text: str) -> Any:
