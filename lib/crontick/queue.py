@@ -209,6 +209,11 @@ class Recorded(NamedTuple):
     alerts_due: bool = False  # this statement raised an alert, or pending ones are due: the tick sends them
 
 
+def _int_array(values: list[int]) -> str:
+    """A PostgreSQL array literal (the statement casts it): psycopg dumps a list element by element in Python."""
+    return "{" + ",".join(map(str, values)) + "}"
+
+
 async def record(
     conn: psycopg.AsyncConnection[Any], outcomes: Sequence[Outcome], now: datetime, tick: TickLog | None = None
 ) -> Recorded:
@@ -238,8 +243,8 @@ async def record(
             )
     params: dict[str, Any] = {
         "now": now,
-        "done_ids": done_ids,
-        "done_attempts": done_attempts,
+        "done_ids": _int_array(done_ids),
+        "done_attempts": _int_array(done_attempts),
         "others": Json(others),
         "log": False,
         "started_at": None,
