@@ -150,7 +150,13 @@ class Database:
                 return held
             await self._drop(held)
         if len(self._open) < self._max:
-            held = _Held(await connect(self._url))
+            try:
+                held = _Held(await connect(self._url))
+            except DatabaseUnavailable:
+                if not self._open:
+                    raise
+                # The server refuses one more (its connection limit, say): share one we have.
+                return min(self._open, key=lambda h: h.holders)
             self._open.append(held)
             return held
         return min(self._open, key=lambda h: h.holders)
