@@ -94,6 +94,8 @@ async def run_batch(
     pending = _Pending(jobs)
 
     async def worker() -> None:
+        if not pending:  # the workers before it took every job without ever waiting (quick handlers)
+            return
         running: Running | _ThreadRun | None = None
         try:
             async with asyncio.timeout_at(budget_end):
@@ -131,6 +133,9 @@ class _Pending:
     def __init__(self, jobs: Sequence[Job]) -> None:
         self._items = deque(enumerate(jobs))
         self._lock = threading.Lock()
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
 
     def take(self, *, thread_run_only: bool = False) -> tuple[int, Job] | None:
         with self._lock:
