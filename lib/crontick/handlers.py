@@ -7,15 +7,18 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from .backoff import DEFAULT_POLICY, RetryPolicy
 from .errors import ConfigError
 
 
-@dataclass(frozen=True)
-class Job:
-    """What a handler is told about the job it runs."""
+class Job(NamedTuple):
+    """What a handler is told about the job it runs.
+
+    A NamedTuple (immutable, read by attribute), like the tick's other per-job values: a tick
+    makes one per job, and a frozen dataclass took four times as long to build.
+    """
 
     id: int
     type: str
