@@ -73,27 +73,29 @@ def test_the_audience_may_be_the_base_url_or_the_tick_url(database_url: str, liv
             assert response.status_code == 200, (audience, response.text)
 
 
-NOW = int(time.time())
+def outside_the_rules(now: int) -> dict[str, tuple[dict[str, Any], str]]:
+    """Each case: the claims changed from a valid token, and the check the server's log must name.
 
-
-# Each case: the claims changed from a valid token, and the check the server's log must name.
-OUTSIDE_THE_RULES: dict[str, tuple[dict[str, Any], str]] = {
-    "lives longer than 5 minutes": ({"iat": NOW, "exp": NOW + 301}, "lifetime (exp - iat) of at most 300 s"),
-    "issued in the future to stretch exp": ({"iat": NOW + 240, "exp": NOW + 540}, "not yet valid (iat)"),
-    "expired": ({"iat": NOW - 400, "exp": NOW - 100}, "Signature has expired"),
-    "for another app": ({"aud": "https://other.example.com"}, "Audience doesn't match"),
-    "without jti": ({"jti": None}, 'missing the "jti" claim'),
-    "without exp": ({"exp": None}, 'missing the "exp" claim'),
-    "without iat": ({"iat": None}, 'missing the "iat" claim'),
-    "without aud": ({"aud": None}, 'missing the "aud" claim'),
-}
+    Built from the time the test runs, not the time the module was imported: in a long suite a
+    token made at import time has expired before this test sends it, and the wrong check refuses it.
+    """
+    return {
+        "lives longer than 5 minutes": ({"iat": now, "exp": now + 301}, "lifetime (exp - iat) of at most 300 s"),
+        "issued in the future to stretch exp": ({"iat": now + 240, "exp": now + 540}, "not yet valid (iat)"),
+        "expired": ({"iat": now - 400, "exp": now - 100}, "Signature has expired"),
+        "for another app": ({"aud": "https://other.example.com"}, "Audience doesn't match"),
+        "without jti": ({"jti": None}, 'missing the "jti" claim'),
+        "without exp": ({"exp": None}, 'missing the "exp" claim'),
+        "without iat": ({"iat": None}, 'missing the "iat" claim'),
+        "without aud": ({"aud": None}, 'missing the "aud" claim'),
+    }
 
 
 def test_a_token_outside_the_rules_is_refused(
     database_url: str, conn: psycopg.Connection[Any], live_app: Any, crontick_log: LogLines
 ) -> None:
     with _live(database_url) as base:
-        for case, (overrides, reason) in OUTSIDE_THE_RULES.items():
+        for case, (overrides, reason) in outside_the_rules(int(time.time())).items():
             logged = len(crontick_log.lines)
             assert_refused(tick(base, headers=bearer(tick_token(TEST_SECRET, base, **overrides))), base)
             assert reason in crontick_log.reasons(logged), case
@@ -105,7 +107,8 @@ def test_a_token_signed_with_another_secret_or_unsigned_is_refused(database_url:
         forged = tick_token(OTHER_SECRET, base)
         header, payload, _ = tick_token(TEST_SECRET, base).split(".")
         unsigned = f"{header}.{payload}."
-        none_alg = jwt.encode({"aud": base, "iat": NOW, "exp": NOW + 60, "jti": "x"}, None, algorithm="none")
+        now = int(time.time())
+        none_alg = jwt.encode({"aud": base, "iat": now, "exp": now + 60, "jti": "x"}, None, algorithm="none")
         for token in (forged, unsigned, none_alg):
             assert_refused(tick(base, headers=bearer(token)), base)
 
