@@ -32,8 +32,19 @@ def free_port() -> int:
 
 
 @contextmanager
-def server(url: str, seen_file: Path, *, batch_size: int = 100, workers: int = 1) -> Iterator[str]:
-    """`uvicorn crontick.app:app` in a subprocess, configured only through the environment."""
+def server(
+    url: str,
+    seen_file: Path,
+    *,
+    batch_size: int = 100,
+    workers: int = 1,
+    root: Path = ROOT,
+    python: str = sys.executable,
+) -> Iterator[str]:
+    """`uvicorn crontick.app:app` in a subprocess, configured only through the environment.
+
+    `root` and `python`: another checkout and its venv (bench.idle runs the old code beside the new).
+    """
     port = free_port()
     env = {
         **os.environ,
@@ -44,7 +55,7 @@ def server(url: str, seen_file: Path, *, batch_size: int = 100, workers: int = 1
         PATH_VARIABLE: str(seen_file),
     }
     command = [
-        sys.executable,
+        python,
         "-m",
         "uvicorn",
         "crontick.app:app",
@@ -62,7 +73,7 @@ def server(url: str, seen_file: Path, *, batch_size: int = 100, workers: int = 1
     ]
     log_file = seen_file.with_name("uvicorn.log")  # one JSON line per tick: kept out of the table
     with log_file.open("wb") as log:
-        proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_until_up(base, proc, log_file)
