@@ -33,9 +33,19 @@ def free_port() -> int:
 
 @contextmanager
 def server(
-    url: str, seen_file: Path, *, batch_size: int = 100, workers: int = 1, extra_env: Mapping[str, str] | None = None
+    url: str,
+    seen_file: Path,
+    *,
+    batch_size: int = 100,
+    workers: int = 1,
+    extra_env: Mapping[str, str] | None = None,
+    root: Path = ROOT,
+    python: str = sys.executable,
 ) -> Iterator[str]:
-    """`uvicorn crontick.app:app` in a subprocess, configured only through the environment (plus `extra_env`)."""
+    """`uvicorn crontick.app:app` in a subprocess, configured only through the environment (plus `extra_env`).
+
+    `root` and `python`: another checkout and its venv (bench.idle runs the old code beside the new).
+    """
     port = free_port()
     env = {
         **os.environ,
@@ -47,7 +57,7 @@ def server(
         **(extra_env or {}),
     }
     command = [
-        sys.executable,
+        python,
         "-m",
         "uvicorn",
         "crontick.app:app",
@@ -65,7 +75,7 @@ def server(
     ]
     log_file = seen_file.with_name("uvicorn.log")  # one JSON line per tick: kept out of the table
     with log_file.open("wb") as log:
-        proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_until_up(base, proc, log_file)

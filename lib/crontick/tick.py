@@ -173,8 +173,11 @@ async def run_tick(
         )
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailable(exc) from exc
-    except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn) as exc:
-        raise CrontickError("the crontick tables are missing: run `crontick migrate` against DATABASE_URL") from exc
+    except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedFunction) as exc:
+        # UndefinedFunction: the probe and the claim are functions of migration 0009 (a schema older than the code).
+        raise CrontickError(
+            "the crontick tables are missing or out of date: run `crontick migrate` against DATABASE_URL"
+        ) from exc
     job_counts = JobCounts(
         claimed=len(jobs),
         succeeded=recorded.succeeded,

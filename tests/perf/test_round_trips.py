@@ -19,7 +19,7 @@ from psycopg import pq
 
 import crontick
 from crontick import alerts as crontick_alerts
-from crontick import db, retention
+from crontick import db, probe, retention
 from crontick.settings import Settings
 from crontick.tick import TickResult, run_tick
 from tests.conftest import TEST_SECRET, free_port, fresh_database
@@ -348,3 +348,27 @@ def test_the_declared_set_is_hashed_once_per_change_not_per_tick() -> None:
     finally:
         for name in [*names, "t_perf-extra"]:
             schedules.unregister(name)
+
+
+def test_the_idle_ticks_quick_commit_takes_effect_though_the_probe_is_a_function(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    """The probe sets synchronous_commit inside crontick_tick_probe: the setting must reach the commit
+    (a SET clause for it on the function would end it at the function's exit), and only when idle."""
+    settings = Settings(database_url=database_url, cron_secret=TEST_SECRET, reminder_channel="console")
+
+    async def commit_setting(jobs_due: bool) -> str:
+        if jobs_due:
+            conn.execute("insert into jobs (type, payload) values ('t_perf.noop', '{\"n\": 0}')")
+        tick_conn = await db.connect(database_url)
+        try:
+            async with tick_conn.transaction(force_rollback=True):
+                await probe.look(tick_conn, settings, None, "test", {})
+                row = await (await tick_conn.execute("select current_setting('synchronous_commit')")).fetchone()
+        finally:
+            await tick_conn.close()
+        assert row is not None
+        return str(row[0])
+
+    assert asyncio.run(commit_setting(jobs_due=False)) == "off"
+    assert asyncio.run(commit_setting(jobs_due=True)) == "on"
