@@ -19,7 +19,7 @@ import psycopg
 
 from crontick import enqueue_many
 
-from . import chart, coldstart, http_drain, report, scale, server
+from . import chart, coldstart, declared, http_drain, report, scale, server
 from .noop import JOB_TYPE, SYNC_JOB_TYPE
 from .seen import PATH_VARIABLE, Seen
 from .systems import System, all_systems, analyze, clear, crontick_enqueue, crontick_install
@@ -148,6 +148,10 @@ class Bench:
         median = {k: statistics.median(r[k] for r in runs) for k in ("total_ms", "import_ms", "connect_and_tick_ms")}
         return {"python": python, "imports": imports, "first_tick": {**median, "runs": runs}}
 
+    async def declared(self) -> dict[str, Any]:
+        self.log(f"declared at scale: {declared.SCHEDULES:,} schedules and {declared.HOOKS} hooks")
+        return await declared.measure(self.admin, self.workdir, IDLE_REQUESTS, self.runs)
+
 
 def _throughput(raw: dict[str, dict[str, list[Any]]], key: str, jobs: int) -> dict[str, dict[str, Any]]:
     out = {}
@@ -169,7 +173,12 @@ def _with_ratio(rows: dict[str, dict[str, Any]], ours: float, skip: set[str]) ->
 
 
 def assemble(
-    bench: Bench, raw: dict[str, Any], http: dict[str, Any], scaled: dict[str, Any], cold: dict[str, Any]
+    bench: Bench,
+    raw: dict[str, Any],
+    http: dict[str, Any],
+    scaled: dict[str, Any],
+    cold: dict[str, Any],
+    at_scale: dict[str, Any],
 ) -> dict[str, Any]:
     jobs = bench.jobs
     systems = {s.key: s for s in all_systems() if s.name in raw}
@@ -196,6 +205,12 @@ def assemble(
         _target("HTTP drain, 4 callers (jobs/s)", four, 10_000, "≥"),
         _target("enqueue_many (jobs/s)", ours_enqueue, 50_000, "≥"),
         _target("claim 100 with history ÷ without", scaled["ratio"], 1.5, "≤"),
+        _target(
+            f"idle tick, {declared.SCHEDULES:,} schedules + {declared.HOOKS} hooks declared ÷ none",
+            at_scale["idle"]["ratio"],
+            1.2,
+            "≤",
+        ),
     ]
     return {
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -218,6 +233,7 @@ def assemble(
         "idle": bench.idle,
         "scale": scaled,
         "cold_start": cold,
+        "declared": at_scale,
         "targets": targets,
     }
 
@@ -239,7 +255,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         http = await bench.http()
         scaled = await bench.scale(args.history)
         cold = await bench.cold_start(args.import_repeats)
-        results = assemble(bench, raw, http, scaled, cold)
+        at_scale = await bench.declared()
+        results = assemble(bench, raw, http, scaled, cold, at_scale)
         results["settings"]["bench_seconds"] = round(time.monotonic() - began)
         return results
 

@@ -10,7 +10,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -32,8 +32,20 @@ def free_port() -> int:
 
 
 @contextmanager
-def server(url: str, seen_file: Path, *, batch_size: int = 100, workers: int = 1) -> Iterator[str]:
-    """`uvicorn crontick.app:app` in a subprocess, configured only through the environment."""
+def server(
+    url: str,
+    seen_file: Path,
+    *,
+    batch_size: int = 100,
+    workers: int = 1,
+    extra_env: Mapping[str, str] | None = None,
+    root: Path = ROOT,
+    python: str = sys.executable,
+) -> Iterator[str]:
+    """`uvicorn crontick.app:app` in a subprocess, configured only through the environment (plus `extra_env`).
+
+    `root` and `python`: another checkout and its venv (bench.idle runs the old code beside the new).
+    """
     port = free_port()
     env = {
         **os.environ,
@@ -42,9 +54,10 @@ def server(url: str, seen_file: Path, *, batch_size: int = 100, workers: int = 1
         "CRON_SECRET": SECRET,
         "CRONTICK_HANDLERS": HANDLER_MODULE,
         PATH_VARIABLE: str(seen_file),
+        **(extra_env or {}),
     }
     command = [
-        sys.executable,
+        python,
         "-m",
         "uvicorn",
         "crontick.app:app",
@@ -62,7 +75,7 @@ def server(url: str, seen_file: Path, *, batch_size: int = 100, workers: int = 1
     ]
     log_file = seen_file.with_name("uvicorn.log")  # one JSON line per tick: kept out of the table
     with log_file.open("wb") as log:
-        proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_until_up(base, proc, log_file)

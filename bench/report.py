@@ -93,6 +93,11 @@ def render(results: dict[str, Any]) -> str:
             ],
         )
     )
+    at_scale = results.get("declared")
+    if at_scale:
+        from .declared import rows
+
+        parts.append(table("declared at scale (medians)", ("tick", "ms", "statements"), rows(at_scale)))
     parts.append(
         table(
             "targets",

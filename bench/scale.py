@@ -12,6 +12,7 @@ from psycopg import sql
 
 from crontick import db, queue
 
+from . import explain as explain_nested
 from .noop import JOB_TYPE
 
 DUE_JOBS = 10_000
@@ -69,8 +70,15 @@ async def claim_times(url: str) -> tuple[list[float], list[float], str]:
 
 
 async def explain(conn: psycopg.AsyncConnection[Any]) -> str:
+    """The plan of the claim function's statement (bench.explain); EXPLAIN of the call where auto_explain is missing."""
     now = datetime.now(UTC)
     params = {"now": now, "limit": BATCH, "lease": timedelta(seconds=LEASE_SECONDS)}
+    try:
+        plans = await explain_nested.nested_plans(conn, db.query("job_claim_due"), params)
+    except psycopg.Error:
+        plans = []
+    if plans:
+        return plans[0]
     statement = sql.SQL("explain (analyze, buffers) ") + sql.SQL(db.query("job_claim_due"))
     async with conn.transaction(force_rollback=True):
         cur = await conn.execute(statement, params)

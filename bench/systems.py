@@ -6,7 +6,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import psycopg
@@ -242,8 +242,16 @@ def plain_drain(per_job: bool, prepare: bool = True) -> Callable[[str, int, Seen
     return run
 
 
+def _version(distribution: str) -> str:
+    """A peer's version; bench.limit runs crontick's rows from the runtime venv, where the peers are not installed."""
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
 def all_systems() -> list[System]:
-    procrastinate, pgqueuer = version("procrastinate"), version("pgqueuer")
+    procrastinate, pgqueuer = _version("procrastinate"), _version("pgqueuer")
     return [
         System(
             "crontick",

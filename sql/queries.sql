@@ -70,257 +70,41 @@ from rescued;
 -- name: job_claim_due
 -- Tick: claim up to a batch of due jobs and lease them in one statement, and say whether some
 -- running job's lease has passed (then the tick rescues and claims again: checking here spares
--- every tick a rescue statement). Both checks here and jobs_due below are written as min() so
--- they read the first entry of a partial index, never the table, whatever its statistics say.
--- The CTE is MATERIALIZED so the planner cannot inline it into the UPDATE and re-evaluate the
--- LIMIT / SKIP LOCKED per row; the lock is taken exactly once per chosen row.
--- `id = any(array(...))` makes the UPDATE find its rows by primary key whatever the table
--- statistics say (a join may be planned as a scan of the whole table).
--- The batch comes back as one JSON array of [id, type, payload, attempts, max_attempts,
--- created_at, scheduled_for, schedule, snoozes]: one value to decode instead of nine per job.
-with clock as (
-    -- The tick's time: the caller's (tests fake time by passing it), else the DATABASE's clock,
-    -- never the app host's, so hosts whose clocks disagree claim, lease and rescue alike. The
-    -- statement returns it, and the rest of the tick uses it (crontick.tick.run_tick).
-    select coalesce(%(now)s::timestamptz, now()) as now
-), due as materialized (
-    select id from jobs
-    where status = 'pending' and run_after <= (select now from clock)
-    order by run_after, id
-    limit %(limit)s
-    for update skip locked
-), claimed as (
-    update jobs j set
-        status = 'running',
-        attempts = j.attempts + 1,
-        locked_until = k.now + %(lease)s::interval,
-        updated_at = k.now
-    from clock k
-    where j.id = any(array(select id from due))
-    returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at, j.scheduled_for, j.schedule, j.snoozes
-)
-select
-    -- Each payload travels as JSON text, decoded job by job: one payload too deep for Python's
-    -- json module (jsonb accepts thousands of levels) then fails only its own job, not the batch.
-    (select json_agg(json_build_array(
-        c.id, c.type, c.payload::text, c.attempts, c.max_attempts, c.created_at, c.scheduled_for, c.schedule, c.snoozes) order by c.id)
-     from claimed c) as jobs,
-    coalesce((select min(locked_until) from jobs where status = 'running') < k.now, false) as expired,
-    k.now
-from clock k;
+-- every tick a rescue statement). Run by a drain's batches after the first and by the claim
+-- after a rescue; the probe (tick_probe) claims with the same function. The statement itself is
+-- the function in sql/migrations/0009_probe_function.sql (its comment says why a function: a
+-- plan kept per connection, without prepared statements). `now` null: the database's clock,
+-- returned for the rest of the tick.
+select jobs, leases_expired, now
+from crontick_job_claim_due(%(now)s::timestamptz, %(limit)s::int, %(lease)s::interval);
 
 -- name: job_record_outcomes
 -- Tick, last step: every outcome of the batch and the tick's log row, in one statement (one
 -- round trip, one commit); crontick.queue.record_outcomes runs it without the log row.
--- Fenced: a row changes only while it is still running the attempt this tick claimed, so a
--- late finisher whose job was rescued and re-claimed by another tick changes nothing.
--- The counts are made here from what was written, so a fenced outcome counts only as fenced.
+-- Fenced on status and the claimed attempt; alerts and the attempts history written in the
+-- same statement. The statement itself is the function in sql/migrations/0008_record_function.sql
+-- (its comment says why a function: a plan cached per connection, without prepared statements).
 -- jobs_due tells the tick whether to answer more: true. /api/health reads the log.
--- The outcomes arrive as one JSON array of [id, claimed_attempt, status, attempts, run_after,
--- last_error, snoozed]: serialised once, in C, where seven arrays would be encoded element by element.
-with outcome as materialized (
-    select (o ->> 0)::bigint as id, (o ->> 1)::int as claimed_attempt, o ->> 2 as status,
-        (o ->> 3)::int as attempts, (o ->> 4)::timestamptz as run_after, o ->> 5 as last_error,
-        coalesce((o ->> 6)::boolean, false) as snoozed
-    from json_array_elements(%(outcomes)s::json) o
-), written as (
-    update jobs j set
-        status = o.status,
-        attempts = o.attempts,
-        run_after = coalesce(o.run_after, j.run_after),
-        -- A released job (never started: attempts handed back) keeps its previous attempt's error.
-        last_error = case when o.attempts < o.claimed_attempt then j.last_error else o.last_error end,
-        locked_until = null,
-        finished_at = case when o.status in ('done', 'failed') then %(now)s end,
-        -- crontick.Snooze: the attempt was handed back (attempts above); count the snooze, which is bounded.
-        snoozes = j.snoozes + case when o.snoozed then 1 else 0 end,
-        updated_at = %(now)s
-    from outcome o, jobs claimed
-    where j.id = o.id and j.status = 'running' and j.attempts = o.claimed_attempt and claimed.id = j.id
-    -- `claimed` is the row as the claim left it (this statement's snapshot): its updated_at is
-    -- when the attempt started.
-    returning j.id, claimed.updated_at as started_at, j.type, j.status, j.attempts, j.last_error
-), job_alerts as (
-    -- crontick.alerts: each job written 'failed' raises one job_failed alert here (an outbox).
-    insert into crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
-    select 'job_failed', 'job:' || w.id, %(now)s,
-        jsonb_build_object('job_id', w.id, 'job_type', w.type, 'attempts', w.attempts, 'error', left(w.last_error, 500)),
-        %(now)s, %(now)s, %(now)s
-    from written w
-    where w.status = 'failed'
-    on conflict on constraint crontick_alerts_once do nothing
-    returning 1
-), attempt_log as (
-    -- The attempts history (admin job page): one row per attempt that ran. A job released
-    -- unstarted (attempts handed back) made no attempt. last_error is already scrubbed.
-    insert into job_attempts (job_id, attempt, started_at, finished_at, outcome, error)
-    select o.id, o.claimed_attempt, w.started_at, %(now)s,
-        case when o.status = 'done' then 'succeeded' when o.status = 'failed' then 'failed' else 'retried' end,
-        left(o.last_error, 4096)
-    from outcome o
-    join written w on w.id = o.id
-    where o.attempts >= o.claimed_attempt
-), counts as (
-    select
-        count(*) filter (where w.id is not null and o.status = 'done') as succeeded,
-        count(*) filter (where w.id is not null and o.status = 'pending' and o.attempts >= o.claimed_attempt) as retried,
-        count(*) filter (where w.id is not null and o.status = 'failed') as failed,
-        count(*) filter (where w.id is not null and o.status = 'pending' and o.attempts < o.claimed_attempt and not o.snoozed) as released,
-        count(*) filter (where w.id is null) as fenced,
-        count(*) filter (where w.id is not null and o.snoozed) as snoozed
-    from outcome o
-    left join written w on w.id = o.id
-), next_job as (
-    -- For the summary's next_due_at: the snapshot does not see this statement's own writes,
-    -- so the batch's retries (and releases, due now) are counted from the outcomes.
-    select least(
-        (select min(run_after) from jobs where status = 'pending'),
-        (select min(coalesce(o.run_after, %(now)s)) from outcome o where o.status = 'pending')
-    ) as at
-), logged as (
-    insert into crontick_ticks (started_at, finished_at, source, summary)
-    select %(started_at)s::timestamptz, %(now)s, %(source)s::text,
-        %(summary)s::jsonb || jsonb_build_object('jobs', %(jobs)s::jsonb || to_jsonb(c),
-                                                 'next_due_at', least(n.at, %(next_other_at)s::timestamptz))
-    from counts c, next_job n
-    where %(log)s::boolean
-)
-select array(select id from written) as written,
-    c.succeeded, c.retried, c.failed, c.released, c.fenced,
-    coalesce((select min(run_after) from jobs where status = 'pending') <= %(now)s, false) as jobs_due,
-    (select at from next_job) as next_job_at,
-    c.snoozed,
-    -- crontick.alerts: whether to send now, from what this statement wrote or the first entry of
-    -- a partial index, so a tick with nothing pending spends no statement on alerts.
-    exists (select 1 from job_alerts)
-        or coalesce((select min(next_attempt_at) from crontick_alerts where status = 'pending') <= %(now)s, false)
-        as alerts_due
-from counts c;
+select written, succeeded, retried, failed, released, fenced, jobs_due, next_job_at, snoozed, alerts_due
+from crontick_job_record_outcomes(
+    %(now)s::timestamptz, %(done_ids)s::bigint[], %(done_attempts)s::int[], %(others)s::json, %(log)s::boolean,
+    %(started_at)s::timestamptz, %(source)s::text, %(summary)s::jsonb, %(jobs)s::jsonb, %(next_other_at)s::timestamptz);
 
 -- name: tick_last
 -- GET /api/health.
 select max(finished_at) as last_tick_at from crontick_ticks;
 
 -- name: tick_probe
--- Tick, first statement: claim the due jobs (as job_claim_due does), and find out whether
--- anything else is due and when the next thing falls due. The checks read the first entry of
--- an index each (min(), not exists, so the plan stays the same whatever the statistics say).
--- When nothing is due, the same statement writes the tick's log row, and the tick ends there:
--- an idle tick is one round trip. Otherwise the tick runs only the steps whose check found
--- work (crontick.tick.run_tick), and a tick with only jobs to do is two round trips.
--- The checks read the snapshot from before the claim: next_job_at counts the jobs claimed here.
--- The claim is job_claim_due's, word for word (tests/perf/test_claim_statements.py holds them equal),
--- its `clock` included: every comparison below is with the database's time (k.now, p.now), which
--- the statement returns as `now` for the rest of the tick.
---
--- Adding a per-tick step (schedules, an alerts outbox, retention, ...): add ONE column to
--- `probe`, a timestamp `<step>_at` (e.g. (select min(next_at) from crontick_schedules)) or a
--- boolean `<step>_due` (e.g. exists (select 1 from <outbox> where status = 'pending')); add
--- it to `checks` below (a timestamp as `coalesce(<step>_at <= p.now, false)`) and, for a
--- timestamp, to next_due_at; then read it in crontick.probe.Probe. previous_tick_at (the last
--- tick's finished_at, read before this tick's own row exists) is there for scheduler-silence
--- detection. This statement must stay under psycopg's 4 KiB parse-cache limit (comment lines
--- are stripped at load; tests/alerts/test_alert_policy.py measures it).
-with clock as (
-    -- The tick's time: the caller's (tests fake time by passing it), else the DATABASE's clock,
-    -- never the app host's, so hosts whose clocks disagree claim, lease and rescue alike. The
-    -- statement returns it, and the rest of the tick uses it (crontick.tick.run_tick).
-    select coalesce(%(now)s::timestamptz, now()) as now
-), due_jobs as materialized (
-    select id from jobs
-    where status = 'pending' and run_after <= (select now from clock)
-    order by run_after, id
-    limit %(limit)s
-    for update skip locked
-), claimed as (
-    update jobs j set
-        status = 'running',
-        attempts = j.attempts + 1,
-        locked_until = k.now + %(lease)s::interval,
-        updated_at = k.now
-    from clock k
-    where j.id = any(array(select id from due_jobs))
-    returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at, j.scheduled_for, j.schedule, j.snoozes
-), probe as materialized (
-    select k.now,
-        (select min(run_after) from jobs where status = 'pending') as next_job_at,
-        coalesce((select min(locked_until) from jobs where status = 'running') < k.now, false) as leases_expired,
-        -- Reminders, as reminder_claim_due finds them: a row still 'sending' after its lease (its
-        -- tick died mid-send), a failed row whose retry comes due, or, per kind, the first
-        -- confirmed booking past the kind's floor without that kind's row (due once it is
-        -- inside the window, at starts_at - lead).
-        coalesce((select min(locked_until) from reminder_sends where status = 'sending') < k.now, false)
-            as reminder_lease_expired,
-        least(
-            (select min(next_attempt_at) from reminder_sends where status = 'failed' and next_attempt_at is not null),
-            (select min(u.first_at - w.lead)
-             from unnest(%(kinds)s::text[], %(leads)s::interval[], %(floors)s::interval[]) as w(kind, lead, floor)
-             cross join lateral (
-                 select min(b.starts_at) as first_at from bookings b
-                 where b.status = 'confirmed' and b.starts_at > k.now + w.floor
-                   and not exists (select 1 from reminder_sends r where r.booking_id = b.id and r.kind = w.kind)
-             ) u)
-        ) as next_reminder_at,
-        -- Schedules: the earliest next slot ('-infinity': not computed yet; 'infinity': dormant),
-        -- due by the database's clock, as schedule_due reads it (now(), even when a test passes
-        -- its own time); or this process has declarations it has not synced yet
-        -- (crontick.schedules.needs_sync).
-        (select min(next_at) from crontick_schedules) as schedules_next_at,
-        (select max(finished_at) from crontick_ticks) as previous_tick_at,
-        -- crontick.alerts: pending alerts due, when a URL is configured to send them to.
-        %(alerts_on)s::boolean
-            and coalesce((select min(next_attempt_at) from crontick_alerts where status = 'pending') <= k.now, false)
-            as alerts_due,
-        -- crontick.retention: a job or tick record past its keep period, each read as the first
-        -- entry of an index (tick records expire daily on any live system, so the runs they start
-        -- also clear reminder and alert bookkeeping; this statement must stay under 4 KiB).
-        -- Between a process's looks (crontick.retention.probe) the cutoffs are null and fold away.
-        coalesce((select min(updated_at) from jobs where status = 'done') < %(done_before)s::timestamptz, false)
-            or coalesce((select min(updated_at) from jobs where status = 'failed') < %(failed_before)s::timestamptz, false)
-            or coalesce((select min(finished_at) from crontick_ticks) < %(kept_before)s::timestamptz, false)
-            as retention_due
-    from clock k
-), silence as (
-    -- crontick.alerts: this tick ends a silence of the scheduler when the tick before it finished
-    -- more than silent_after before it started (null silent_after: this process ticked recently,
-    -- so no silence is possible). Named by that earlier tick, so concurrent ticks after one
-    -- silence raise one alert, and only the tick whose insert won logs scheduler_silent.
-    insert into crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
-    select 'scheduler_silent', 'scheduler', p.previous_tick_at,
-        jsonb_build_object('silent_seconds', round(extract(epoch from p.now - p.previous_tick_at)),
-                           'silent_after_seconds', %(silent_after)s::float8),
-        p.now, p.now, p.now
-    from probe p
-    where p.previous_tick_at < p.now - make_interval(secs => %(silent_after)s::float8)
-    on conflict on constraint crontick_alerts_once do nothing
-    returning (body ->> 'silent_seconds')::float8 as silent_seconds
-), checks as (
-    select p.*,
-        p.reminder_lease_expired or coalesce(p.next_reminder_at <= p.now, false) as reminders_due,
-        coalesce(p.schedules_next_at <= now(), false) or %(schedules_unsynced)s as schedules_due,
-        %(alerts_on)s::boolean and exists (select 1 from silence) as silenced,
-        case when isfinite(p.schedules_next_at) then p.schedules_next_at end as next_slot_at
-    from probe p
-), idle as (
-    select d.*,
-        not (coalesce(d.next_job_at <= d.now, false) or d.leases_expired or d.reminders_due or d.schedules_due
-             or d.alerts_due or d.retention_due or d.silenced) as idle
-    from checks d
-), logged as (
-    -- An idle tick's commit does not wait for the WAL flush (transaction-local, so safe behind a
-    -- pooler): its log row is all it writes, and a crash could lose only that row. CASE makes
-    -- sure a tick that claimed jobs (never idle) keeps the durable commit.
-    insert into crontick_ticks (started_at, finished_at, source, summary)
-    select i.now, i.now, %(source)s::text,
-        %(summary)s::jsonb || jsonb_build_object('next_due_at', least(i.next_job_at, i.next_reminder_at, i.next_slot_at))
-    from idle i
-    where case when i.idle then set_config('synchronous_commit', 'off', true) = 'off' else false end
-)
-select idle,
-    -- Payloads as JSON text, decoded job by job (see job_claim_due).
-    (select json_agg(json_build_array(
-        c.id, c.type, c.payload::text, c.attempts, c.max_attempts, c.created_at, c.scheduled_for, c.schedule, c.snoozes) order by c.id)
-     from claimed c) as jobs,
-    now, next_job_at, leases_expired, reminders_due, next_reminder_at, schedules_due, next_slot_at, previous_tick_at,
-    alerts_due or silenced as alerts_due, retention_due, (select silent_seconds from silence) as silent_seconds
-from idle;
+-- Tick, first statement (crontick.probe.look): claim the due jobs (as job_claim_due does, with
+-- the same function), find out whether anything else is due and when the next thing falls due,
+-- and, when nothing is due, write the tick's log row: an idle tick is one round trip. The
+-- statement itself is the function in sql/migrations/0009_probe_function.sql, whose plan each
+-- connection keeps (compiling the 4 KB statement on every tick cost five times what running it
+-- did). `now` null: the database's clock, returned as `now` for the rest of the tick.
+select idle, jobs, now, next_job_at, leases_expired, reminders_due, next_reminder_at, schedules_due, next_slot_at,
+    previous_tick_at, alerts_due, retention_due, silent_seconds
+from crontick_tick_probe(
+    %(now)s::timestamptz, %(limit)s::int, %(lease)s::interval, %(source)s::text, %(summary)s::jsonb,
+    %(schedules_unsynced)s::boolean, %(kinds)s::text[], %(leads)s::interval[], %(floors)s::interval[],
+    %(silent_after)s::float8, %(alerts_on)s::boolean, %(done_before)s::timestamptz, %(failed_before)s::timestamptz,
+    %(kept_before)s::timestamptz);

@@ -87,9 +87,13 @@ with overdue as materialized (
         ) as channel
     from bookings b
     join unnest(%(kinds)s::text[], %(leads)s::interval[], %(floors)s::interval[]) as k(kind, lead, floor)
-        on b.starts_at > %(now)s::timestamptz + k.floor and b.starts_at <= %(now)s::timestamptz + k.lead
+        on b.starts_at > %(now)s + k.floor and b.starts_at <= %(now)s + k.lead
+    -- The widest window, (now, window_end = now + the longest lead], as a range of the bookings
+    -- index: without it the join reads every booking ever made. `offset 0` keeps not exists a lookup in the unique
+    -- (booking_id, kind), never a hash of the whole send log (sql/migrations/0009_probe_function.sql).
     where b.status = 'confirmed'
-      and not exists (select 1 from reminder_sends r where r.booking_id = b.id and r.kind = k.kind)
+      and b.starts_at > %(now)s and b.starts_at <= %(window_end)s
+      and not exists (select 1 from reminder_sends r where r.booking_id = b.id and r.kind = k.kind offset 0)
     order by b.starts_at, b.id, k.kind
     limit greatest(%(limit)s - (select count(*) from overdue where next_status = 'sending'), 0)
     for no key update of b skip locked

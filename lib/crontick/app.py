@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from . import admin, auth, cutoff, handlers, http_body, logs, vercel
+from . import admin, auth, cutoff, http_body, logs, vercel
 from . import health as health_check
 from .db import Database
 from .errors import ConfigError, CrontickError, DatabaseUnavailable
@@ -40,7 +40,10 @@ class Runtime:
         self.db: Database | None = None
         try:
             self.settings = settings or Settings.from_env()
-            handlers.load_modules(self.settings.handler_modules)
+            if self.settings.handler_modules:  # the registry (and its retry policies) only when there are handlers
+                from . import handlers
+
+                handlers.load_modules(self.settings.handler_modules)
             self.db = Database(self.settings.require_database_url())
         except ConfigError as exc:
             self.problem = str(exc)

@@ -90,28 +90,86 @@ async def connect(url: str) -> psycopg.AsyncConnection[Any]:
         raise DatabaseUnavailable(exc) from exc
 
 
-class Database:
-    """One lazily opened connection, reused across warm invocations and re-opened when broken."""
+# Connections one process opens at most: one per request running at the same moment (a tick
+# keeps its own from its first statement to its last), so concurrent ticks overlap their
+# statements instead of queueing on one connection. A serverless instance that serves one
+# request at a time (Lambda) opens one; beyond the cap, requests share the least shared.
+MAX_CONNECTIONS = 4
 
-    def __init__(self, url: str) -> None:
+
+class _Held:
+    """One open connection, how many running requests hold it, and when the last one let go."""
+
+    __slots__ = ("conn", "holders", "last_used")
+
+    def __init__(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        self.conn, self.holders, self.last_used = conn, 0, time.monotonic()
+
+    def usable(self) -> bool:
+        return not self.conn.closed and not self.conn.broken
+
+
+class Database:
+    """Lazily opened connections, reused across warm invocations and re-opened when broken.
+
+    A request (an asyncio task) gets one connection on its first call and the same one on
+    every later call, until the task ends; then the connection is free for the next request.
+    """
+
+    def __init__(self, url: str, max_connections: int = MAX_CONNECTIONS) -> None:
         self._url = url
-        self._conn: psycopg.AsyncConnection[Any] | None = None
-        self._last_used = 0.0
+        self._max = max_connections
+        self._open: list[_Held] = []
+        self._idle: list[_Held] = []  # open and held by no running task, most recently used last
+        self._held: dict[asyncio.Task[Any], _Held] = {}
         self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
 
     async def connection(self) -> psycopg.AsyncConnection[Any]:
-        # One opener at a time: two requests reaching a cold instance together share one
-        # connection instead of each opening one and leaking the loser's.
+        task = asyncio.current_task()
+        assert task is not None  # always called from a coroutine
+        held = self._held.get(task)
+        if held is not None and held.usable():
+            return held.conn
+        # One opener at a time: two requests reaching a cold instance together do not both
+        # open a connection past the cap.
         async with self._lock():
-            conn = self._conn
-            if conn is not None and not conn.closed and not conn.broken:
-                if time.monotonic() - self._last_used < PING_AFTER_IDLE_SECONDS or await _alive(conn):
-                    self._last_used = time.monotonic()
-                    return conn
-                await self.discard()
-            self._conn = await connect(self._url)
-            self._last_used = time.monotonic()
-            return self._conn
+            if held is not None:  # broken since this task took it
+                await self._drop(held)
+            chosen = await self._take()
+            chosen.holders += 1
+            self._held[task] = chosen
+            task.add_done_callback(self._release)
+            return chosen.conn
+
+    async def _take(self) -> _Held:
+        """An idle connection (pinged if idle a while), else a new one, else the least shared."""
+        while self._idle:
+            held = self._idle.pop()
+            if held.usable() and (
+                time.monotonic() - held.last_used < PING_AFTER_IDLE_SECONDS or await _alive(held.conn)
+            ):
+                return held
+            await self._drop(held)
+        if len(self._open) < self._max:
+            try:
+                held = _Held(await connect(self._url))
+            except DatabaseUnavailable:
+                if not self._open:
+                    raise
+                # The server refuses one more (its connection limit, say): share one we have.
+                return min(self._open, key=lambda h: h.holders)
+            self._open.append(held)
+            return held
+        return min(self._open, key=lambda h: h.holders)
+
+    def _release(self, task: asyncio.Task[Any]) -> None:
+        held = self._held.pop(task, None)
+        if held is None:
+            return
+        held.holders -= 1
+        held.last_used = time.monotonic()
+        if held.holders == 0 and held in self._open:
+            self._idle.append(held)
 
     def _lock(self) -> asyncio.Lock:
         """A lock per event loop (an asyncio.Lock is bound to the loop that first uses it)."""
@@ -122,15 +180,25 @@ class Database:
         return lock
 
     async def discard(self) -> None:
-        """Drop the connection after an error; the next call opens a fresh one."""
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            try:
-                await conn.close()
-            except psycopg.Error:
-                pass
+        """Drop this request's connection after an error; its next call opens a fresh one."""
+        task = asyncio.current_task()
+        held = self._held.get(task) if task is not None else None
+        if held is not None:
+            await self._drop(held)
 
-    close = discard
+    async def close(self) -> None:
+        """Close every connection (at shutdown)."""
+        for held in list(self._open):
+            await self._drop(held)
+
+    async def _drop(self, held: _Held) -> None:
+        for where in (self._open, self._idle):
+            if held in where:
+                where.remove(held)
+        try:
+            await held.conn.close()
+        except psycopg.Error:
+            pass
 
     def sever(self) -> psycopg.AsyncConnection[Any] | None:
         """Cut the connection under whatever statement waits on it (crontick.cutoff), and forget it.

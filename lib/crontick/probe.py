@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import psycopg
 from psycopg.types.json import Jsonb
 
 from . import upkeep
 from .db import query
-from .handlers import Job
 from .queue import claimed_jobs
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from .handlers import Job
 
 
 class Probe(NamedTuple):

@@ -98,6 +98,8 @@ async def claim(conn: psycopg.AsyncConnection[Any], settings: Settings, now: dat
         "limit": settings.batch_size,
         "lease_until": now + timedelta(seconds=settings.lease_seconds),
         **reminder_windows(settings),
+        # The widest window's end (the longest lead: leads come longest first), as an index range.
+        "window_end": now + settings.reminder_leads[0][1],
         "channels": list(settings.reminder_channels),
         "idempotent": sorted(delivery.IDEMPOTENT_CHANNELS),
         "max_attempts": MAX_ATTEMPTS,

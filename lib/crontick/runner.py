@@ -32,6 +32,9 @@ class Ended(NamedTuple):
     snooze_seconds: float | None = None
 
 
+SUCCEEDED = Ended()  # one value for every success: the common case builds nothing
+
+
 async def run_batch(
     jobs: Sequence[Job],
     *,
@@ -56,6 +59,8 @@ async def run_batch(
         outcomes[index] = decide(job, ended)
 
     def decide(job: Job, ended: Ended) -> Outcome:
+        if ended is SUCCEEDED:
+            return Outcome(job.id, job.attempt, "done", job.attempt)
         finished = now + timedelta(seconds=clock() - started_at)
         if ended.snooze_seconds is not None:
             if job.snoozes < MAX_SNOOZES:  # pending again, its attempt handed back
@@ -89,6 +94,8 @@ async def run_batch(
     pending = _Pending(jobs)
 
     async def worker() -> None:
+        if not pending:  # the workers before it took every job without ever waiting (quick handlers)
+            return
         running: Running | _ThreadRun | None = None
         try:
             async with asyncio.timeout_at(budget_end):
@@ -126,6 +133,9 @@ class _Pending:
     def __init__(self, jobs: Sequence[Job]) -> None:
         self._items = deque(enumerate(jobs))
         self._lock = threading.Lock()
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
 
     def take(self, *, thread_run_only: bool = False) -> tuple[int, Job] | None:
         with self._lock:
@@ -205,7 +215,9 @@ async def _attempt(job: Job, clock: Callable[[], float]) -> Ended:
     began = clock()
     limit = None if entry.timeout_seconds is None else asyncio.timeout(entry.timeout_seconds)
     try:
-        if limit is None:  # the tick's budget, held by the worker, still bounds it
+        if limit is None and entry.is_async:  # the common case, without a frame of its own
+            await entry.func(job.payload, job)  # type: ignore[misc]  # the tick's budget, held by the worker, still bounds it
+        elif limit is None:
             await _call(entry, job)
         else:
             async with limit:
@@ -219,8 +231,9 @@ async def _attempt(job: Job, clock: Callable[[], float]) -> Ended:
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - any failure, even sys.exit() in a handler, is recorded and retried
         return _ended(exc)
     finally:
-        _note_if_slow(job, clock() - began)
-    return Ended()
+        if clock() - began > SLOW_JOB_SECONDS:
+            _note_slow(job, clock() - began)
+    return SUCCEEDED
 
 
 def _attempt_in_thread(job: Job, clock: Callable[[], float]) -> Ended:
@@ -234,8 +247,9 @@ def _attempt_in_thread(job: Job, clock: Callable[[], float]) -> Ended:
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - as in _attempt
         return _ended(exc)
     finally:
-        _note_if_slow(job, clock() - began)
-    return Ended()
+        if clock() - began > SLOW_JOB_SECONDS:
+            _note_slow(job, clock() - began)
+    return SUCCEEDED
 
 
 def _ended(exc: BaseException) -> Ended:
@@ -249,9 +263,8 @@ def _ended(exc: BaseException) -> Ended:
     return Ended(_describe(exc))
 
 
-def _note_if_slow(job: Job, seconds: float) -> None:
-    if seconds > SLOW_JOB_SECONDS:
-        logs.warning("slow_job", job_id=job.id, type=job.type, seconds=round(seconds, 1))
+def _note_slow(job: Job, seconds: float) -> None:
+    logs.warning("slow_job", job_id=job.id, type=job.type, seconds=round(seconds, 1))
 
 
 async def _call(entry: Handler, job: Job) -> None:

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
 import psycopg
-from cronsim import CronSimError
 from psycopg.types.json import Jsonb
 
-from . import logs, slots
+from . import logs
 from .db import query
 from .errors import ConfigError
+from .settings import DEFAULT_SCHEDULE_GRACE_SECONDS
+
+# crontick.slots (and cronsim, the cron parser under it) is imported where a schedule is declared
+# or planned: a tick in a process that declares none never loads it.
 
 
-@dataclass(frozen=True)
-class Schedule:
+class Schedule(NamedTuple):  # not a dataclass: every tick's cold start imports this module
     name: str
     cron: str
     job_type: str
@@ -38,7 +39,10 @@ class ScheduleCounts(NamedTuple):
 _registry: dict[str, Schedule] = {}
 # (database, digest of the declared set) pairs this process has synced: an unchanged set is
 # not re-sent every tick. A tick that finds another digest stored forgets its pair, and syncs again.
-_synced: set[tuple[str, str]] = set()
+_synced: set[tuple[tuple[bytes | None, ...], str]] = set()
+# The declared set, sorted, and its digest: computed once per change of the registry, not on every
+# tick (a process that declares 1,000 schedules would otherwise hash them all on each idle tick).
+_snapshot: tuple[list[Schedule], str] | None = None
 
 
 def schedule(
@@ -59,6 +63,8 @@ def schedule(
         raise ConfigError(f"crontick.schedule: expected a non-empty name of at most 200 characters, got: {name!r}")
     if not isinstance(job_type, str) or not job_type:
         raise ConfigError(f"{where}: expected a non-empty job type, got: {job_type!r}")
+    from . import slots
+
     try:
         slots.check(cron, time_zone, catch_up)
     except (ValueError, TypeError) as exc:
@@ -74,7 +80,9 @@ def schedule(
             f"{where}: expected one definition per schedule name, got a second one "
             f"({cron!r} in {time_zone}; the first is {existing.cron!r} in {existing.time_zone})"
         )
+    global _snapshot
     _registry[name] = declared
+    _snapshot = None
     return declared
 
 
@@ -88,7 +96,9 @@ def get(name: str) -> Schedule | None:
 
 def unregister(name: str) -> None:
     """Forget a declaration (tests, and apps that build schedules dynamically)."""
+    global _snapshot
     _registry.pop(name, None)
+    _snapshot = None
 
 
 def digest(items: list[Schedule]) -> str:
@@ -99,12 +109,27 @@ def needs_sync(conn: psycopg.AsyncConnection[Any]) -> bool:
     """True while this process has declarations it has not yet sent to this database. An idle-tick
     probe that skips run_due when no schedule is due (`exists (select 1 from crontick_schedules
     where next_at <= now())`) must still call it while this is true, or new schedules never start."""
-    items = declared()
-    return bool(items) and (conn.info.dsn, digest(items)) not in _synced
+    items, mine = _declared_and_digest()
+    return bool(items) and (_database(conn), mine) not in _synced
+
+
+def _database(conn: psycopg.AsyncConnection[Any]) -> tuple[bytes | None, ...]:
+    """Which database `conn` is on: host, port and name, read from libpq as they are (conn.info.dsn
+    rebuilds the whole connection string, 0.16 ms, and this is asked on every tick)."""
+    pg = conn.pgconn
+    return (pg.host, pg.port, pg.db)
+
+
+def _declared_and_digest() -> tuple[list[Schedule], str]:
+    global _snapshot
+    if _snapshot is None:
+        items = declared()
+        _snapshot = (items, digest(items))
+    return _snapshot
 
 
 async def run_due(
-    conn: psycopg.AsyncConnection[Any], *, grace_seconds: float = slots.DEFAULT_GRACE_SECONDS
+    conn: psycopg.AsyncConnection[Any], *, grace_seconds: float = DEFAULT_SCHEDULE_GRACE_SECONDS
 ) -> ScheduleCounts:
     """Enqueue the due slots of every declared schedule: no statement when none is declared, one
     when none is due, two when some are, however many schedules and missed slots there are.
@@ -112,11 +137,10 @@ async def run_due(
     "Now" is the database's clock, read by the first statement: a tick whose own clock is behind
     or ahead changes nothing about which slots are due.
     """
-    items = declared()
+    items, mine = _declared_and_digest()
     if not items:
         return ScheduleCounts()
-    mine = digest(items)
-    key = (conn.info.dsn, mine)
+    key = (_database(conn), mine)
     send = key not in _synced
     params = {"declared": Jsonb([s.as_row() for s in items]) if send else None, "digest": mine}
     cur = await conn.execute(query("schedule_due"), params)
@@ -146,6 +170,10 @@ def _plan(entry: list[Any], now: datetime, grace_seconds: float) -> list[Any] | 
     s = _registry.get(name)
     if s is None or (s.cron, s.time_zone) != (cron, time_zone):
         return None  # declared by another version of the app; that version's ticks decide it
+    from cronsim import CronSimError
+
+    from . import slots
+
     cursor = datetime.fromisoformat(cursor_text)
     try:
         p = slots.plan(s.cron, s.time_zone, s.catch_up, cursor, now, grace_seconds=grace_seconds)

@@ -5,17 +5,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, nullcontext
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from . import handlers, logs, probe, queue, runner, schedules, upkeep
+from . import logs, probe, queue, schedules, upkeep
 from .counts import ReminderCounts
 from .errors import CrontickError, DatabaseUnavailable
 from .schedules import ScheduleCounts
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from . import handlers
 
 # In `crontick tick --drain`, how often reminders are looked at again between batches of jobs.
 REMINDER_RECHECK_SECONDS = 1.0
@@ -43,11 +46,13 @@ class TickResult:
     next_due_at: datetime | None = None  # when work is next due (now, while `more`); None: nothing pending
 
     def to_json(self) -> dict[str, Any]:
-        rem = asdict(self.reminders)
+        # vars(), not dataclasses.asdict: the counts are flat, and asdict deep-copies field by
+        # field (a tick builds this two or three times: its log row, its log line, its answer).
+        rem = dict(vars(self.reminders))
         rem.pop("more", None)
         due = self.next_due_at.isoformat() if self.next_due_at else None
         return {
-            "jobs": asdict(self.jobs),
+            "jobs": dict(vars(self.jobs)),
             "reminders": rem,
             "schedules": self.schedules._asdict(),
             "more": self.more,
@@ -57,8 +62,8 @@ class TickResult:
 
     def __add__(self, other: TickResult) -> TickResult:
         """Sum two results (for `crontick tick --drain`); `more` and `next_due_at` are the later one's."""
-        jobs = JobCounts(**{k: v + getattr(other.jobs, k) for k, v in asdict(self.jobs).items()})
-        rem = {k: v + getattr(other.reminders, k) for k, v in asdict(self.reminders).items() if k != "more"}
+        jobs = JobCounts(**{k: v + getattr(other.jobs, k) for k, v in vars(self.jobs).items()})
+        rem = {k: v + getattr(other.reminders, k) for k, v in vars(self.reminders).items() if k != "more"}
         return TickResult(
             jobs=jobs,
             reminders=ReminderCounts(**rem, more=other.reminders.more),
@@ -144,6 +149,8 @@ async def run_tick(
         room = settings.batch_size - len(jobs)
         if scheduled.enqueued and room > 0 and not out_of_time:  # a slot due now runs in this very tick
             jobs = jobs + await queue.claim_due(conn, now, room, settings.lease_seconds)
+        from . import runner  # with the handler registry and retry policies: not loaded by an idle tick
+
         outcomes = await runner.run_batch(
             jobs, now=now, deadline=deadline, concurrency=settings.concurrency, secrets=settings.secrets, clock=clock
         )
@@ -167,8 +174,11 @@ async def run_tick(
         )
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailable(exc) from exc
-    except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn) as exc:
-        raise CrontickError("the crontick tables are missing: run `crontick migrate` against DATABASE_URL") from exc
+    except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedFunction) as exc:
+        # UndefinedFunction: the probe and the claim are functions of migration 0009 (a schema older than the code).
+        raise CrontickError(
+            "the crontick tables are missing or out of date: run `crontick migrate` against DATABASE_URL"
+        ) from exc
     job_counts = JobCounts(
         claimed=len(jobs),
         succeeded=recorded.succeeded,

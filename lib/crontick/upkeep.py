@@ -8,7 +8,7 @@ from typing import Any
 
 import psycopg
 
-from . import alerts, health, logs, retention
+from . import health, logs, retention
 from .settings import Settings
 
 # Per process: when its last recorded tick finished. While that is less than the silence threshold
@@ -51,6 +51,8 @@ async def after_tick(
             "scheduler_silent", silent_seconds=silent_seconds, silent_after_seconds=health.stale_after_seconds(settings)
         )
     if alerts_due and settings.alert_webhook_url:
+        from . import alerts  # with its retry policy: loaded only when an alert is due
+
         try:
             sent = await alerts.deliver(conn, settings, now=now, deadline=deadline, clock=clock)
         except psycopg.Error as exc:  # the outcomes are recorded; a later tick sends the alerts

@@ -87,7 +87,12 @@ def test_retry_keeps_history_and_attempts_and_deleting_the_job_deletes_its_histo
     assert (result.row["attempts"], result.row["max_attempts"]) == (1, 4)
     tick(database_url, now=db_now(conn))
     assert [(h["attempt"], h["outcome"]) for h in history(conn, job_id)] == [(1, "failed"), (2, "failed")]
+    other = add(conn, "t_core.ok")
+    tick(database_url, now=db_now(conn))
     conn.execute("delete from jobs where id = %(id)s", {"id": job_id})
+    # Its history goes with it (a trigger, since 0008 dropped the foreign key), and only its own.
+    assert conn.execute("select job_id from job_attempts").fetchall() == [(other,)]
+    conn.execute("truncate jobs")
     assert conn.execute("select count(*) from job_attempts").fetchone() == (0,)
 
 

@@ -46,27 +46,28 @@ def test_claims_decide_not_the_sub_string(database_url: str, issuer: OidcIssuer,
         assert_refused(tick(base, headers=bearer(issuer.token(sub=spoofed_sub, repository="evil-org/octo-repo"))), base)
 
 
-NOW = int(time.time())
+def wrong_claims(now: int) -> dict[str, tuple[dict[str, Any], str]]:
+    """Each case: the claims changed from a valid token, and the check the server's log must name.
 
-
-# Each case: the claims changed from a valid token, and the check the server's log must name.
-WRONG_CLAIMS: dict[str, tuple[dict[str, Any], str]] = {
-    "another repository": ({"repository": "octo-org/other-repo"}, "expected repository 'octo-org/octo-repo'"),
-    "a lookalike repository name": ({"repository": "octo-org/octo-repo-fork"}, "expected repository"),
-    "no repository claim": ({"repository": None}, 'missing the "repository" claim'),
-    "another audience": ({"aud": "https://other.example.com"}, "InvalidAudienceError"),
-    "the default audience of a token request": ({"aud": "https://github.com/octo-org"}, "InvalidAudienceError"),
-    "another issuer": ({"iss": "https://token.actions.example.net"}, "InvalidIssuerError"),
-    "expired": ({"iat": NOW - 900, "nbf": NOW - 900, "exp": NOW - 300}, "Signature has expired"),
-    "not valid yet": ({"nbf": NOW + 600}, "ImmatureSignatureError"),
-}
+    Built when the test runs (times made at import go stale in a long suite).
+    """
+    return {
+        "another repository": ({"repository": "octo-org/other-repo"}, "expected repository 'octo-org/octo-repo'"),
+        "a lookalike repository name": ({"repository": "octo-org/octo-repo-fork"}, "expected repository"),
+        "no repository claim": ({"repository": None}, 'missing the "repository" claim'),
+        "another audience": ({"aud": "https://other.example.com"}, "InvalidAudienceError"),
+        "the default audience of a token request": ({"aud": "https://github.com/octo-org"}, "InvalidAudienceError"),
+        "another issuer": ({"iss": "https://token.actions.example.net"}, "InvalidIssuerError"),
+        "expired": ({"iat": now - 900, "nbf": now - 900, "exp": now - 300}, "Signature has expired"),
+        "not valid yet": ({"nbf": now + 600}, "ImmatureSignatureError"),
+    }
 
 
 def test_a_token_with_the_wrong_claims_is_refused(
     database_url: str, issuer: OidcIssuer, live_app: Any, crontick_log: LogLines
 ) -> None:
     with live_app(_settings(database_url, issuer)) as base:
-        for case, (claims, reason) in WRONG_CLAIMS.items():
+        for case, (claims, reason) in wrong_claims(int(time.time())).items():
             token = issuer.token(**claims)
             logged = len(crontick_log.lines)
             assert_refused(tick(base, headers=bearer(token)), base)

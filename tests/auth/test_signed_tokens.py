@@ -73,14 +73,12 @@ def test_the_audience_may_be_the_base_url_or_the_tick_url(database_url: str, liv
             assert response.status_code == 200, (audience, response.text)
 
 
-NOW = int(time.time())
-
-
 def outside_the_rules(now: int) -> dict[str, tuple[dict[str, Any], str]]:
     """Each case: the claims changed from a valid token, and the check the server's log must name.
 
-    Built when the test runs: times taken at import are minutes old in a long session, and a
-    token that "lives longer than 5 minutes" would then be refused as expired instead."""
+    Built from the time the test runs, not the time the module was imported: in a long suite a
+    token made at import time has expired before this test sends it, and the wrong check refuses it.
+    """
     return {
         "lives longer than 5 minutes": ({"iat": now, "exp": now + 301}, "lifetime (exp - iat) of at most 300 s"),
         "issued in the future to stretch exp": ({"iat": now + 240, "exp": now + 540}, "not yet valid (iat)"),
@@ -109,7 +107,8 @@ def test_a_token_signed_with_another_secret_or_unsigned_is_refused(database_url:
         forged = tick_token(OTHER_SECRET, base)
         header, payload, _ = tick_token(TEST_SECRET, base).split(".")
         unsigned = f"{header}.{payload}."
-        none_alg = jwt.encode({"aud": base, "iat": NOW, "exp": NOW + 60, "jti": "x"}, None, algorithm="none")
+        now = int(time.time())
+        none_alg = jwt.encode({"aud": base, "iat": now, "exp": now + 60, "jti": "x"}, None, algorithm="none")
         for token in (forged, unsigned, none_alg):
             assert_refused(tick(base, headers=bearer(token)), base)
 

@@ -108,7 +108,27 @@ def test_api_files_only_expose_the_app(relative_path: str) -> None:
 # credentials, mangum on Lambda, httpx and the channels only when a tick sends something,
 # email.policy only for the console channel, Jinja2 only for the admin's pages. (The email
 # package's core is imported by importlib.metadata, for psycopg, so only email.policy is checked.)
-LAZY_MODULES = ("jwt", "cryptography", "mangum", "httpx", "jinja2", "email.policy", "crontick.delivery")
+# Nor does an idle tick need the cron parser (only declared schedules do), the handler registry
+# with its built-in types and retry policies, the job runner, alerts, the JWKS cache (GitHub OIDC)
+# or the admin's sessions.
+LAZY_MODULES = (
+    "jwt",
+    "cryptography",
+    "mangum",
+    "httpx",
+    "jinja2",
+    "email.policy",
+    "crontick.delivery",
+    "cronsim",
+    "crontick.slots",
+    "crontick.handlers",
+    "crontick.backoff",
+    "crontick.builtin",
+    "crontick.runner",
+    "crontick.alerts",
+    "crontick.jwks",
+    "crontick.admin.session",
+)
 
 
 def test_loading_the_function_leaves_jwt_mangum_httpx_and_jinja2_unimported() -> None:

@@ -19,7 +19,7 @@ from psycopg import pq
 
 import crontick
 from crontick import alerts as crontick_alerts
-from crontick import db, retention
+from crontick import db, probe, retention
 from crontick.settings import Settings
 from crontick.tick import TickResult, run_tick
 from tests.conftest import TEST_SECRET, free_port, fresh_database
@@ -284,3 +284,91 @@ def test_a_declared_schedule_keeps_the_tick_idle_until_its_slot(
         assert result.next_due_at == next_at and next_at.minute == 0
     finally:
         schedules.unregister("t_perf-hourly")
+
+
+def declare_daily(count: int, hour: int) -> list[str]:
+    """`count` daily schedules at `hour` (UTC), a third of each catch-up policy; returns their names."""
+    names = [f"t_perf-{count}-{n:04d}" for n in range(count)]
+    for n, name in enumerate(names):
+        policy = ("latest", "all", "skip")[n % 3]
+        crontick.schedule(name, f"{n % 60} {hour} * * *", "t_perf.noop", {"n": n}, catch_up=policy)
+    return names
+
+
+def schedule_ticks(admin_url: str, template_name: str, count: int) -> dict[str, list[str]]:
+    """The statements of the sync tick, an idle tick and a tick where all `count` schedules are due."""
+    from crontick import schedules
+
+    with fresh_database(admin_url, template_name) as url, psycopg.connect(url, autocommit=True) as conn:
+        now = db_now(conn)
+        names = declare_daily(count, (now.hour + 12) % 24)  # nothing due for hours: the idle tick stays idle
+        try:
+            settings = Settings(database_url=url, cron_secret=TEST_SECRET, reminder_channel="console")
+            seen = {"sync": traced_tick(url, settings, db_now(conn))[1]}
+            seen["idle"] = traced_tick(url, settings, db_now(conn))[1]
+            # Each cursor a day back: every schedule has exactly one slot to decide, all in this tick.
+            conn.execute("update crontick_schedules set evaluated_until = evaluated_until - interval '1 day'")
+            conn.execute("update crontick_schedules set next_at = '-infinity'")
+            ran.clear()
+            result, seen["due"] = traced_tick(url, settings, db_now(conn))
+            # A slot half a day old is past the grace for catch_up="skip": a third are skipped.
+            assert result.schedules.enqueued + result.schedules.skipped == count, result.schedules
+            assert result.schedules.enqueued == count - count // 3
+            assert result.jobs.claimed == min(result.schedules.enqueued, settings.batch_size) == len(ran)
+        finally:
+            for name in names:
+                schedules.unregister(name)
+        return seen
+
+
+def test_a_thousand_declared_schedules_cost_no_more_statements_than_one(admin_url: str, template_name: str) -> None:
+    one, thousand = (schedule_ticks(admin_url, template_name, count) for count in (1, 1000))
+    assert thousand == one, (one, thousand)
+    assert thousand["idle"] == ["tick_probe"]
+    # First sight: the declarations are sent, and each new schedule's next slot is computed and stored.
+    assert thousand["sync"] == ["tick_probe", "schedule_due", "schedule_apply", "job_record_outcomes"]
+    assert thousand["due"] == ["tick_probe", "schedule_due", "schedule_apply", "job_claim_due", "job_record_outcomes"]
+
+
+def test_the_declared_set_is_hashed_once_per_change_not_per_tick() -> None:
+    """A tick asks whether this process's declarations are synced; with 1,000 of them, hashing the
+    whole set on every idle tick cost it a third of its time. The digest is kept until the set changes."""
+    from crontick import schedules
+
+    names = declare_daily(3, 5)
+    try:
+        first = schedules._declared_and_digest()
+        assert schedules._declared_and_digest() is first  # unchanged: not recomputed
+        assert first[1] == schedules.digest(schedules.declared())
+        crontick.schedule("t_perf-extra", "0 6 * * *", "t_perf.noop", {"n": 0})
+        added = schedules._declared_and_digest()
+        assert added[1] != first[1] and [s.name for s in added[0]] == sorted([*names, "t_perf-extra"])
+        schedules.unregister("t_perf-extra")
+        assert schedules._declared_and_digest()[1] == first[1]
+    finally:
+        for name in [*names, "t_perf-extra"]:
+            schedules.unregister(name)
+
+
+def test_the_idle_ticks_quick_commit_takes_effect_though_the_probe_is_a_function(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    """The probe sets synchronous_commit inside crontick_tick_probe: the setting must reach the commit
+    (a SET clause for it on the function would end it at the function's exit), and only when idle."""
+    settings = Settings(database_url=database_url, cron_secret=TEST_SECRET, reminder_channel="console")
+
+    async def commit_setting(jobs_due: bool) -> str:
+        if jobs_due:
+            conn.execute("insert into jobs (type, payload) values ('t_perf.noop', '{\"n\": 0}')")
+        tick_conn = await db.connect(database_url)
+        try:
+            async with tick_conn.transaction(force_rollback=True):
+                await probe.look(tick_conn, settings, None, "test", {})
+                row = await (await tick_conn.execute("select current_setting('synchronous_commit')")).fetchone()
+        finally:
+            await tick_conn.close()
+        assert row is not None
+        return str(row[0])
+
+    assert asyncio.run(commit_setting(jobs_due=False)) == "off"
+    assert asyncio.run(commit_setting(jobs_due=True)) == "on"

@@ -5,15 +5,25 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from functools import lru_cache
 from importlib import import_module, resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from .session import authorize, secure_headers
+if TYPE_CHECKING:
+    from .session import authorize
 
 __all__ = ["authorize", "routes"]
+
+
+def __getattr__(name: str) -> Any:
+    """`crontick.admin.authorize`, imported on first use: the tick's cold start never loads the admin's sessions."""
+    if name == "authorize":
+        from .session import authorize
+
+        return authorize
+    raise AttributeError(f"module 'crontick.admin' has no attribute {name!r}")
 
 
 async def _home(request: Request) -> Response:
@@ -32,6 +42,8 @@ async def _unknown(request: Request) -> Response:
 
 
 async def _stylesheet(request: Request) -> Response:
+    from .session import secure_headers
+
     return secure_headers(Response(_css(), media_type="text/css"))
 
 
