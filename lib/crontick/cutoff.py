@@ -49,8 +49,8 @@ def cutoff_of(settings: Settings) -> Cutoff:
 class Severable(Protocol):
     """What `bounded` cuts: a holder of at most one live connection (crontick.db.Database, or the CLI's Held)."""
 
-    def sever(self) -> psycopg.AsyncConnection[Any] | None:
-        """Shut the connection's socket down (shut_down), forget it, and return it to be closed."""
+    def sever(self, task: asyncio.Task[Any] | None) -> psycopg.AsyncConnection[Any] | None:
+        """Shut down the socket of `task`'s connection (shut_down), forget it, and return it to be closed."""
         ...
 
 
@@ -60,7 +60,7 @@ class Held:
     def __init__(self) -> None:
         self.conn: psycopg.AsyncConnection[Any] | None = None
 
-    def sever(self) -> psycopg.AsyncConnection[Any] | None:
+    def sever(self, task: asyncio.Task[Any] | None) -> psycopg.AsyncConnection[Any] | None:
         conn, self.conn = self.conn, None
         if conn is not None:
             shut_down(conn)
@@ -71,17 +71,18 @@ class Held:
 async def bounded(holder: Severable, limit: Cutoff) -> AsyncIterator[None]:
     """Run the block until `limit` at most (a tick's: cutoff_of(settings)); past that, raise DatabaseTimeout.
 
-    At the cut-off the holder's connection is cut under whatever statement waits on it (the
+    At the cut-off the request's connection is cut under whatever statement waits on it (the
     socket is shut down, so the wait ends with an error at once, and psycopg does not try to
-    cancel the query and wait again, up to 10 s more). The holder forgets it, so the next
-    request opens a fresh one, and it is closed once the block has unwound. A block still
+    cancel the query and wait again, up to 10 s more). The holder forgets it, so no request
+    gets it again, and it is closed once the block has unwound. A block still
     running at the stop (connecting, or waiting for another request's turn) is cancelled.
     Whatever the block raised after the cut becomes DatabaseTimeout: the caller answers 503
     with Retry-After, as for a refused connection.
     """
     loop = asyncio.get_running_loop()
+    task = asyncio.current_task()  # the request's: the timer below fires outside it
     cut: list[psycopg.AsyncConnection[Any] | None] = []
-    timer = loop.call_later(limit.seconds, lambda: cut.append(holder.sever()))
+    timer = loop.call_later(limit.seconds, lambda: cut.append(holder.sever(task)))
     try:
         async with asyncio.timeout(limit.stop_seconds):
             yield
@@ -97,7 +98,7 @@ async def bounded(holder: Severable, limit: Cutoff) -> AsyncIterator[None]:
 
 
 async def discard_after(database: Database, exc: DatabaseUnavailable) -> None:
-    """Drop the connection an outage broke, unless the cut-off did (the one held now is a fresh one)."""
+    """Drop this request's connection after an outage, unless the cut-off already did."""
     if not isinstance(exc, DatabaseTimeout):
         await database.discard()
 

@@ -200,16 +200,22 @@ class Database:
         except psycopg.Error:
             pass
 
-    def sever(self) -> psycopg.AsyncConnection[Any] | None:
-        """Cut the connection under whatever statement waits on it (crontick.cutoff), and forget it.
+    def sever(self, task: asyncio.Task[Any] | None) -> psycopg.AsyncConnection[Any] | None:
+        """Cut `task`'s connection under whatever statement waits on it (crontick.cutoff), and forget it.
 
-        Every request sharing it sees the connection lost at once; the next one opens a fresh
-        connection. Returns it, for the caller to close once its own request has unwound.
+        Every request sharing it sees the connection lost at once; none gets it again, and the
+        task's next call opens a fresh one. Returns it, for the caller to close once its own
+        request has unwound.
         """
-        conn, self._conn = self._conn, None
-        if conn is not None and not conn.closed:
-            shut_down(conn)
-        return conn
+        held = self._held.pop(task, None) if task is not None else None
+        if held is None:
+            return None
+        for where in (self._open, self._idle):
+            if held in where:
+                where.remove(held)
+        if not held.conn.closed:
+            shut_down(held.conn)
+        return held.conn
 
 
 async def _alive(conn: psycopg.AsyncConnection[Any]) -> bool:
