@@ -38,7 +38,8 @@ def summary(rows: list[Row]) -> str:
     lost = sum(r.lost for r in rows)
     duplicated = sum(r.duplicated for r in rows)
     forged = sum(r.forged_accepted for r in rows)
-    return f"chaos: {len(rows)} scenarios, {lost} lost, {duplicated} duplicated, {forged} forged accepted"
+    scenarios = len({r.scenario.split()[0] for r in rows})  # "4 database restart" and "4 …, PgBouncer" are one
+    return f"chaos: {scenarios} scenarios, {lost} lost, {duplicated} duplicated, {forged} forged accepted"
 
 
 if __name__ == "__main__":

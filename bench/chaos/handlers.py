@@ -17,6 +17,9 @@ SIDE_EFFECTS_SQL = (
     "create table if not exists chaos_side_effects"
     " (job_id bigint not null, pid int not null, ran_at timestamptz not null default statement_timestamp())"
 )
+# The load scenario's inbound hook: GitHub-style deliveries, each event's job counted like chaos.record's.
+GITHUB_HOOK = "chaos-github"
+GITHUB_SECRET = "chaos-github-secret-" + "g" * 24
 
 _conn: psycopg.AsyncConnection[Any] | None = None
 _lock = asyncio.Lock()
@@ -39,6 +42,15 @@ async def record(payload: Any, job: crontick.Job) -> None:
 async def _side_effect(job: crontick.Job) -> None:
     conn = await _connection()
     await conn.execute("insert into chaos_side_effects (job_id, pid) values (%s, %s)", (job.id, os.getpid()))
+
+
+crontick.inbound(GITHUB_HOOK, "chaos.event", verify="github", secret=GITHUB_SECRET)
+
+
+@crontick.handler("chaos.event")
+async def event(payload: Any, job: crontick.Job) -> None:
+    """One inbound delivery's job; deliberately not idempotent, like chaos.record."""
+    await _side_effect(job)
 
 
 @crontick.handler("chaos.raise")

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import pwd
-import shutil
-import subprocess
 import tempfile
 import threading
 import time
@@ -16,15 +12,16 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import httpx
 import psycopg
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from bench import server as pg
 from crontick import db
+from crontick.cutoff import cutoff_of
+from crontick.settings import Settings
 
+from . import bouncer
 from .handlers import SIDE_EFFECTS_SQL
-from .rig import SECRET, Rig, free_port
+from .rig import Answer, Rig, clear_503, timed
 
 if TYPE_CHECKING:
     from .scenarios import Row, Sizes
@@ -34,7 +31,10 @@ BUDGET_SECONDS = 3.0
 LEASE_SECONDS = 4.0
 SLOW_JOBS = 8  # per restart: each sleeps past the moment the database stops
 DOWN_TICKS = 5  # ticks sent while the database is down, per restart
-QUERY_WAIT_SECONDS = 2  # PgBouncer's query_wait_timeout, below the budget
+# When a tick gets its answer at the latest: crontick.cutoff's cut-off for this budget and
+# lease, plus the time a 503 takes to go out on a loaded machine.
+CUTOFF_SECONDS = cutoff_of(Settings(time_budget_seconds=BUDGET_SECONDS, lease_seconds=LEASE_SECONDS)).seconds
+ANSWER_BY_SECONDS = CUTOFF_SECONDS + 1.0
 
 
 @contextmanager
@@ -54,90 +54,8 @@ def private_server() -> Iterator[tuple[Any, str]]:
             server.cleanup()
 
 
-def pgbouncer_binary() -> str | None:
-    return (
-        os.environ.get("CRONTICK_PGBOUNCER")
-        or shutil.which("pgbouncer")
-        or next(
-            (
-                p
-                for p in ("/usr/sbin/pgbouncer", "/usr/local/bin/pgbouncer", "/opt/homebrew/bin/pgbouncer")
-                if os.path.exists(p)
-            ),
-            None,
-        )
-    )
-
-
-@contextmanager
-def pgbouncer(binary: str, admin: str) -> Iterator[int]:
-    """A PgBouncer in transaction mode in front of `admin`'s unix-socket server, on a free loopback port
-    (as tests/pooler/conftest.py starts one); as root it runs as the socket's owner (it refuses root)."""
-    server = {k: str(v) for k, v in conninfo_to_dict(admin).items() if v is not None}
-    user = server.get("user") or "postgres"
-    port = free_port()
-    with tempfile.TemporaryDirectory(prefix="crontick-chaos-pgbouncer-") as name:
-        folder = Path(name)
-        owner = pwd.getpwuid(os.stat(server["host"]).st_uid) if os.geteuid() == 0 else None
-        if owner:
-            os.chown(folder, owner.pw_uid, owner.pw_gid)
-        (folder / "userlist.txt").write_text(f'"{user}" ""\n')
-        ini = folder / "pgbouncer.ini"
-        ini.write_text(
-            f"[databases]\n* = host={server['host']} port={server.get('port') or '5432'} user={user}\n"
-            f"[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\nauth_type = trust\n"
-            f"auth_file = {folder / 'userlist.txt'}\npool_mode = transaction\nmax_client_conn = 200\n"
-            # Retry the server soon after it comes back (the default waits 15 s after a failed login), and
-            # refuse a query that waits for a server longer than the tick's budget: with the default (120 s)
-            # every tick hangs while the database is down (crontick does not bound that wait itself).
-            f"default_pool_size = 20\nserver_login_retry = 1\nquery_wait_timeout = {QUERY_WAIT_SECONDS}\n"
-            f"logfile = {folder / 'pgbouncer.log'}\npidfile = {folder / 'pgbouncer.pid'}\n"
-        )
-        command = [binary, "-q", *(["-u", owner.pw_name] if owner else []), str(ini)]
-        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            _wait_for(make_conninfo(admin, host="127.0.0.1", port=str(port)), proc)
-            yield port
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
-
-
-def _wait_for(conninfo: str, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            with psycopg.connect(conninfo, connect_timeout=2, autocommit=True) as conn:
-                conn.execute("select 1")
-                return
-        except psycopg.OperationalError:
-            time.sleep(0.05)
-    raise RuntimeError(f"PgBouncer did not accept connections within 15 s (exit code {proc.poll()})")
-
-
-def _ticked(base: str) -> tuple[int, str, str | None, float]:
-    """One tick: (status, body, Retry-After, seconds). A hang past the budget plus 5 s is status 0."""
-    began = time.monotonic()
-    try:
-        r = httpx.post(base + TICK, headers={"Authorization": f"Bearer {SECRET}"}, timeout=BUDGET_SECONDS + 5)
-    except httpx.TimeoutException:
-        return 0, "", None, time.monotonic() - began
-    return r.status_code, r.text, r.headers.get("retry-after"), time.monotonic() - began
-
-
-def _clear_503(answer: tuple[int, str, str | None, float]) -> bool:
-    status, text, retry_after, took = answer
-    return (
-        status == 503
-        and '"error":"database_unavailable"' in text.replace(" ", "")
-        and bool(retry_after)
-        and "Traceback" not in text
-        and took < BUDGET_SECONDS
-    )
+def _ticked(base: str) -> Answer:
+    return timed("POST", base + TICK, BUDGET_SECONDS + 5)
 
 
 def database_restart(rig: Rig, sizes: Sizes) -> Row:
@@ -148,16 +66,9 @@ def database_restart(rig: Rig, sizes: Sizes) -> Row:
 
 def database_restart_pgbouncer(rig: Rig, sizes: Sizes) -> Row:
     """The same with PgBouncer in transaction mode between the app and the database (only the database restarts)."""
-    from .scenarios import Row
 
-    if pgbouncer_binary() is None:
-        required = bool(os.environ.get("CRONTICK_REQUIRE_PGBOUNCER"))
-        return Row(
-            "4 database restart, PgBouncer",
-            "not run",
-            "PgBouncer is not installed (apt-get install pgbouncer)",
-            ok=not required,
-        )
+    if bouncer.pgbouncer_binary() is None:
+        return bouncer.not_run("4 database restart, PgBouncer")
     return _restart(rig, sizes, pooled=True)
 
 
@@ -177,10 +88,10 @@ def _restart(rig: Rig, sizes: Sizes, *, pooled: bool) -> Row:
         seed(own, jobs, bookings)
         env = {"CRONTICK_TIME_BUDGET_SECONDS": str(BUDGET_SECONDS), "CRONTICK_LEASE_SECONDS": str(LEASE_SECONDS)}
         if pooled:
-            port = stack.enter_context(pgbouncer(str(pgbouncer_binary()), admin))
-            env["DATABASE_URL"] = pg.as_url(make_conninfo(url, host="127.0.0.1", port=str(port)))
-        mid: list[tuple[int, str, str | None, float]] = []
-        down: list[tuple[int, str, str | None, float]] = []
+            port = stack.enter_context(bouncer.pgbouncer(str(bouncer.pgbouncer_binary()), admin))
+            env["DATABASE_URL"] = pg.as_url(bouncer.through(url, port))
+        mid: list[Answer] = []
+        down: list[Answer] = []
         with own.serve(env) as app:
             for _ in range(restarts):
                 # Due an hour ago: claimed ahead of the other jobs, so the next tick is inside them when the database stops.
@@ -213,20 +124,21 @@ def _restart(rig: Rig, sizes: Sizes, *, pooled: bool) -> Row:
         unknown = own.sql("select count(*) from reminder_sends where status = 'unknown'")[0][0]
         delivered = sum(1 for n in own.provider.sends.values() if n >= 1)
         own.provider.clear()
-    clear_down = sum(1 for a in down if _clear_503(a))
-    mid_503 = sum(1 for a in mid if a[0] == 503 and _clear_503((a[0], a[1], a[2], 0.0)))
+    clear_down = sum(1 for a in down if clear_503(a, ANSWER_BY_SECONDS))
+    mid_503 = sum(1 for a in mid if a[0] == 503 and clear_503((a[0], a[1], a[2], 0.0), ANSWER_BY_SECONDS))
     mid_worst = max((a[3] for a in mid), default=0.0)
+    mid_other = [f"{a[0]} {a[1][:80]}" for a in mid if not clear_503((a[0], a[1], a[2], 0.0), ANSWER_BY_SECONDS)]
     hangs_or_500 = sum(1 for a in mid + down if a[0] == 0 or a[0] >= 500 and a[0] != 503)
     ok = (
         clear_down == len(down)
         and mid_503 == restarts
         and hangs_or_500 == 0
-        and mid_worst < BUDGET_SECONDS + 1.5
+        and mid_worst < ANSWER_BY_SECONDS
         and not (stuck or over or failed or lost or slow_lost or r_twice or internal)
         and r_lost <= unknown
         and back == 200
     )
-    where = f"behind PgBouncer (transaction mode, query_wait_timeout {QUERY_WAIT_SECONDS} s) " if pooled else ""
+    where = "behind PgBouncer (transaction mode, default query_wait_timeout 120 s) " if pooled else ""
     return Row(
         "4 database restart" + (", PgBouncer" if pooled else ""),
         f"pg_ctl stop mid-tick then start, {restarts}x, on a private embedded server {where}"
@@ -234,7 +146,8 @@ def _restart(rig: Rig, sizes: Sizes, *, pooled: bool) -> Row:
         f"{jobs + SLOW_JOBS * restarts:,} jobs, {bookings} reminders",
         f"{clear_down}/{len(down)} ticks while down got 503 database_unavailable + Retry-After, worst "
         f"{max((a[3] for a in down), default=0.0) * 1000:.0f} ms; interrupted ticks {mid_503}/{len(mid)} 503 in "
-        f"<= {mid_worst:.1f} s (budget {BUDGET_SECONDS:.0f} s); hangs/500s {hangs_or_500}; after restart: "
+        f"<= {mid_worst:.1f} s (budget {BUDGET_SECONDS:.0f} s, cut-off {CUTOFF_SECONDS:.2f} s)"
+        f"{'; the others: ' + repr(mid_other) if mid_other else ''}; hangs/500s {hangs_or_500}; after restart: "
         f"{stuck} pending/running, {failed} failed, {over} run more often than attempted, "
         f"{again + slow_again} re-run (at-least-once); reminders {delivered} delivered, {unknown} unknown, {r_twice} twice",
         lost=lost + slow_lost + max(0, r_lost - unknown),

@@ -181,9 +181,35 @@ class Rig:
 
     def reset(self) -> None:
         self.sql(
-            "truncate jobs, reminder_sends, bookings, chaos_side_effects, crontick_token_uses restart identity cascade"
+            "truncate jobs, reminder_sends, bookings, chaos_side_effects, crontick_token_uses, crontick_inbound_events "
+            "restart identity cascade"
         )
         self.provider.clear()
+
+
+Answer = tuple[int, str, "str | None", float]  # (status, body, Retry-After, seconds); status 0: no answer in time
+
+
+def timed(method: str, url: str, timeout: float) -> Answer:
+    """One request carrying the tick's bearer, timed; a hang past `timeout` is status 0."""
+    began = time.monotonic()
+    try:
+        r = httpx.request(method, url, headers={"Authorization": f"Bearer {SECRET}"}, timeout=timeout)
+    except httpx.TimeoutException:
+        return 0, "", None, time.monotonic() - began
+    return r.status_code, r.text, r.headers.get("retry-after"), time.monotonic() - began
+
+
+def clear_503(answer: Answer, within_seconds: float) -> bool:
+    """503 database_unavailable as JSON, with Retry-After and no traceback, within the time given."""
+    status, text, retry_after, took = answer
+    return (
+        status == 503
+        and '"error":"database_unavailable"' in text.replace(" ", "")
+        and bool(retry_after)
+        and "Traceback" not in text
+        and took < within_seconds
+    )
 
 
 def _stop(proc: subprocess.Popen[bytes], *, group: bool) -> None:

@@ -20,6 +20,7 @@ import httpx
 import jwt
 import psycopg
 
+from . import webhooks
 from .rig import SECRET, Rig, raw_request
 
 TICK = "/api/cron/tick"
@@ -39,6 +40,7 @@ class Sizes:
     restarts: int
     bad_requests: int
     deadline_seconds: float
+    events: int  # inbound webhooks (GitHub deliveries) in the load scenario; every fifth is sent twice
     skew_window_seconds: float = 150.0  # scenario 10: jobs, reminders and slots fall due over this long
 
 
@@ -51,6 +53,7 @@ FULL = Sizes(
     restarts=5,
     bad_requests=2_000,
     deadline_seconds=600,
+    events=500,
 )
 SHORT = Sizes(
     auth_requests=300,
@@ -61,6 +64,7 @@ SHORT = Sizes(
     restarts=1,
     bad_requests=150,
     deadline_seconds=60,
+    events=30,
     skew_window_seconds=8,
 )
 
@@ -303,8 +307,22 @@ def counts(rig: Rig, jobs: int, bookings: int, job_type: str = "chaos.record") -
 def load(rig: Rig, sizes: Sizes) -> Row:
     rig.reset()
     seed(rig, sizes.jobs, sizes.bookings)
+    sent = webhooks.deliveries(sizes.events, random.Random(1))
     with rig.serve() as server:
+        answers: list[webhooks.Answer] = []
+        poster = threading.Thread(target=lambda: answers.extend(webhooks.post_all(server.base, sent)))
+        poster.start()  # signed deliveries arrive while the callers tick
         latencies = drain_all(rig, server.base, sizes.callers, sizes.deadline_seconds)
+        poster.join()
+        latencies += drain_all(rig, server.base, sizes.callers, sizes.deadline_seconds)  # the last events' jobs
+        cut = sum(1 for line in server.log_lines() if '"event": "database_unavailable"' in line)
+    hooks = webhooks.tally(rig, sizes.events, answers)
+    hooks_ok = (
+        hooks.accepted == hooks.deliveries
+        and hooks.jobs == hooks.new == sizes.events
+        and hooks.duplicates == hooks.deliveries - sizes.events
+        and not (hooks.lost or hooks.over)
+    )
     lost, rerun, r_lost, r_twice = counts(rig, sizes.jobs, sizes.bookings)
     # Ran more often than it was attempted: the same claim ran twice, which would break the queue's
     # promise. Ran again on a later attempt (its first was stopped at the tick's budget after its
@@ -319,13 +337,15 @@ def load(rig: Rig, sizes: Sizes) -> Row:
     # is never resent: visible, not lost. Lost means neither delivered nor marked.
     return Row(
         "1 load",
-        f"{sizes.jobs:,} jobs, {sizes.bookings:,} reminders, {sizes.callers} callers, {len(latencies):,} ticks",
+        f"{sizes.jobs:,} jobs, {sizes.bookings:,} reminders, {sizes.events} signed inbound webhooks "
+        f"({len(sent) - sizes.events} sent twice), {sizes.callers} callers, {len(latencies):,} ticks",
         f"jobs: {sizes.jobs - lost - rerun:,} ran exactly once, {rerun} again on a later attempt (at-least-once), "
         f"{over} more often than attempted; reminders: {once:,} delivered once, {unknown} marked unknown, "
-        f"{r_twice} twice; tick p50 {q[49]:.0f} ms, p99 {q[98]:.0f} ms",
-        lost=lost + max(0, r_lost - unknown),
-        duplicated=over + r_twice,
-        ok=not (lost or over or r_twice) and r_lost <= unknown,
+        f"{r_twice} twice; {hooks.text()}; tick p50 {q[49]:.0f} ms, p99 {q[98]:.0f} ms; "
+        f"requests cut off or refused (503): {cut}",
+        lost=lost + max(0, r_lost - unknown) + hooks.lost + max(0, sizes.events - hooks.jobs),
+        duplicated=over + r_twice + hooks.over + max(0, hooks.jobs - sizes.events),
+        ok=not (lost or over or r_twice) and r_lost <= unknown and hooks_ok,
     )
 
 
@@ -528,12 +548,17 @@ def frozen(rig: Rig, sizes: Sizes) -> Row:
     done = rig.sql("select count(*) from jobs where status = 'done' and last_error is null")[0][0]
     stale_jobs = answers[0].json()["jobs"] if answers and answers[0].status_code == 200 else {}
     fenced = stale_jobs.get("fenced", 0)
+    # The thawed tick wakes past its cut-off (which comes before its leases end): it is cut off
+    # before it writes anything, unless its outcome statement was already on its way; then the
+    # fence refuses every late outcome. Either way the new owner's `done` (no last_error) stands.
+    cut_off = bool(answers) and answers[0].status_code == 503 and answers[0].json()["error"] == "database_unavailable"
+    thawed = "was cut off (503; its cut-off had passed)" if cut_off else f"had its {fenced} late outcomes fenced off"
     lost, twice, _, _ = counts(rig, n, 0, "chaos.stale")  # the stale handler records only its successful attempt
-    ok = done == n and not twice and fenced == stale_jobs.get("claimed", -1) == n and not lost
+    ok = done == n and not twice and (cut_off or fenced == stale_jobs.get("claimed", -1) == n) and not lost
     return Row(
         "3 frozen process",
         f"SIGSTOP a tick holding {n} leases for 4.5 s (lease 4 s), SIGCONT after another server took over",
-        f"{done}/{n} done by the new owner; the thawed tick's {fenced} late outcomes fenced off",
+        f"{done}/{n} done by the new owner; the thawed tick {thawed}",
         lost=lost,
         duplicated=twice,
         ok=ok,
@@ -603,6 +628,12 @@ def connections(rig: Rig, sizes: Sizes) -> Row:
     )
 
 
+def connections_pgbouncer(rig: Rig, sizes: Sizes) -> Row:
+    from .pool import pool_full  # its own module (a PgBouncer the scenario starts); it uses this one's helpers
+
+    return pool_full(rig, sizes)
+
+
 # --- 4. the database restarts -------------------------------------------------------------------
 
 
@@ -636,6 +667,7 @@ SCENARIOS: list[Callable[[Rig, Sizes], Row]] = [
     providers,
     frozen,
     connections,
+    connections_pgbouncer,
     database_restart,
     database_restart_pgbouncer,
     clock_skew,

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from . import admin, auth, http_body, logs, vercel
+from . import admin, auth, cutoff, http_body, logs, vercel
 from . import health as health_check
 from .db import Database
 from .errors import ConfigError, CrontickError, DatabaseUnavailable
@@ -71,21 +71,23 @@ async def tick(request: Request) -> JSONResponse:
         except http_body.BodyTooLarge:
             return http_body.too_large(settings.max_body_bytes)
     try:
-        # Inside the try: recording a short-lived token's jti needs the database, and an
-        # outage there is a 503 the scheduler retries, not a 401 that looks like a bad secret.
-        decision = await auth.authorize(request, body, settings, rt.db)
-        if not decision.ok:
-            logs.warning("tick_refused", reason=decision.reason, client=_client(request))
-            return error(
-                401, "unauthorized", "a valid credential is required to run a tick", {"WWW-Authenticate": "Bearer"}
+        # Bounded as a whole: a pooler waiting for a server that is down would hold any statement
+        # here (the jti record, the connect, the tick's own) for minutes.
+        async with cutoff.bounded(rt.db, cutoff.cutoff_of(settings)):
+            # Inside the try: recording a short-lived token's jti needs the database, and an
+            # outage there is a 503 the scheduler retries, not a 401 that looks like a bad secret.
+            decision = await auth.authorize(request, body, settings, rt.db)
+            if not decision.ok:
+                logs.warning("tick_refused", reason=decision.reason, client=_client(request))
+                return error(
+                    401, "unauthorized", "a valid credential is required to run a tick", {"WWW-Authenticate": "Bearer"}
+                )
+            conn = await rt.db.connection()
+            result = await run_tick(
+                conn, settings, source=decision.method or "http", execution_id=vercel.execution_id(request.headers)
             )
-        conn = await rt.db.connection()
-        result = await run_tick(
-            conn, settings, source=decision.method or "http", execution_id=vercel.execution_id(request.headers)
-        )
     except DatabaseUnavailable as exc:
-        await rt.db.discard()
-        logs.error("database_unavailable", detail=str(exc))
+        await _unavailable(rt.db, exc)
         return error(
             503,
             "database_unavailable",
@@ -106,10 +108,11 @@ async def health(request: Request) -> JSONResponse:
     if rt.problem or rt.db is None:
         return JSONResponse({"ok": False, "last_tick_at": None, **misconfigured_body()}, 503)
     try:
-        conn = await rt.db.connection()
-        status = await health_check.read(conn, rt.settings)
-    except DatabaseUnavailable:
-        await rt.db.discard()
+        async with cutoff.bounded(rt.db, cutoff.cutoff_of(rt.settings)):
+            conn = await rt.db.connection()
+            status = await health_check.read(conn, rt.settings)
+    except DatabaseUnavailable as exc:
+        await _unavailable(rt.db, exc)
         return JSONResponse(
             {
                 "ok": False,
@@ -153,6 +156,11 @@ async def internal_error(request: Request, exc: Exception) -> JSONResponse:
         traceback="".join(traceback.format_exception(exc)),
     )
     return error(500, "internal_error", "the request failed; the server log has the details")
+
+
+async def _unavailable(database: Database, exc: DatabaseUnavailable) -> None:
+    await cutoff.discard_after(database, exc)
+    logs.error("database_unavailable", detail=str(exc))
 
 
 def _client(request: Request) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from .errors import ConfigError, CrontickError
@@ -92,6 +93,7 @@ class LambdaRuntime:
 
     async def _scheduled(self, context: Any) -> dict[str, Any]:
         """IAM already authenticated the caller; tick (and keep ticking while time remains)."""
+        from . import cutoff
         from .errors import DatabaseUnavailable
         from .tick import drain
 
@@ -99,13 +101,23 @@ class LambdaRuntime:
         if runtime.problem or runtime.db is None:
             raise ConfigError(f"crontick is not configured: {runtime.problem}")
         settings = runtime.settings
+        db = runtime.db
+
+        def bound() -> AbstractAsyncContextManager[None]:
+            return cutoff.bounded(db, cutoff.cutoff_of(settings))
+
         try:
-            conn = await runtime.db.connection()
+            async with bound():
+                conn = await db.connection()
             result = await drain(
-                conn, settings, max_ticks=_ticks_that_fit(context, settings.time_budget_seconds), source="eventbridge"
+                conn,
+                settings,
+                max_ticks=_ticks_that_fit(context, settings.time_budget_seconds),
+                source="eventbridge",
+                bound=bound,
             )
-        except DatabaseUnavailable:
-            await runtime.db.discard()
+        except DatabaseUnavailable as exc:
+            await cutoff.discard_after(db, exc)
             raise
         return result.to_json()
 

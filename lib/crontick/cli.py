@@ -9,13 +9,14 @@ import os
 import secrets
 import sys
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
-from . import db, handlers
+from . import cutoff, db, handlers
 from .errors import ConfigError, CrontickError, DatabaseUnavailable, DatabaseUrlError
 from .settings import Settings
 
@@ -127,12 +128,25 @@ def cmd_tick(args: argparse.Namespace) -> int:
     handlers.load_modules(settings.handler_modules)
     url = settings.require_database_url()
 
+    # Each step ends at the cut-off (budget plus a margin), even when a pooler in front of a
+    # database that is down would hold it for minutes: then exit 1 with one line, no traceback.
+    held = cutoff.Held()
+
+    def bound() -> AbstractAsyncContextManager[None]:
+        return cutoff.bounded(held, cutoff.cutoff_of(settings))
+
     async def go() -> dict[str, Any]:
-        conn = await db.connect(url)
         try:
-            result = await (drain(conn, settings) if args.drain else run_tick(conn, settings, source="cli"))
+            async with bound():
+                conn = held.conn = await db.connect(url)
+            if args.drain:
+                result = await drain(conn, settings, bound=bound)
+            else:
+                async with bound():
+                    result = await run_tick(conn, settings, source="cli")
         finally:
-            await conn.close()
+            if held.conn is not None:
+                await held.conn.close()
         return result.to_json()
 
     print(json.dumps(asyncio.run(go())))

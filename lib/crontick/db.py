@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from .cutoff import shut_down
 from .errors import CrontickError, DatabaseUnavailable, DatabaseUrlError
 
 log = logging.getLogger("crontick")
@@ -198,6 +199,23 @@ class Database:
             await held.conn.close()
         except psycopg.Error:
             pass
+
+    def sever(self, task: asyncio.Task[Any] | None) -> psycopg.AsyncConnection[Any] | None:
+        """Cut `task`'s connection under whatever statement waits on it (crontick.cutoff), and forget it.
+
+        Every request sharing it sees the connection lost at once; none gets it again, and the
+        task's next call opens a fresh one. Returns it, for the caller to close once its own
+        request has unwound.
+        """
+        held = self._held.pop(task, None) if task is not None else None
+        if held is None:
+            return None
+        for where in (self._open, self._idle):
+            if held in where:
+                where.remove(held)
+        if not held.conn.closed:
+            shut_down(held.conn)
+        return held.conn
 
 
 async def _alive(conn: psycopg.AsyncConnection[Any]) -> bool:

@@ -22,6 +22,17 @@ class DatabaseUnavailable(CrontickError):
         super().__init__(f"database unavailable: {_first_line(cause)}")
 
 
+class DatabaseTimeout(DatabaseUnavailable):
+    """The database gave no answer by a request's cut-off (crontick.cutoff)."""
+
+    def __init__(self, seconds: float) -> None:
+        CrontickError.__init__(
+            self,
+            f"database unavailable: expected an answer within {seconds:.3g} s, got none "
+            "(a pooler waiting for a server that is down or for a free one, or a statement blocked in the database)",
+        )
+
+
 class DatabaseUrlError(ConfigError):
     """DATABASE_URL cannot be parsed. psycopg's reason is kept; the password, which it may quote, is not."""
 

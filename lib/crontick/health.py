@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 import psycopg
 
 from .db import query
+from .errors import DatabaseUnavailable
 from .settings import Settings
 
 # Stale after two missed ticks: one late or dropped run (GitHub delays them by hours) is normal.
@@ -28,8 +29,11 @@ def stale_after_seconds(settings: Settings) -> float:
 
 async def read(conn: psycopg.AsyncConnection[Any], settings: Settings) -> Health:
     """The newest tick and whether it is stale, by the database's clock (no tick ever run is stale)."""
-    cur = await conn.execute(query("health_status"), {"stale_after": stale_after_seconds(settings)})
-    row = await cur.fetchone()
+    try:
+        cur = await conn.execute(query("health_status"), {"stale_after": stale_after_seconds(settings)})
+        row = await cur.fetchone()
+    except psycopg.OperationalError as exc:  # lost, or refused by a pooler ("server login has been failing")
+        raise DatabaseUnavailable(exc) from exc
     assert row is not None  # an aggregate always returns its one row
     last, stale = row
     return Health(last.isoformat() if last else None, bool(stale))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from . import http_body, logs, verify
+from . import cutoff, http_body, logs, verify
 from .db import query
 from .errors import ConfigError, CrontickError, DatabaseUnavailable
 from .settings import MIN_SECRET_CHARS, webhook_signing_key
@@ -145,9 +145,10 @@ async def endpoint(request: Request) -> Response:
         return _error(400, "bad_event", str(exc))
     payload = {"hook": name, "event_id": event_id, "received_at": datetime.now(UTC).isoformat(), "event": event}
     try:
-        job_id, new = await record(rt, hook, event_id, payload)
+        async with cutoff.bounded(rt.db, cutoff.cutoff_of(rt.settings)):
+            job_id, new = await record(rt, hook, event_id, payload)
     except DatabaseUnavailable as exc:
-        await rt.db.discard()
+        await cutoff.discard_after(rt.db, exc)
         logs.error("database_unavailable", detail=str(exc), hook=name)
         return _error(
             503,

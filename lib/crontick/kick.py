@@ -107,15 +107,17 @@ async def _coalesced(one_round: Callable[[], Awaitable[bool]], mode: str) -> Non
 
 
 async def _tick_inline(rt: Runtime) -> bool:
+    from . import cutoff
     from .errors import DatabaseUnavailable
     from .tick import run_tick
 
     assert rt.db is not None
     try:
-        conn = await rt.db.connection()
-        result = await run_tick(conn, rt.settings, source="kick")
-    except DatabaseUnavailable:
-        await rt.db.discard()
+        async with cutoff.bounded(rt.db, cutoff.cutoff_of(rt.settings)):
+            conn = await rt.db.connection()
+            result = await run_tick(conn, rt.settings, source="kick")
+    except DatabaseUnavailable as exc:
+        await cutoff.discard_after(rt.db, exc)
         raise
     return result.jobs.claimed >= rt.settings.batch_size  # a full batch: a backlog is waiting
 

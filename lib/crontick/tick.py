@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -214,7 +215,12 @@ async def _rescue(
 
 
 async def drain(
-    conn: psycopg.AsyncConnection[Any], settings: Settings, *, max_ticks: int = 1_000_000, source: str = "cli"
+    conn: psycopg.AsyncConnection[Any],
+    settings: Settings,
+    *,
+    max_ticks: int = 1_000_000,
+    source: str = "cli",
+    bound: Callable[[], AbstractAsyncContextManager[object]] = nullcontext,
 ) -> TickResult:
     """Tick batch after batch until nothing due is left (for crontab and Kubernetes CronJobs).
 
@@ -223,7 +229,8 @@ async def drain(
     statement per batch, and no reminder waits longer than it would have had the drain ended.
     After a tick that left work due, the next one skips the probe and claims at once (two
     statements a batch, not three); the drain ends only on a probed tick, so its summary's
-    next_due_at counts reminders too.
+    next_due_at counts reminders too. Each tick runs inside `bound()` (crontick.cutoff.bounded:
+    a tick that gets no answer from the database by its cut-off ends the drain).
     """
     total = TickResult()
     checked_at: float | None = None
@@ -231,7 +238,8 @@ async def drain(
     for _ in range(max_ticks):
         remind = checked_at is None or time.monotonic() - checked_at >= REMINDER_RECHECK_SECONDS
         skip_probe = left_work and not remind
-        result = await run_tick(conn, settings, source=source, send_reminders=remind, jobs_due=skip_probe)
+        async with bound():
+            result = await run_tick(conn, settings, source=source, send_reminders=remind, jobs_due=skip_probe)
         total = total + result
         if remind:
             checked_at = None if result.reminders.more else time.monotonic()

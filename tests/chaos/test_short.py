@@ -28,5 +28,9 @@ def test_scenario(chaos_rig: Rig, scenario: Callable[[Rig, object], Row]) -> Non
 
 
 def test_the_summary_line_counts_every_row() -> None:
-    rows = [Row("a", "", "", lost=1), Row("b", "", "", duplicated=2, forged_accepted=3, ok=False)]
-    assert summary(rows) == "chaos: 2 scenarios, 1 lost, 2 duplicated, 3 forged accepted"
+    rows = [
+        Row("1 a", "", "", lost=1),
+        Row("2 b", "", "", duplicated=2, forged_accepted=3, ok=False),
+        Row("2 b, PgBouncer", "", "", lost=1),  # a second row of scenario 2
+    ]
+    assert summary(rows) == "chaos: 2 scenarios, 2 lost, 2 duplicated, 3 forged accepted"

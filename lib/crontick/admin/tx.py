@@ -13,12 +13,16 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from .. import cutoff
 from ..db import Database, query
 from ..errors import BadCursor, DatabaseUnavailable, QueryTimeout
 
 READ_TIMEOUT = "2s"  # admin_read_begin
 ACTION_TIMEOUT = "5s"  # admin_action_begin
 NO_CURSOR = 2**63 - 1
+# A request's whole turn on the admin's connection: a page is a few statements of at most
+# READ_TIMEOUT each, an action one of at most ACTION_TIMEOUT.
+CUTOFF = cutoff.Cutoff(10.0, 10.0 + cutoff.UNWIND_SECONDS)
 
 Conn = psycopg.AsyncConnection[Any]
 Row = dict[str, Any]
@@ -66,12 +70,14 @@ async def connection(database_url: str) -> AsyncIterator[Conn]:
         _per_loop[loop] = (asyncio.Lock(), {})
     turn, databases = _per_loop[loop]
     database = databases.setdefault(database_url, Database(database_url))
-    async with turn:
+    # Bounded like a tick: a pooler in front of a database that is down holds a statement for
+    # minutes, and statement_timeout only starts once a server has it.
+    async with cutoff.bounded(database, CUTOFF), turn:
         conn = await database.connection()
         try:
             yield conn
-        except DatabaseUnavailable:
-            await database.discard()
+        except DatabaseUnavailable as exc:
+            await cutoff.discard_after(database, exc)
             raise
         if conn.broken or conn.closed:
             await database.discard()
