@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from . import admin, auth, cutoff, http_body, logs, vercel
@@ -17,7 +17,6 @@ from . import health as health_check
 from .db import Database
 from .errors import ConfigError, CrontickError, DatabaseUnavailable
 from .http_body import misconfigured, misconfigured_body
-from .inbound import endpoint as inbound_endpoint
 from .kick import attach as attach_kick
 from .settings import Settings
 from .tick import run_tick
@@ -25,6 +24,13 @@ from .tick import run_tick
 log = logging.getLogger("crontick")
 
 RETRY_AFTER_SECONDS = 30
+
+
+async def inbound_hook(request: Request) -> Response:
+    """POST /api/hooks/{name}, its module (the verifiers with it) loaded by the first hook request."""
+    from .hook_endpoint import endpoint
+
+    return await endpoint(request)
 
 
 def error(status: int, code: str, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -191,7 +197,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         routes=[
             _without_head(Route("/api/cron/tick", tick, methods=["GET", "POST"])),
             Route("/api/health", health, methods=["GET"]),
-            Route("/api/hooks/{name}", inbound_endpoint, methods=["POST"]),
+            Route("/api/hooks/{name}", inbound_hook, methods=["POST"]),
             *admin.routes(runtime),
         ],
         exception_handlers={HTTPException: http_error, Exception: internal_error},

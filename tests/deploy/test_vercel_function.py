@@ -128,6 +128,8 @@ LAZY_MODULES = (
     "crontick.alerts",
     "crontick.jwks",
     "crontick.admin.session",
+    "crontick.hook_endpoint",
+    "crontick.verify",
 )
 
 

@@ -13,7 +13,8 @@ from psycopg import pq
 
 from crontick import db
 from crontick.app import Runtime
-from crontick.inbound import hooks, record
+from crontick.hook_endpoint import record
+from crontick.inbound import hooks
 from tests.inbound.support import settings_for
 
 STATEMENT = re.compile(r"^F\t\d+\t(Parse|Query)\t", re.MULTILINE)
