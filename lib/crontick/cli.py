@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import secrets
+import signal
 import sys
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
@@ -29,12 +30,19 @@ DEV_ADMIN_SECRET_FILE = Path(".crontick") / "dev-admin-secret"
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # here, not at exit, so a reader gone (`crontick jobs | head`) is caught below
+        return code
     except (CrontickError, psycopg.Error) as exc:
         print(f"crontick: error: {_one_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader of stdout left: stop quietly, as a command killed by SIGPIPE would, and point
+        # stdout at /dev/null so the interpreter's own flush at exit does not print a traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
 
 
 def _one_line(exc: BaseException) -> str:

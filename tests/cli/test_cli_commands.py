@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from crontick import db, enqueue_many
-from tests.cli.run_cli import cli_env, crontick, crontick_many
+from tests.cli.run_cli import cli_env, crontick, crontick_many, spawn
 from tests.conftest import free_port, fresh_database
 from tests.db.core_jobs import job_row
 from tests.db.sidefx_handlers import SIDE_EFFECTS_TABLE_SQL
@@ -219,3 +219,15 @@ def test_malformed_database_url_never_prints_the_password() -> None:
     for result in crontick_many([["migrate"], ["jobs"]], env):
         line = assert_one_line_error(result, "DATABASE_URL: expected a PostgreSQL URL")
         assert "hunter2" not in line
+
+
+def test_a_listing_piped_into_head_stops_quietly(env: dict[str, str], conn: psycopg.Connection[Any]) -> None:
+    """`crontick jobs | head -1`: the reader leaves after one line; no BrokenPipe traceback on stderr."""
+    enqueue_many(conn, [("pipe", {"n": n}) for n in range(3000)])  # far more than a pipe buffer holds
+    proc = spawn("jobs", env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().strip()  # the header line
+    proc.stdout.close()  # what `head -1` does once it has its line
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 141, err
+    assert err == ""
