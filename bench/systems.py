@@ -14,8 +14,8 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from crontick import db, enqueue_many
+from crontick.drain import drain
 from crontick.settings import Settings
-from crontick.tick import drain
 
 from .noop import JOB_TYPE, SYNC_JOB_TYPE
 from .seen import Seen

@@ -85,10 +85,21 @@ where id = %(id)s;
 
 -- name: admin_job_attempts
 -- store.get_job: its attempts, oldest first (bounded: a job retried by hand forever stays readable).
+-- The attempt that finished a done job well has no job_attempts row (migration 0010): it is the
+-- job's own row, last; jobs done before 0010 have a 'succeeded' row for it instead.
 select attempt, started_at, finished_at, outcome, error
-from job_attempts
-where job_id = %(id)s
-order by attempt, id
+from (
+    select attempt, id, started_at, finished_at, outcome, error
+    from job_attempts
+    where job_id = %(id)s
+    union all
+    select j.attempts, null, j.started_at, j.finished_at, 'succeeded', null
+    from jobs j
+    where j.id = %(id)s and j.status = 'done' and j.started_at is not null
+      and not exists (select 1 from job_attempts a
+                      where a.job_id = j.id and a.attempt = j.attempts and a.outcome = 'succeeded')
+) history
+order by attempt, id nulls last
 limit 1000;
 
 -- name: admin_stats_counts
@@ -168,7 +179,16 @@ for update of j;
 
 -- name: admin_job_retry
 -- store.retry_job and `crontick retry`: run a finished job again, keeping its attempts and
--- history; it gets at least one more attempt.
+-- history; it gets at least one more attempt. A done job's succeeded attempt, kept in its own
+-- row (migration 0010), is copied into job_attempts first (admin_job_attempts shows it either way).
+with kept as (
+    insert into job_attempts (job_id, attempt, started_at, finished_at, outcome, error)
+    select j.id, j.attempts, j.started_at, j.finished_at, 'succeeded', null
+    from jobs j
+    where j.id = %(id)s and j.status = 'done' and j.started_at is not null
+      and not exists (select 1 from job_attempts a
+                      where a.job_id = j.id and a.attempt = j.attempts and a.outcome = 'succeeded')
+)
 update jobs set
     status = 'pending', max_attempts = greatest(max_attempts, attempts + 1), run_after = now(),
     locked_until = null, finished_at = null, updated_at = now()
@@ -204,6 +224,14 @@ with chosen as materialized (
     where c.key is null
        or (c.id = (select min(c2.id) from chosen c2 where c2.key = c.key)
            and not exists (select 1 from jobs o where o.key = c.key and o.status in ('pending', 'running')))
+), kept as (
+    -- As admin_job_retry: a done job's succeeded attempt, kept in its row, goes into job_attempts.
+    insert into job_attempts (job_id, attempt, started_at, finished_at, outcome, error)
+    select j.id, j.attempts, j.started_at, j.finished_at, 'succeeded', null
+    from jobs j
+    where j.id = any(array(select id from free)) and j.status = 'done' and j.started_at is not null
+      and not exists (select 1 from job_attempts a
+                      where a.job_id = j.id and a.attempt = j.attempts and a.outcome = 'succeeded')
 ), retried as (
     update jobs j set
         status = 'pending', max_attempts = greatest(j.max_attempts, j.attempts + 1), run_after = now(),
@@ -228,6 +256,14 @@ with chosen as materialized (
     where c.key is null
        or (c.id = (select min(c2.id) from chosen c2 where c2.key = c.key)
            and not exists (select 1 from jobs o where o.key = c.key and o.status in ('pending', 'running')))
+), kept as (
+    -- As admin_job_retry: a done job's succeeded attempt, kept in its row, goes into job_attempts.
+    insert into job_attempts (job_id, attempt, started_at, finished_at, outcome, error)
+    select j.id, j.attempts, j.started_at, j.finished_at, 'succeeded', null
+    from jobs j
+    where j.id = any(array(select id from free)) and j.status = 'done' and j.started_at is not null
+      and not exists (select 1 from job_attempts a
+                      where a.job_id = j.id and a.attempt = j.attempts and a.outcome = 'succeeded')
 ), retried as (
     update jobs j set
         status = 'pending', max_attempts = greatest(j.max_attempts, j.attempts + 1), run_after = now(),

@@ -31,7 +31,7 @@ returning id;
 -- a tick that died.
 -- Back to pending if attempts remain, else failed. SKIP LOCKED keeps parallel rescuers apart.
 with expired as materialized (
-    select id, updated_at as started_at, locked_until from jobs
+    select id, coalesce(started_at, updated_at) as started_at, locked_until from jobs
     where status = 'running' and locked_until < %(now)s
     order by locked_until
     limit %(limit)s
@@ -89,6 +89,17 @@ select written, succeeded, retried, failed, released, fenced, jobs_due, next_job
 from crontick_job_record_outcomes(
     %(now)s::timestamptz, %(done_ids)s::bigint[], %(done_attempts)s::int[], %(others)s::json, %(log)s::boolean,
     %(started_at)s::timestamptz, %(source)s::text, %(summary)s::jsonb, %(jobs)s::jsonb, %(next_other_at)s::timestamptz);
+
+-- name: job_record_and_claim
+-- crontick tick --drain, a tick whose next one would claim straight away: job_record_outcomes,
+-- then job_claim_due for the next batch, in one round trip and one transaction (one commit, not
+-- two). The function is in sql/migrations/0010_attempt_in_job_row.sql; the record goes first.
+select written, succeeded, retried, failed, released, fenced, jobs_due, next_job_at, snoozed, alerts_due,
+    next_jobs, leases_expired, next_now
+from crontick_job_record_and_claim(
+    %(now)s::timestamptz, %(done_ids)s::bigint[], %(done_attempts)s::int[], %(others)s::json, %(log)s::boolean,
+    %(started_at)s::timestamptz, %(source)s::text, %(summary)s::jsonb, %(jobs)s::jsonb, %(next_other_at)s::timestamptz,
+    %(limit)s::int, %(lease)s::interval);
 
 -- name: tick_last
 -- GET /api/health.

@@ -94,8 +94,8 @@ class LambdaRuntime:
     async def _scheduled(self, context: Any) -> dict[str, Any]:
         """IAM already authenticated the caller; tick (and keep ticking while time remains)."""
         from . import cutoff
+        from .drain import drain
         from .errors import DatabaseUnavailable
-        from .tick import drain
 
         runtime = self.app().state.runtime
         if runtime.problem or runtime.db is None:

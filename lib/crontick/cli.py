@@ -130,7 +130,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_tick(args: argparse.Namespace) -> int:
-    from .tick import drain, run_tick
+    from .drain import drain
+    from .tick import run_tick
 
     settings = _settings()
     handlers.load_modules(settings.handler_modules)

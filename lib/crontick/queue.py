@@ -219,6 +219,7 @@ class Recorded(NamedTuple):
     next_job_at: datetime | None  # the earliest run_after of a pending job, this batch's retries included
     snoozed: int = 0  # handlers that raised crontick.Snooze
     alerts_due: bool = False  # this statement raised an alert, or pending ones are due: the tick sends them
+    next_claim: Claim | None = None  # the next batch, when record() was asked to claim it
 
 
 def _int_array(values: list[int]) -> str:
@@ -226,14 +227,39 @@ def _int_array(values: list[int]) -> str:
     return "{" + ",".join(map(str, values)) + "}"
 
 
+class Statement(NamedTuple):
+    """A named query with its parameters, built before it is sent (crontick.drain builds one while another runs)."""
+
+    name: str
+    params: dict[str, Any]
+
+
 async def record(
-    conn: psycopg.AsyncConnection[Any], outcomes: Sequence[Outcome], now: datetime, tick: TickLog | None = None
+    conn: psycopg.AsyncConnection[Any],
+    outcomes: Sequence[Outcome],
+    now: datetime,
+    tick: TickLog | None = None,
+    *,
+    claim_next: tuple[int, float] | None = None,
 ) -> Recorded:
     """Write every outcome (fenced) and, given `tick`, its log row: one statement either way.
 
-    Succeeded attempts, most of a batch, go as two integer arrays (ids, claimed attempts) that
-    the server reads without parsing; the others as one JSON array of rows.
+    `claim_next` (limit, lease seconds): the same statement then claims the next batch, returned
+    in Recorded.next_claim, by the database's clock (a drain's next tick: one round trip a batch).
     """
+    statement = record_statement(outcomes, now, tick, claim_next=claim_next)
+    return recorded(statement, await fetch_row(conn, statement))
+
+
+def record_statement(
+    outcomes: Sequence[Outcome],
+    now: datetime,
+    tick: TickLog | None = None,
+    *,
+    claim_next: tuple[int, float] | None = None,
+) -> Statement:
+    """record()'s statement. Succeeded attempts, most of a batch, go as two integer arrays (ids,
+    claimed attempts) that the server reads without parsing; the others as one JSON array of rows."""
     done_ids: list[int] = []
     done_attempts: list[int] = []
     others: list[list[Any]] = []
@@ -274,10 +300,25 @@ async def record(
             jobs=Jsonb({"claimed": tick.claimed, "rescued": tick.rescued}),
             next_other_at=tick.next_other_at,
         )
-    cur = await conn.execute(query("job_record_outcomes"), params)
-    row = await cur.fetchone()
-    assert row is not None  # the statement always returns its one row of counts
-    return Recorded(set(row[0]), *row[1:])
+    if claim_next is None:
+        return Statement("job_record_outcomes", params)
+    params.update(limit=claim_next[0], lease=timedelta(seconds=claim_next[1]))
+    return Statement("job_record_and_claim", params)
+
+
+async def fetch_row(conn: psycopg.AsyncConnection[Any], statement: Statement) -> tuple[Any, ...]:
+    """Run a statement that answers one row, and return that row as it came (decoding is the caller's)."""
+    cur = await conn.execute(query(statement.name), statement.params)
+    row: tuple[Any, ...] | None = await cur.fetchone()
+    assert row is not None  # the statements run this way always return their one row
+    return row
+
+
+def recorded(statement: Statement, row: tuple[Any, ...]) -> Recorded:
+    """The counts of a record statement's row, and the batch it claimed, if it claimed one."""
+    if statement.name == "job_record_outcomes":
+        return Recorded(set(row[0]), *row[1:])
+    return Recorded(set(row[0]), *row[1:10])._replace(next_claim=Claim(claimed_jobs(row[10]), row[11], row[12]))
 
 
 async def record_outcomes(conn: psycopg.AsyncConnection[Any], outcomes: Sequence[Outcome], now: datetime) -> set[int]:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import psycopg
 
@@ -19,9 +19,6 @@ from .settings import Settings
 
 if TYPE_CHECKING:
     from . import handlers
-
-# In `crontick tick --drain`, how often reminders are looked at again between batches of jobs.
-REMINDER_RECHECK_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -44,6 +41,8 @@ class TickResult:
     duration_ms: int = 0
     schedules: ScheduleCounts = field(default_factory=ScheduleCounts)
     next_due_at: datetime | None = None  # when work is next due (now, while `more`); None: nothing pending
+    # crontick.drain's next batches, claimed by this tick's record statement (finish's claim_ahead); not a count.
+    handoff: queue.Claim | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         # vars(), not dataclasses.asdict: the counts are flat, and asdict deep-copies field by
@@ -97,18 +96,68 @@ async def run_tick(
     Reminders run first: they are due at a time a customer sees, and a batch of slow jobs must
     not use up the budget before them (jobs claimed but not started by the deadline are
     released, their attempt not counted). `send_reminders=False` leaves them to a later tick.
-    `jobs_due=True` (from drain(), whose last tick left jobs due) claims instead of probing.
+    `jobs_due=True` (from crontick.drain, whose last tick left jobs due) claims instead of probing.
     `now` None (not a test): the first statement reads the database's clock, and the tick uses that.
     `execution_id` (a Vercel Schedules run's id) is stored in the tick's row and log line, so
     duplicate deliveries of one run can be told apart from separate runs.
     """
+    worked = await work(
+        conn,
+        settings,
+        now=now,
+        source=source,
+        clock=clock,
+        send_reminders=send_reminders,
+        jobs_due=jobs_due,
+        execution_id=execution_id,
+    )
+    if isinstance(worked, TickResult):
+        return worked
+    return await finish(conn, settings, worked, clock=clock)
+
+
+class Worked(NamedTuple):
+    """A tick up to its record statement: its batch has run, and finish() writes and reports it."""
+
+    found: probe.Probe
+    sent: ReminderCounts
+    scheduled: ScheduleCounts
+    jobs: list[handlers.Job]
+    rescued: queue.RescueCounts
+    outcomes: list[queue.Outcome]
+    out_of_time: bool
+    deadline: float
+    duration_ms: int
+    next_other_at: datetime | None  # reminders and slots; the record statement adds the jobs' own
+    tick_log: queue.TickLog
+    finished_at: datetime
+    run: dict[str, str]
+
+
+async def work(
+    conn: psycopg.AsyncConnection[Any],
+    settings: Settings,
+    *,
+    now: datetime | None = None,
+    source: str = "http",
+    clock: Callable[[], float] = time.monotonic,
+    send_reminders: bool = True,
+    jobs_due: bool = False,
+    prefetched: queue.Claim | None = None,
+    execution_id: str | None = None,
+) -> Worked | TickResult:
+    """A tick's steps before its record statement (see run_tick); an idle tick is over here, a TickResult.
+
+    `prefetched` (crontick.drain) is a batch already claimed by an earlier tick's record
+    statement: it takes the probe's place, as `jobs_due`'s claim does.
+    """
     run = {"execution_id": execution_id} if execution_id else {}
     t0 = clock()
     deadline = t0 + settings.time_budget_seconds
-    try:
+    with translated():
         unsynced = schedules.needs_sync(conn)  # new declarations: the schedules step must run once
-        if jobs_due:  # the claim takes the probe's place, and reports expired leases as it does
-            claim = await queue.claim(conn, now, settings.batch_size, settings.lease_seconds)
+        if prefetched is not None or jobs_due:  # the claim takes the probe's place, and reports expired leases
+            claim = prefetched or await queue.claim(conn, now, settings.batch_size, settings.lease_seconds)
             found = probe.JOBS_DUE._replace(jobs=claim.jobs, now=claim.now, leases_expired=claim.expired)
         else:
             summary = TickResult().to_json() | run
@@ -149,29 +198,97 @@ async def run_tick(
         room = settings.batch_size - len(jobs)
         if scheduled.enqueued and room > 0 and not out_of_time:  # a slot due now runs in this very tick
             jobs = jobs + await queue.claim_due(conn, now, room, settings.lease_seconds)
-        from . import runner  # with the handler registry and retry policies: not loaded by an idle tick
+    from . import runner  # with the handler registry and retry policies: not loaded by an idle tick
 
-        outcomes = await runner.run_batch(
-            jobs, now=now, deadline=deadline, concurrency=settings.concurrency, secrets=settings.secrets, clock=clock
-        )
-        duration_ms = int((clock() - t0) * 1000)
-        partial = TickResult(JobCounts(), sent, False, duration_ms, scheduled).to_json() | run
-        # Reminders and slots due at the start were done (else `more`): their next shows in the next
-        # probe. The record statement adds the jobs' own next time.
-        next_other_at = found.next_due_at(jobs=False, reminders=not found.reminders_due, slots=not found.schedules_due)
-        tick_log = queue.TickLog(now, source, partial, len(jobs), rescued.total, next_other_at)
-        finished_at = now + timedelta(milliseconds=duration_ms)
-        recorded = await queue.record(conn, outcomes, finished_at, tick_log)
+    outcomes = await runner.run_batch(
+        jobs, now=now, deadline=deadline, concurrency=settings.concurrency, secrets=settings.secrets, clock=clock
+    )
+    duration_ms = int((clock() - t0) * 1000)
+    partial = TickResult(JobCounts(), sent, False, duration_ms, scheduled).to_json() | run
+    # Reminders and slots due at the start were done (else `more`): their next shows in the next
+    # probe. The record statement adds the jobs' own next time.
+    next_other_at = found.next_due_at(jobs=False, reminders=not found.reminders_due, slots=not found.schedules_due)
+    tick_log = queue.TickLog(now, source, partial, len(jobs), rescued.total, next_other_at)
+    finished_at = now + timedelta(milliseconds=duration_ms)
+    return Worked(
+        found, sent, scheduled, jobs, rescued, outcomes, out_of_time, deadline, duration_ms, next_other_at, tick_log,
+        finished_at, run,
+    )  # fmt: skip
+
+
+async def finish(
+    conn: psycopg.AsyncConnection[Any],
+    settings: Settings,
+    worked: Worked,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    claim_ahead: int = 0,
+) -> TickResult:
+    """Record a worked tick's outcomes and its log row in one statement, then its upkeep (alerts, retention).
+
+    `claim_ahead` > 0 (crontick.drain): the same statement then claims up to that many due jobs
+    for the ticks after this one, handed over in TickResult.handoff.
+    """
+    statement = record_statement(settings, worked, claim_ahead)
+    with translated():
+        row = await queue.fetch_row(conn, statement)
+    return await complete(conn, settings, worked, queue.recorded(statement, row), clock=clock)
+
+
+def record_statement(settings: Settings, worked: Worked, claim_ahead: int = 0) -> queue.Statement:
+    """finish()'s statement, built apart so that crontick.drain can send it while it runs the next batch."""
+    ahead = (claim_ahead, settings.lease_seconds) if claim_ahead > 0 else None
+    return queue.record_statement(worked.outcomes, worked.finished_at, worked.tick_log, claim_next=ahead)
+
+
+async def complete(
+    conn: psycopg.AsyncConnection[Any],
+    settings: Settings,
+    worked: Worked,
+    recorded: queue.Recorded,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+) -> TickResult:
+    """After the record statement: the tick's upkeep (alerts, retention), its result and its log line."""
+    w = worked
+    with translated():
         await upkeep.after_tick(
             conn,
             settings,
-            silent_seconds=found.silent_seconds,
-            alerts_due=recorded.alerts_due or found.alerts_due,
-            retention_due=found.retention_due,
-            now=finished_at,
-            deadline=deadline,
+            silent_seconds=w.found.silent_seconds,
+            alerts_due=recorded.alerts_due or w.found.alerts_due,
+            retention_due=w.found.retention_due,
+            now=w.finished_at,
+            deadline=w.deadline,
             clock=clock,
         )
+    job_counts = JobCounts(
+        claimed=len(w.jobs),
+        succeeded=recorded.succeeded,
+        retried=recorded.retried,
+        failed=recorded.failed,
+        rescued=w.rescued.total,
+        released=recorded.released,
+        fenced=recorded.fenced,
+        snoozed=recorded.snoozed,
+    )
+    more = recorded.jobs_due or w.sent.more or w.out_of_time or job_counts.released > 0
+    next_due_at = (
+        w.found.now
+        if more
+        else min((t for t in (recorded.next_job_at, w.next_other_at) if t is not None), default=None)
+    )
+    if job_counts.fenced:
+        logs.warning("fenced", count=job_counts.fenced)
+    result = TickResult(job_counts, w.sent, more, w.duration_ms, w.scheduled, next_due_at, recorded.next_claim)
+    return _done(result, w.tick_log.source, w.run)
+
+
+@contextmanager
+def translated() -> Iterator[None]:
+    """psycopg's errors, as the tick's callers handle them."""
+    try:
+        yield
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailable(exc) from exc
     except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedFunction) as exc:
@@ -179,23 +296,6 @@ async def run_tick(
         raise CrontickError(
             "the crontick tables are missing or out of date: run `crontick migrate` against DATABASE_URL"
         ) from exc
-    job_counts = JobCounts(
-        claimed=len(jobs),
-        succeeded=recorded.succeeded,
-        retried=recorded.retried,
-        failed=recorded.failed,
-        rescued=rescued.total,
-        released=recorded.released,
-        fenced=recorded.fenced,
-        snoozed=recorded.snoozed,
-    )
-    more = recorded.jobs_due or sent.more or out_of_time or job_counts.released > 0
-    next_due_at = (
-        now if more else min((t for t in (recorded.next_job_at, next_other_at) if t is not None), default=None)
-    )
-    if job_counts.fenced:
-        logs.warning("fenced", count=job_counts.fenced)
-    return _done(TickResult(job_counts, sent, more, duration_ms, scheduled, next_due_at), source, run)
 
 
 def _done(result: TickResult, source: str, run: dict[str, str]) -> TickResult:
@@ -212,39 +312,3 @@ async def _rescue(
     if rescued.retried and room > 0:
         return claimed + await queue.claim_due(conn, now, room, settings.lease_seconds), rescued
     return claimed, rescued
-
-
-async def drain(
-    conn: psycopg.AsyncConnection[Any],
-    settings: Settings,
-    *,
-    max_ticks: int = 1_000_000,
-    source: str = "cli",
-    bound: Callable[[], AbstractAsyncContextManager[object]] = nullcontext,
-) -> TickResult:
-    """Tick batch after batch until nothing due is left (for crontab and Kubernetes CronJobs).
-
-    Reminders are looked at on the first tick, then again after a full batch of them or once
-    REMINDER_RECHECK_SECONDS have passed: a backlog of quick jobs drains without a reminder
-    statement per batch, and no reminder waits longer than it would have had the drain ended.
-    After a tick that left work due, the next one skips the probe and claims at once (two
-    statements a batch, not three); the drain ends only on a probed tick, so its summary's
-    next_due_at counts reminders too. Each tick runs inside `bound()` (crontick.cutoff.bounded:
-    a tick that gets no answer from the database by its cut-off ends the drain).
-    """
-    total = TickResult()
-    checked_at: float | None = None
-    left_work = False
-    for _ in range(max_ticks):
-        remind = checked_at is None or time.monotonic() - checked_at >= REMINDER_RECHECK_SECONDS
-        skip_probe = left_work and not remind
-        async with bound():
-            result = await run_tick(conn, settings, source=source, send_reminders=remind, jobs_due=skip_probe)
-        total = total + result
-        if remind:
-            checked_at = None if result.reminders.more else time.monotonic()
-        stalled = result.jobs.claimed == 0 and not result.reminders.sent and not result.jobs.rescued
-        left_work = result.more and not stalled
-        if not left_work and not skip_probe:
-            break
-    return total

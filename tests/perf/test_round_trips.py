@@ -7,15 +7,11 @@ sends, and each statement is one Parse (extended protocol) or one Query (simple 
 from __future__ import annotations
 
 import asyncio
-import re
-import tempfile
 from datetime import datetime, timedelta
-from itertools import pairwise
 from typing import Any
 
 import psycopg
 import pytest
-from psycopg import pq
 
 import crontick
 from crontick import alerts as crontick_alerts
@@ -23,10 +19,9 @@ from crontick import db, probe, retention
 from crontick.settings import Settings
 from crontick.tick import TickResult, run_tick
 from tests.conftest import TEST_SECRET, free_port, fresh_database
+from tests.perf.wire import traced
 
 BATCHES = (1, 100, 1000)
-STATEMENT = re.compile(r"^F\t\d+\t(Parse|Query)\t", re.MULTILINE)
-PARAMETER = re.compile(r"%\(\w+\)s")
 ran: list[int] = []
 
 
@@ -35,39 +30,8 @@ async def noop(payload: Any, job: crontick.Job) -> None:
     ran.append(payload["n"])
 
 
-def statement_names(trace: str) -> list[str]:
-    """The named query behind each statement in a trace (or its first words, if it is not one)."""
-    names = []
-    starts = [m.start() for m in STATEMENT.finditer(trace)] + [len(trace)]
-    for begin, end in pairwise(starts):
-        text = trace[begin:end]
-        # A named query's text between its parameters appears verbatim in its Parse message. The
-        # longest query that matches: tick_probe begins as job_claim_due does.
-        matching = [n for n, q in db.QUERIES.items() if all(piece in text for piece in _pieces(q))]
-        name = max(matching, key=lambda n: len(db.QUERIES[n]), default=None)
-        names.append(name or text.split("\t", 3)[-1][:60])
-    return names
-
-
-def _pieces(query: str) -> list[str]:
-    return [piece.strip() for piece in PARAMETER.split(query) if piece.strip()]
-
-
 def traced_tick(url: str, settings: Settings, now: datetime | None, **options: Any) -> tuple[TickResult, list[str]]:
-    async def go() -> tuple[TickResult, list[str]]:
-        conn = await db.connect(url)
-        with tempfile.TemporaryFile() as trace:
-            conn.pgconn.trace(trace.fileno())
-            conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
-            try:
-                result = await run_tick(conn, settings, now=now, source="test", **options)
-            finally:
-                conn.pgconn.untrace()
-                await conn.close()
-            trace.seek(0)
-            return result, statement_names(trace.read().decode("utf-8", "replace"))
-
-    return asyncio.run(go())
+    return traced(url, lambda conn: run_tick(conn, settings, now=now, source="test", **options))
 
 
 def db_now(conn: psycopg.Connection[Any]) -> datetime:
