@@ -60,8 +60,8 @@ async def drain(
         total = total + result
         if remind:
             checked_at = None if result.reminders.more else time.monotonic()
-        if result.handoff is not None and result.handoff.jobs and checked_at is not None:
-            recheck_at = checked_at + REMINDER_RECHECK_SECONDS
+        if result.handoff is not None and result.handoff.jobs:  # claimed: run them, whatever comes next
+            recheck_at = (checked_at or time.monotonic()) + REMINDER_RECHECK_SECONDS
             result, ran = await _run_ahead(conn, settings, result.handoff, recheck_at, ticks_left, source, bound)
             total, ticks_left = total + result, ticks_left - ran
         stalled = result.jobs.claimed == 0 and not result.reminders.sent and not result.jobs.rescued
@@ -124,15 +124,17 @@ async def _run_ahead(
                     assert isinstance(done, Worked)  # a claimed batch is never an idle tick
                     worked, ran = done, ran + 1
                 previous, sent = sent, None
-                row: tuple[Any, ...] = ()
-                if previous is not None:
-                    with translated():
-                        row = await previous.task
-                if worked is not None:
+                statement, asked = None, 0
+                if worked is not None:  # built before the wait below, so that it goes out the moment the line is free
                     on_the_way = previous.asked // settings.batch_size if previous is not None and claiming else 0
                     claiming = claiming and time.monotonic() < recheck_at and ran + len(batches) < ticks_left
                     asked = _ahead(settings, len(batches) + on_the_way, ticks_left - ran) if claiming else 0
                     statement = record_statement(settings, worked, asked)
+                row: tuple[Any, ...] = ()
+                if previous is not None:
+                    with translated():
+                        row = await previous.task
+                if worked is not None and statement is not None:
                     task = asyncio.create_task(queue.fetch_row(conn, statement))
                     sent = _InFlight(task, worked, statement, asked)
                     await asyncio.sleep(0)  # the task's first step sends the statement: before the decoding below
