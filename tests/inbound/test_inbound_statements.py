@@ -3,30 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import tempfile
-from itertools import pairwise
 from typing import Any
 
 import psycopg
 from psycopg import pq
 
-from crontick import db
 from crontick.app import Runtime
 from crontick.hook_endpoint import record
 from crontick.inbound import hooks
 from tests.inbound.support import settings_for
-
-STATEMENT = re.compile(r"^F\t\d+\t(Parse|Query)\t", re.MULTILINE)
-
-
-def statement_names(trace: str) -> list[str]:
-    """The named query behind each statement a libpq trace shows (its text up to the first parameter)."""
-    starts = [m.start() for m in STATEMENT.finditer(trace)] + [len(trace)]
-    return [
-        next((n for n, q in db.QUERIES.items() if q.split("%(")[0].strip() in trace[b:e]), trace[b:e][:60])
-        for b, e in pairwise(starts)
-    ]
+from tests.perf.wire import statement_names
 
 
 def test_new_and_duplicate_events_are_one_statement_each(database_url: str, conn: psycopg.Connection[Any]) -> None:

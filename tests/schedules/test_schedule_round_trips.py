@@ -2,48 +2,24 @@
 
 from __future__ import annotations
 
-import asyncio
-import re
-import tempfile
 from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
-from psycopg import pq
 
 import crontick
-from crontick import db, schedules
+from crontick import schedules
 from crontick.settings import Settings
 from crontick.tick import TickResult, run_tick
 from tests.conftest import TEST_SECRET
-
-# Each statement is one Parse (extended protocol) or Query (simple protocol) message on the wire.
-MESSAGE = re.compile(r"^F\t\d+\t(?:Parse|Query)\t(.*)$", re.MULTILINE)
-SCHEDULE_QUERIES = {
-    name: text.split("%(")[0].strip() for name, text in db.QUERIES.items() if name.startswith("schedule_")
-}
+from tests.perf.wire import traced
 
 
 def traced_tick(url: str, settings: Settings) -> tuple[TickResult, list[str]]:
     """One tick, and the schedule queries it sent, in order (read from libpq's trace of its connection)."""
-
-    async def go() -> tuple[TickResult, list[str]]:
-        conn = await db.connect(url)
-        with tempfile.TemporaryFile() as trace:
-            conn.pgconn.trace(trace.fileno())
-            conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
-            try:
-                result = await run_tick(conn, settings, source="test")
-            finally:
-                conn.pgconn.untrace()
-                await conn.close()
-            trace.seek(0)
-            sent = [m.group(1) for m in MESSAGE.finditer(trace.read().decode("utf-8", "replace"))]
-        # The trace quotes the text with escapes, so match on the first line of each query.
-        return result, [n for text in sent for n, q in SCHEDULE_QUERIES.items() if q.splitlines()[0] in text]
-
-    return asyncio.run(go())
+    result, names = traced(url, lambda conn: run_tick(conn, settings, source="test"))
+    return result, [name for name in names if name.startswith("schedule_")]
 
 
 @pytest.fixture
