@@ -21,11 +21,13 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
-## ruff (lint rules and format, configured in pyproject.toml) over the whole tree, then mypy --strict over lib/.
+## ruff (lint rules and format, configured in pyproject.toml) over the whole tree, mypy --strict over lib/, then
+## import-linter: the layers contract in pyproject.toml (imports flow one way; no cycle comes back).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 ## The docs site (mkdocs-material, --strict) into .crontick/site; reference pages are generated from the code.
 DOCS_STAMP := $(VENV)/.docs-installed

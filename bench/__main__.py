@@ -19,7 +19,7 @@ import psycopg
 
 from crontick import enqueue_many
 
-from . import chart, coldstart, declared, http_drain, report, scale, server
+from . import chart, coldstart, declared, http_drain, report, scale, server, workflows
 from .noop import JOB_TYPE, SYNC_JOB_TYPE
 from .seen import PATH_VARIABLE, Seen
 from .systems import System, all_systems, analyze, clear, crontick_enqueue, crontick_install
@@ -148,6 +148,10 @@ class Bench:
         median = {k: statistics.median(r[k] for r in runs) for k in ("total_ms", "import_ms", "connect_and_tick_ms")}
         return {"python": python, "imports": imports, "first_tick": {**median, "runs": runs}}
 
+    async def workflows(self) -> dict[str, Any]:
+        self.log(f"durable steps: {workflows.JOBS:,} three-step workflows, crontick and DBOS Transact")
+        return await workflows.measure(self.admin, self.workdir, workflows.JOBS, min(self.runs, SLOW_RUNS))
+
     async def declared(self) -> dict[str, Any]:
         self.log(f"declared at scale: {declared.SCHEDULES:,} schedules and {declared.HOOKS} hooks")
         return await declared.measure(self.admin, self.workdir, IDLE_REQUESTS, self.runs)
@@ -205,6 +209,16 @@ def assemble(
         _target("HTTP drain, 4 callers (jobs/s)", four, 10_000, "≥"),
         _target("enqueue_many (jobs/s)", ours_enqueue, 50_000, "≥"),
         _target("claim 100 with history ÷ without", scaled["ratio"], 1.5, "≤"),
+        # Flow control (issue 20): groups in the drain, a rate limit and 10,000 groups in the claim.
+        _target(
+            "drain over 1,000 groups ÷ plain SQL limit", rate.get("crontick_groups", float("nan")) / limit, 0.5, "≥"
+        ),
+        _target(
+            "claim 100, rate limit + 10,000 groups ÷ plain claim, both with history",
+            scaled.get("flow_ratio", float("nan")),
+            1.5,
+            "≤",
+        ),
         _target(
             f"idle tick, {declared.SCHEDULES:,} schedules + {declared.HOOKS} hooks declared ÷ none",
             at_scale["idle"]["ratio"],
@@ -256,7 +270,17 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         scaled = await bench.scale(args.history)
         cold = await bench.cold_start(args.import_repeats)
         at_scale = await bench.declared()
+        steps = await bench.workflows()
         results = assemble(bench, raw, http, scaled, cold, at_scale)
+        results["workflows"] = steps
+        results["targets"].append(
+            _target(
+                "three-step workflows: crontick drain ÷ DBOS",
+                steps["three_steps_over_dbos"],
+                workflows.GOAL_OVER_DBOS,
+                "≥",
+            )
+        )
         results["settings"]["bench_seconds"] = round(time.monotonic() - began)
         return results
 
@@ -281,7 +305,7 @@ def main() -> None:
         results, [args.output.with_name("bench.svg"), *([] if args.output != report.RESULTS else [chart.DOCS_COPY])]
     )
     print(report.render(results))
-    for case in ("empty", "history"):
+    for case in ("empty", "history", "flow"):
         print(f"\nEXPLAIN (ANALYZE, BUFFERS) of the claim, {case}:\n{results['scale'][f'explain_{case}']}")
     print(f"\nwritten: {args.output}")
 

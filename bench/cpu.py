@@ -25,7 +25,7 @@ from typing import Any
 
 import psycopg
 
-import crontick.drain as crontick_drain
+import crontick.tick.drain as crontick_drain
 from crontick import db
 from crontick.settings import Settings
 

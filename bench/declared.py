@@ -28,7 +28,7 @@ from psycopg import pq
 
 from crontick import db
 from crontick.settings import Settings
-from crontick.tick import TickResult, run_tick
+from crontick.tick.pipeline import TickResult, run_tick
 
 from . import declared_handlers, http_drain, server
 from .declared_handlers import HOOKS_VARIABLE, SCHEDULES_VARIABLE

@@ -38,9 +38,9 @@ def declare(schedules: int, hooks: int) -> None:
 
 
 def forget() -> None:
-    from crontick import schedules
-    from crontick.inbound import forget as forget_hook
-    from crontick.inbound import hooks
+    from crontick.hooks.inbound import forget as forget_hook
+    from crontick.hooks.inbound import hooks
+    from crontick.schedules import registry as schedules
 
     for s in schedules.declared():
         if s.name.startswith("bench-"):

@@ -1,4 +1,4 @@
-"""EXPLAIN (ANALYZE, BUFFERS) of the statements inside crontick's SQL functions (sql/migrations/0009_probe_function.sql).
+"""EXPLAIN (ANALYZE, BUFFERS) of the statements inside crontick's SQL functions (sql/functions/*.sql).
 
 EXPLAIN of `select ... from crontick_job_claim_due(...)` shows one Function Scan; the plan that
 matters is the one the function keeps for its own statement. auto_explain, loaded into this session

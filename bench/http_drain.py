@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -17,18 +16,14 @@ from typing import Any
 
 import httpx
 
+from tests.support.constants import ROOT
+from tests.support.servers import free_port
+
 from .noop import HANDLER_MODULE
 from .seen import PATH_VARIABLE
 
-ROOT = Path(__file__).resolve().parent.parent
 SECRET = "bench-secret-" + "x" * 32
 START_TIMEOUT_SECONDS = 30.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager

@@ -10,6 +10,7 @@ from .seen import shared
 
 JOB_TYPE = "bench.noop"
 SYNC_JOB_TYPE = "bench.noop_sync"  # the same, as a plain `def`: most Python handlers are
+STEPS_JOB_TYPE = "bench.steps3"  # the same no-op as a workflow of three durable steps (bench.workflows)
 HANDLER_MODULE = __name__  # what CRONTICK_HANDLERS names in a subprocess
 
 
@@ -21,3 +22,16 @@ async def noop(payload: Any, job: crontick.Job) -> None:
 @crontick.handler(SYNC_JOB_TYPE)
 def noop_sync(payload: Any, job: crontick.Job) -> None:
     shared().mark(payload["i"])
+
+
+def _step(i: int) -> int:
+    return i
+
+
+@crontick.handler(STEPS_JOB_TYPE)
+async def steps3(payload: Any, job: crontick.Job) -> None:
+    i = payload["i"]
+    await job.step("first", _step, i)
+    await job.step("second", _step, i)
+    await job.step("third", _step, i)
+    shared().mark(i)

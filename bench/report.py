@@ -62,6 +62,17 @@ def render(results: dict[str, Any]) -> str:
                     f"{scale['history_median_ms']:.2f}",
                     f"{scale['record_history_median_ms']:.2f}",
                 ),
+                *(
+                    [
+                        (
+                            f"the same, due jobs in {scale['flow_groups']:,} groups, a rate limit declared",
+                            f"{scale['flow_median_ms']:.2f}",
+                            "",
+                        )
+                    ]
+                    if "flow_median_ms" in scale
+                    else []
+                ),
             ],
         )
     )
@@ -98,6 +109,10 @@ def render(results: dict[str, Any]) -> str:
         from .declared import rows
 
         parts.append(table("declared at scale (medians)", ("tick", "ms", "statements"), rows(at_scale)))
+    if results.get("workflows"):
+        from .workflows import render as render_workflows
+
+        parts.append(render_workflows(results["workflows"]))
     parts.append(
         table(
             "targets",

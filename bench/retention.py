@@ -17,9 +17,10 @@ import uuid
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-from crontick import db, retention
+from crontick import db
 from crontick.settings import Settings
-from crontick.tick import run_tick
+from crontick.tick import retention
+from crontick.tick.pipeline import run_tick
 
 ROWS = int(os.environ.get("CRONTICK_BENCH_RETENTION_ROWS", "") or 1_000_000)
 TICKS = 25
@@ -37,6 +38,7 @@ def create(admin: str, days_old: int) -> tuple[str, str]:
     name = f"crontick_bench_ret_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'create database "{name}"')
+        conn.execute(f'alter database "{name}" set search_path = crontick, public')
     url = make_conninfo(admin, dbname=name)
     asyncio.run(db.migrate(url))
     with psycopg.connect(url, autocommit=True) as conn:

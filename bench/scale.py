@@ -1,4 +1,5 @@
-"""Flat at scale: the median time to claim 100 jobs, with an empty history and with a big one."""
+"""Flat at scale: the median time to claim 100 jobs, with an empty history and with a big one; and, over the
+big one, with flow control in use (a rate limit declared, the due jobs spread over 10,000 groups)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,12 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
+from psycopg.types.json import Jsonb
 
-from crontick import db, queue
+from crontick import db
+from crontick.jobs.job import Job, Outcome
+from crontick.tick.claim import claim_due, claimed_jobs
+from crontick.tick.record import TickLog, record_batch
 
 from . import explain as explain_nested
 from .noop import JOB_TYPE
@@ -39,6 +44,17 @@ from generate_series(1, %(n)s) g
 """
 
 
+# Flow control's case (issue 20): the due jobs in 10,000 groups (three each), and the claim given a
+# rate limit on their type, wide enough never to throttle, so the claim takes its flow-control path.
+GROUPS = 10_000
+INSERT_GROUPED = """
+insert into jobs (type, payload, run_after, group_key)
+select %(type)s, jsonb_build_object('i', g), now() - interval '1 hour' + g * interval '1 millisecond', 'g' || (g %% %(groups)s)
+from generate_series(1, %(n)s) g
+"""
+FLOW = {"limits": [{"name": "bench", "count": 1_000_000_000, "seconds": 60, "types": [JOB_TYPE]}], "wide": []}
+
+
 def load(url: str, done: int, future: int) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         if done:
@@ -49,34 +65,58 @@ def load(url: str, done: int, future: int) -> None:
         conn.execute("vacuum analyze jobs")
 
 
-async def claim_times(url: str) -> tuple[list[float], list[float], str]:
+def load_grouped(url: str) -> None:
+    """The flow case's due jobs: replace the plain ones with DUE_JOBS * 3 spread over GROUPS groups."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("delete from jobs where status = 'pending'")
+        conn.execute(INSERT_GROUPED, {"type": JOB_TYPE, "n": 3 * GROUPS, "groups": GROUPS})
+        conn.execute("vacuum analyze jobs")
+
+
+async def _flow_claim(conn: psycopg.AsyncConnection[Any], now: datetime) -> list[Job]:
+    params = {"now": now, "limit": BATCH, "lease": timedelta(seconds=LEASE_SECONDS), "flow": Jsonb(FLOW)}
+    cur = await conn.execute(db.query("job_claim_due"), params)
+    row = await cur.fetchone()
+    assert row is not None
+    return claimed_jobs(row[0])
+
+
+async def claim_times(url: str, flow: bool = False) -> tuple[list[float], list[float], str]:
     """Claim 100 at a time, then record them done with a tick log row, as a tick would; each timed.
-    Then EXPLAIN one more claim."""
+    Then EXPLAIN one more claim. `flow`: the claim with a rate limit (its flow-control path)."""
     conn = await db.connect(url)
     try:
         claims, records = [], []
         for _ in range(CLAIMS):
             now = datetime.now(UTC)
             began = time.perf_counter()
-            jobs = await queue.claim_due(conn, now, BATCH, LEASE_SECONDS)
+            jobs = await _flow_claim(conn, now) if flow else await claim_due(conn, now, BATCH, LEASE_SECONDS)
             claimed = time.perf_counter()
-            outcomes = [queue.Outcome(j.id, j.attempt, "done", j.attempt) for j in jobs]
-            await queue.record(conn, outcomes, now, queue.TickLog(now, "bench", {}, len(jobs), 0))
+            outcomes = [Outcome(j.id, j.attempt, "done", j.attempt) for j in jobs]
+            await record_batch(conn, outcomes, now, TickLog(now, "bench", {}, len(jobs), 0))
             claims.append((claimed - began) * 1000)
             records.append((time.perf_counter() - claimed) * 1000)
-        return claims, records, await explain(conn)
+        return claims, records, await explain(conn, flow)
     finally:
         await conn.close()
 
 
-async def explain(conn: psycopg.AsyncConnection[Any]) -> str:
+async def explain(conn: psycopg.AsyncConnection[Any], flow: bool = False) -> str:
     """The plan of the claim function's statement (bench.explain); EXPLAIN of the call where auto_explain is missing."""
     now = datetime.now(UTC)
-    params = {"now": now, "limit": BATCH, "lease": timedelta(seconds=LEASE_SECONDS)}
+    params = {
+        "now": now,
+        "limit": BATCH,
+        "lease": timedelta(seconds=LEASE_SECONDS),
+        "flow": Jsonb(FLOW) if flow else None,
+    }
     try:
         plans = await explain_nested.nested_plans(conn, db.query("job_claim_due"), params)
     except psycopg.Error:
         plans = []
+    claim_plans = [p for p in plans if "jobs_pending_claim" in p or "Update on jobs" in p]
+    if claim_plans:
+        return claim_plans[0]
     if plans:
         return plans[0]
     statement = sql.SQL("explain (analyze, buffers) ") + sql.SQL(db.query("job_claim_due"))
@@ -91,7 +131,16 @@ async def measure(empty_url: str, full_url: str, history_done: int, history_futu
     empty_claims, empty_records, empty_plan = await claim_times(empty_url)
     full_claims, full_records, full_plan = await claim_times(full_url)
     empty_ms, full_ms = statistics.median(empty_claims), statistics.median(full_claims)
+    load_grouped(full_url)
+    flow_claims, _, flow_plan = await claim_times(full_url, flow=True)
+    flow_ms = statistics.median(flow_claims)
     return {
+        # Flow control: a rate limit declared, the due jobs in GROUPS groups, over the same history.
+        "flow_groups": GROUPS,
+        "flow_median_ms": round(flow_ms, 3),
+        "flow_ratio": round(flow_ms / full_ms, 2),  # against the plain claim over the same history
+        "flow_ratio_empty": round(flow_ms / empty_ms, 2),
+        "explain_flow": flow_plan,
         "claims_per_case": CLAIMS,
         "due_jobs": DUE_JOBS,
         "history_done": history_done,

@@ -21,7 +21,9 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 
 import crontick
-from crontick import db, schedules, slots
+from crontick import db
+from crontick.schedules import registry as schedules
+from crontick.schedules import slots
 
 RUNS = 7
 
@@ -84,6 +86,9 @@ def with_database(admin_url: str) -> None:
     name = f"crontick_bench_sched_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(psycopg.sql.SQL("create database {}").format(psycopg.sql.Identifier(name)))
+        conn.execute(
+            psycopg.sql.SQL("alter database {} set search_path = crontick, public").format(psycopg.sql.Identifier(name))
+        )
     try:
         for count in (1, 50):
             url = make_conninfo(admin_url, dbname=name)

@@ -22,6 +22,10 @@ class Seen:
     def mark(self, i: int) -> None:
         self._map[i] = min(self._map[i] + 1, 255)
 
+    def count(self) -> int:
+        """How many jobs have run at least once."""
+        return len(self._map) - bytes(self._map).count(0)
+
     def reset(self) -> None:
         self._map[:] = bytes(len(self._map))
 
@@ -44,3 +48,10 @@ def shared() -> Seen:
     if _shared is None:
         _shared = Seen(Path(os.environ[PATH_VARIABLE]))
     return _shared
+
+
+def share(seen: Seen) -> None:
+    """Make `seen` the file this process's handlers mark from now on (and its subprocesses': the variable)."""
+    global _shared
+    _shared = seen
+    os.environ[PATH_VARIABLE] = str(seen.path)

@@ -37,7 +37,7 @@ import psycopg
 
 from crontick import db
 from crontick.settings import Settings
-from crontick.tick import run_tick
+from crontick.tick.pipeline import run_tick
 
 from .server import admin_url, drop_database, fresh_database
 
@@ -332,7 +332,7 @@ def report(
         attempts: dict[str, int] = dict(conn.execute("select idempotency_key, attempts from reminder_sends").fetchall())
         phones: dict[str, int] = dict(
             conn.execute(
-                "select 'to:' || b.phone, r.attempts from reminder_sends r join bookings b on b.id = r.booking_id"
+                "select 'to:' || b.phone, r.attempts from reminder_sends r join bookings b on b.id::text = r.booking_id"
             ).fetchall()
         )
     # Each request must belong to an attempt some tick claimed: more requests than attempts for a
@@ -345,7 +345,7 @@ def report(
                 "answers": provider.history[k],
                 "row": conn.execute(
                     "select r.status, r.attempts, r.maybe_delivered, r.created_at, r.updated_at, r.last_error from reminder_sends r"
-                    " join bookings b on b.id = r.booking_id where r.idempotency_key = %s or 'to:' || b.phone = %s",
+                    " join bookings b on b.id::text = r.booking_id where r.idempotency_key = %s or 'to:' || b.phone = %s",
                     (k, k),
                 ).fetchall(),
             }

@@ -14,8 +14,9 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from crontick import db, enqueue_many
-from crontick.drain import drain
 from crontick.settings import Settings
+from crontick.settings.variables import DEFAULT_SCHEMA
+from crontick.tick.drain import drain
 
 from .noop import JOB_TYPE, SYNC_JOB_TYPE
 from .seen import Seen
@@ -39,10 +40,12 @@ class System:
 async def clear(url: str, prefix: str) -> None:
     """Empty the system's tables and refresh statistics, so every run starts alike."""
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        # crontick's tables live in its own schema (CRONTICK_SCHEMA), the peers' in public.
         cur = await conn.execute(
-            "select tablename from pg_tables where schemaname = 'public' and tablename like %(p)s", {"p": prefix + "%"}
+            "select schemaname, tablename from pg_tables where schemaname in ('public', %(schema)s) and tablename like %(p)s",
+            {"p": prefix + "%", "schema": DEFAULT_SCHEMA},
         )
-        names = [sql.Identifier(r[0]) for r in await cur.fetchall()]
+        names = [sql.Identifier(schema, table) for schema, table in await cur.fetchall()]
         if names:
             await conn.execute(sql.SQL("truncate {} restart identity cascade").format(sql.SQL(", ").join(names)))
 
@@ -74,6 +77,19 @@ async def crontick_enqueue(url: str, jobs: int, seen: Seen, job_type: str = JOB_
 async def crontick_enqueue_sync(url: str, jobs: int, seen: Seen) -> float:
     """The same jobs for the `def` handler."""
     return await crontick_enqueue(url, jobs, seen, SYNC_JOB_TYPE)
+
+
+GROUPED_INSERT = """
+insert into jobs (type, payload, group_key)
+select %(type)s, jsonb_build_object('i', g), 'group:' || (g %% %(groups)s) from generate_series(0, %(n)s - 1) g order by g
+"""
+BENCH_GROUPS = 1000
+
+
+async def crontick_enqueue_grouped(url: str, jobs: int, seen: Seen) -> float:
+    """Flow control (issue 20): the same no-op jobs spread over BENCH_GROUPS groups, in turn, by plain INSERT."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        return timed(lambda: conn.execute(GROUPED_INSERT, {"type": JOB_TYPE, "n": jobs, "groups": BENCH_GROUPS}))
 
 
 def crontick_drain(batch_size: int) -> Callable[[str, int, Seen], Awaitable[float]]:
@@ -201,7 +217,7 @@ PLAIN_INSERT = (
 )
 PLAIN_CLAIM = """
 with due as materialized (
-    select id from jobs where status = 'pending' and run_after <= now()
+    select id from jobs where status = 'pending' and not held and run_after <= now()
     order by run_after, id limit 100 for update skip locked
 )
 update jobs j set status = 'running', attempts = j.attempts + 1,
@@ -280,6 +296,16 @@ def all_systems() -> list[System]:
             crontick_drain(1000),
             "jobs",
             "CRONTICK_BATCH_SIZE=1000",
+        ),
+        System(
+            "crontick_groups",
+            f"crontick: tick loop, batch 100, {BENCH_GROUPS:,} groups",
+            None,
+            crontick_install,
+            crontick_enqueue_grouped,
+            crontick_drain(100),
+            "jobs",
+            "flow control: each group one job at a time",
         ),
         System(
             "procrastinate",

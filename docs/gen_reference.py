@@ -1,8 +1,9 @@
 """Reference tables generated from the code (env variables, CLI, benchmark results), so the docs cannot drift.
 
 docs/hooks.py replaces `<!-- generated: NAME -->` in a page with GENERATORS[NAME](); the tests in
-tests/docs call the same functions. Descriptions of variables live in docs/variables.toml; which
-variables exist, and their defaults, come from the code.
+tests/docs call the same functions. The configuration page is crontick.settings' table of
+variables (every variable lib/ reads, with its type, bounds, default and doc line); only the
+variables that just the tests, benchmarks or CI read are described in docs/variables.toml.
 """
 
 from __future__ import annotations
@@ -15,15 +16,16 @@ import re
 import sys
 import tomllib
 from collections.abc import Callable, Iterator
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 LIB = ROOT / "lib" / "crontick"
 VARIABLES_TOML = ROOT / "docs" / "variables.toml"
+DEVELOPMENT = "Development only"
 ENV_NAME = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*$")
-# Calls that read the environment: os.environ.get("X"), os.getenv("X"), env.get("X"), _text(env, "X"), …
+# Calls that read the environment: os.environ.get("X"), os.getenv("X"), env.get("X"), text(env, "X"), …
 _ENV_OBJECTS = {"environ", "env"}
 
 
@@ -34,8 +36,7 @@ class ReferenceError(Exception):
 @dataclass(frozen=True)
 class EnvRead:
     name: str
-    module: str  # e.g. crontick.settings
-    field: str | None  # the Settings field it fills, when it is read in Settings.from_env
+    module: str  # e.g. crontick.cli.main
 
 
 def _is_env_object(node: ast.expr) -> bool:
@@ -60,37 +61,18 @@ def _env_name(call: ast.Call) -> str | None:
     return None
 
 
-def _settings_fields(package: Path) -> dict[str, str]:
-    """{variable: Settings field} from `Settings.from_env`'s `cls(field=<expression reading VARIABLE>, ...)`."""
-    tree = ast.parse((package / "settings.py").read_text(encoding="utf-8"))
-    mapping: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and node.name == "from_env":
-            # budget = _number(env, "CRONTICK_TIME_BUDGET_SECONDS", ...), later cls(time_budget_seconds=budget)
-            local: dict[str, str] = {}
-            for assign in ast.walk(node):
-                if isinstance(assign, ast.Assign) and isinstance(assign.value, ast.Call):
-                    if (name := _env_name(assign.value)) and isinstance(assign.targets[0], ast.Name):
-                        local[assign.targets[0].id] = name
-            for call in ast.walk(node):
-                if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "cls":
-                    for kw in call.keywords:
-                        if kw.arg and isinstance(kw.value, ast.Name) and kw.value.id in local:
-                            mapping.setdefault(local[kw.value.id], kw.arg)
-                        for inner in ast.walk(kw.value):
-                            if kw.arg and isinstance(inner, ast.Call) and (name := _env_name(inner)):
-                                mapping.setdefault(name, kw.arg)
-    return mapping
+def _module(package: Path, path: Path) -> str:
+    parts = path.relative_to(package).with_suffix("").parts
+    return ".".join(("crontick", *(parts[:-1] if parts[-1] == "__init__" else parts)))
 
 
 def env_reads(package: Path = LIB) -> list[EnvRead]:
-    """Every environment variable the package reads, found in its source (not by importing it)."""
-    settings_fields = _settings_fields(package)
+    """Every environment variable the package reads by a literal name, found in its source (not by importing it).
+
+    Settings.from_env reads its rows by their names in the table, so those reads are the table itself.
+    """
     found: dict[str, EnvRead] = {}
-    # settings.py first: a variable that Settings reads is documented as a setting, wherever else it is read.
-    paths = sorted(package.rglob("*.py"), key=lambda p: (p.name != "settings.py", str(p)))
-    for path in paths:
-        module = "crontick." + ".".join(path.relative_to(package).with_suffix("").parts)
+    for path in sorted(package.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             name = None
@@ -101,36 +83,13 @@ def env_reads(package: Path = LIB) -> list[EnvRead]:
                 if isinstance(key, ast.Constant) and isinstance(key.value, str) and ENV_NAME.match(key.value):
                     name = key.value
             if name:
-                found.setdefault(name, EnvRead(name, module, settings_fields.get(name)))
+                found.setdefault(name, EnvRead(name, _module(package, path)))
     return sorted(found.values(), key=lambda r: r.name)
 
 
 def described() -> dict[str, dict[str, Any]]:
+    """docs/variables.toml: the variables only the tests, benchmarks or CI read (lib/ never does)."""
     return tomllib.loads(VARIABLES_TOML.read_text(encoding="utf-8"))
-
-
-def _code_default(field_name: str | None) -> str | None:
-    if field_name is None:
-        return None
-    from crontick.settings import Settings
-
-    for f in fields(Settings):
-        if f.name == field_name:
-            value = (
-                f.default
-                if f.default is not MISSING
-                else f.default_factory()
-                if f.default_factory is not MISSING
-                else None
-            )
-            if value is None or value == ():
-                return None
-            if isinstance(value, tuple):
-                value = ",".join(value)
-            if isinstance(value, float) and value.is_integer():
-                value = int(value)
-            return f"`{value}`"
-    raise ReferenceError(f"expected a Settings field named {field_name!r}, got none")
 
 
 def _where_else_read(name: str) -> bool:
@@ -146,36 +105,92 @@ def _where_else_read(name: str) -> bool:
     return False
 
 
+def _read_by_its_module(row: Any) -> bool:
+    """A row that fills no Settings field is read by the module it names (a pattern: by its literal prefix)."""
+    relative = Path(*row.read_by.split(".")[1:])
+    path = next((p for p in (LIB / relative.with_suffix(".py"), LIB / relative / "__init__.py") if p.is_file()), None)
+    return path is not None and row.name.split("<")[0] in path.read_text(encoding="utf-8")
+
+
+def _type(kind: str, row: Any) -> str:
+    """What a value of the row looks like, with its bounds: `integer, 1 to 10000`, `secret, 32+ characters`."""
+    if row.secret:
+        return "secret" + (f", {_plain(row.minimum)}+ characters" if row.minimum else "")
+    what = {"int": "integer", "float": "number", "bool": "`1` or `0`", "tuple[str, ...]": "comma-separated list"}
+    text = what.get(kind, "text")
+    if row.minimum is not None and row.maximum is not None:
+        return f"{text}, {_plain(row.minimum)} to {_plain(row.maximum)}"
+    if row.minimum is not None:
+        return f"{text}, at least {_plain(row.minimum)}"
+    return text
+
+
+def _plain(number: float) -> str:
+    return str(int(number)) if float(number).is_integer() else f"{number:g}"
+
+
+def _default(row: Any) -> str:
+    if row.shown:
+        return str(row.shown)
+    value = row.default
+    if value is None or value == ():
+        return "—"
+    if isinstance(value, bool):
+        return "`1`" if value else "`0`"
+    if isinstance(value, tuple):
+        value = ",".join(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return f"`{value}`"
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
 def configuration_table() -> str:
-    """Markdown: one table per group, every variable crontick reads, with its default from the code."""
-    reads = {r.name: r for r in env_reads()}
+    """Markdown: one table per group, every variable crontick reads, from crontick.settings' table."""
+    from crontick import settings
+
+    table = settings.table()
+    rows = {row.name: row for _, _, row in table}
     docs = described()
-    missing = sorted(set(reads) - set(docs))
+    reads = {r.name: r for r in env_reads()}
+    missing = sorted(set(reads) - set(rows) - set(docs))
     if missing:
         raise ReferenceError(
-            f"expected a description in docs/variables.toml for every variable lib/ reads, got none for: {', '.join(missing)}"
+            "expected a row in crontick.settings' table for every variable lib/ reads, got none for: "
+            + ", ".join(missing)
         )
     stale = sorted(
-        n for n, d in docs.items() if n not in reads and not (d.get("scope") == "development" and _where_else_read(n))
+        [
+            row.name
+            for field, _, row in table
+            if field is None and row.name not in reads and not _read_by_its_module(row)
+        ]
+        + [n for n in docs if n in rows or n in reads or not _where_else_read(n)]
     )
     if stale:
         raise ReferenceError(
-            f"expected docs/variables.toml to describe only variables the code reads, got: {', '.join(stale)}"
+            "expected the table and docs/variables.toml (development only) to describe only variables that are read "
+            f"where they say, once, got: {', '.join(stale)}"
         )
-    groups: dict[str, list[str]] = {}
-    for name, d in docs.items():
-        groups.setdefault(d.get("group", "Other"), []).append(name)
+    if unheaded := sorted(row.name for _, _, row in table if row.group not in settings.variables.GROUPS):
+        raise ReferenceError(f"expected each row's group among {settings.variables.GROUPS}, got none for: {unheaded}")
+    header = ["| variable | type | default | meaning |", "|---|---|---|---|"]
     out: list[str] = []
-    for group, names in groups.items():
-        out += [f"## {group}", "", "| variable | default | meaning |", "|---|---|---|"]
-        for name in names:
-            d = docs[name]
-            read = reads.get(name)
-            default = d.get("default") or _code_default(read.field if read else None) or "—"
-            text = " ".join(d["text"].split()).replace("|", "\\|")
-            where = f" <small>(`{read.module}`)</small>" if read else ""
-            out.append(f"| `{name}`{where} | {default} | {text} |")
+    for group in settings.variables.GROUPS:
+        out += [f"## {group}", "", *header]
+        for field, kind, row in table:
+            if row.group == group:
+                where = f"Settings.{field}" if field else row.read_by  # the field code sets, else who reads it
+                name = f"`{row.name}` <small>(`{where}`)</small>"
+                out.append(f"| {name} | {_cell(_type(kind, row))} | {_cell(_default(row))} | {_cell(row.doc)} |")
         out.append("")
+    out += [f"## {DEVELOPMENT}", "", *header]
+    for name, d in docs.items():
+        out.append(f"| `{name}` | text | {_cell(d.get('default', '—'))} | {_cell(d['text'])} |")
+    out.append("")
     return "\n".join(out)
 
 
@@ -191,7 +206,7 @@ def cli_reference() -> str:
     """Markdown: `crontick --help` and each subcommand's --help, as argparse prints them."""
     saved = {k: os.environ.pop(k) for k in ("HOST", "PORT") if k in os.environ}  # defaults read from the env
     try:
-        from crontick import cli
+        from crontick.cli import main as cli
 
         parser = cli._parser()
         os.environ["COLUMNS"] = "100"

@@ -1,6 +1,8 @@
-"""crontick inside an existing FastAPI app: its routes mounted, and a route that enqueues a job and kicks.
+"""crontick inside an existing FastAPI app: mounted at /ops, and a route that enqueues a job and kicks.
 
-Run it:  DATABASE_URL=... CRON_SECRET=... uvicorn examples.fastapi_app:app
+Run it:  DATABASE_URL=... CRON_SECRET=... CRONTICK_ADMIN_SECRET=... uvicorn examples.fastapi_app:app
+Then the scheduler calls /ops/api/cron/tick, and the admin is at /ops/admin. The app's own 404 and
+405 answer everywhere outside /ops.
 """
 
 from __future__ import annotations
@@ -33,5 +35,6 @@ def signup(email: str, background: BackgroundTasks) -> dict[str, Any]:
     return {"job_id": job_id}
 
 
-# Last, so the app's own routes win: /api/cron/tick, /api/health and /api/hooks/{name}.
-app.mount("/", crontick_app)
+# /ops/api/cron/tick, /ops/api/health, /ops/api/hooks/{name} and the admin at /ops/admin.
+# With the http kick (or QStash, or Twilio), set CRONTICK_PUBLIC_URL to https://<your app>/ops.
+app.mount("/ops", crontick_app)

@@ -18,8 +18,8 @@ set local statement_timeout = '5s'
 -- name: admin_jobs
 -- store.list_jobs, no filter: the primary key, backwards from the cursor.
 select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
-    created_at, updated_at, finished_at
-from jobs
+    created_at, updated_at, finished_at, group_key, priority
+from {schema}.jobs
 where id < %(before_id)s
 order by id desc
 limit %(limit)s;
@@ -27,8 +27,8 @@ limit %(limit)s;
 -- name: admin_jobs_by_status
 -- store.list_jobs with a status: jobs_status_id, backwards from the cursor.
 select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
-    created_at, updated_at, finished_at
-from jobs
+    created_at, updated_at, finished_at, group_key, priority
+from {schema}.jobs
 where status = %(status)s and id < %(before_id)s
 order by id desc
 limit %(limit)s;
@@ -40,8 +40,8 @@ select j.*
 from unnest(%(statuses)s::text[]) as s(status)
 cross join lateral (
     select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
-        created_at, updated_at, finished_at
-    from jobs
+        created_at, updated_at, finished_at, group_key, priority
+    from {schema}.jobs
     where type = %(type)s and status = s.status and id < %(before_id)s
     order by id desc
     limit %(limit)s
@@ -52,8 +52,8 @@ limit %(limit)s;
 -- name: admin_jobs_by_type_status
 -- store.list_jobs with a type and a status: jobs_type_status_id, backwards from the cursor.
 select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
-    created_at, updated_at, finished_at
-from jobs
+    created_at, updated_at, finished_at, group_key, priority
+from {schema}.jobs
 where type = %(type)s and status = %(status)s and id < %(before_id)s
 order by id desc
 limit %(limit)s;
@@ -64,8 +64,8 @@ limit %(limit)s;
 -- write); the window bounds the work, and the cursor continues below it. The window is always
 -- the plan's driver, so the optional status and type are plain filters here.
 select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
-    created_at, updated_at, finished_at
-from jobs
+    created_at, updated_at, finished_at, group_key, priority
+from {schema}.jobs
 where id < %(before_id)s and id >= %(floor_id)s and payload @> %(payload)s::jsonb
   and (%(status)s::text is null or status = %(status)s::text)
   and (%(type)s::text is null or type = %(type)s::text)
@@ -74,29 +74,30 @@ limit %(limit)s;
 
 -- name: admin_jobs_next_id
 -- store.list_jobs, first page of a payload search: where the window starts.
-select coalesce(max(id), 0) + 1 from jobs;
+select coalesce(max(id), 0) + 1 from {schema}.jobs;
 
 -- name: admin_job_get
--- store.get_job: one job, whole (payload and error).
+-- store.get_job: one job, whole (payload and error); with the schedule and slot it was enqueued
+-- for (a manual "enqueue now" has a schedule and no slot) and its snoozes (issue 23).
 select id, type, payload, status, attempts, max_attempts, run_after, last_error, key,
-    created_at, updated_at, finished_at, locked_until
-from jobs
+    created_at, updated_at, finished_at, locked_until, schedule, scheduled_for, snoozes, group_key, priority, held
+from {schema}.jobs
 where id = %(id)s;
 
 -- name: admin_job_attempts
 -- store.get_job: its attempts, oldest first (bounded: a job retried by hand forever stays readable).
 -- The attempt that finished a done job well has no job_attempts row (migration 0010): it is the
 -- job's own row, last; jobs done before 0010 have a 'succeeded' row for it instead.
-select attempt, started_at, finished_at, outcome, error
+select attempt, started_at, finished_at, outcome, error, traceback
 from (
-    select attempt, id, started_at, finished_at, outcome, error
-    from job_attempts
+    select attempt, id, started_at, finished_at, outcome, error, traceback
+    from {schema}.job_attempts
     where job_id = %(id)s
     union all
-    select j.attempts, null, j.started_at, j.finished_at, 'succeeded', null
-    from jobs j
+    select j.attempts, null, j.started_at, j.finished_at, 'succeeded', null, null
+    from {schema}.jobs j
     where j.id = %(id)s and j.status = 'done' and j.started_at is not null
-      and not exists (select 1 from job_attempts a
+      and not exists (select 1 from {schema}.job_attempts a
                       where a.job_id = j.id and a.attempt = j.attempts and a.outcome = 'succeeded')
 ) history
 order by attempt, id nulls last
@@ -105,14 +106,14 @@ limit 1000;
 -- name: admin_stats_counts
 -- store.stats: jobs per status, each count stopping at the cap (an index range, never a full count).
 select s.status,
-    (select count(*) from (select 1 from jobs j where j.status = s.status limit %(cap)s) c) as n
+    (select count(*) from (select 1 from {schema}.jobs j where j.status = s.status limit %(cap)s) c) as n
 from unnest(%(statuses)s::text[]) as s(status);
 
 -- name: admin_stats_health
 -- store.stats: the oldest due job's wait (the first entry of jobs_pending_due) and the last tick.
-select extract(epoch from now() - (select min(run_after) from jobs where status = 'pending' and run_after <= now()))::float8
+select extract(epoch from now() - (select min(run_after) from {schema}.jobs where status = 'pending' and not held and run_after <= now()))::float8
         as oldest_due_seconds,
-    (select max(finished_at) from crontick_ticks) as last_tick_at,
+    (select max(finished_at) from {schema}.crontick_ticks) as last_tick_at,
     now() as as_of;
 
 -- name: admin_stats_hourly
@@ -122,17 +123,19 @@ select date_trunc('hour', finished_at) as hour,
     sum(coalesce((summary -> 'jobs' ->> 'succeeded')::bigint, 0))::bigint as done,
     sum(coalesce((summary -> 'jobs' ->> 'failed')::bigint, 0))::bigint as failed,
     count(*) as ticks
-from crontick_ticks
+from {schema}.crontick_ticks
 where finished_at > now() - interval '24 hours'
 group by 1
 order by 1;
 
 -- name: admin_reminders
--- store.list_reminders: the send log, newest first.
+-- store.list_reminders: the send log, newest first, each with its booking from the reminder source
+-- ({reminder_source}, only read; looked up by its id as text: migration 0016's index on crontick's
+-- own bookings, and docs/reminders.md's on a source of your own).
 select r.id, r.booking_id, r.kind, r.channel, r.status, r.attempts, r.max_attempts, r.sent_at, r.next_attempt_at,
     left(r.last_error, 200) as last_error, r.created_at, r.updated_at, b.customer_name, b.starts_at, b.time_zone
-from reminder_sends r
-join bookings b on b.id = r.booking_id
+from {schema}.reminder_sends r
+left join {reminder_source} b on b.id::text = r.booking_id
 where r.id < %(before_id)s
 order by r.id desc
 limit %(limit)s;
@@ -141,28 +144,28 @@ limit %(limit)s;
 -- store.list_reminders with a status: reminder_sends_status_id.
 select r.id, r.booking_id, r.kind, r.channel, r.status, r.attempts, r.max_attempts, r.sent_at, r.next_attempt_at,
     left(r.last_error, 200) as last_error, r.created_at, r.updated_at, b.customer_name, b.starts_at, b.time_zone
-from reminder_sends r
-join bookings b on b.id = r.booking_id
+from {schema}.reminder_sends r
+left join {reminder_source} b on b.id::text = r.booking_id
 where r.status = %(status)s and r.id < %(before_id)s
 order by r.id desc
 limit %(limit)s;
 
 -- name: admin_reminders_due
 -- store.due_reminders: confirmed bookings starting in the next 24 h, with their sends so far
--- (bookings_confirmed_starts).
-select b.id as booking_id, b.customer_name, b.email, b.phone, b.starts_at, b.time_zone,
+-- (from the reminder source, by its starts_at index: bookings_confirmed_starts on crontick's own).
+select b.id::text as booking_id, b.customer_name, b.email, b.phone, b.starts_at, b.time_zone,
     coalesce((select json_agg(json_build_object('kind', r.kind, 'status', r.status, 'channel', r.channel,
                                                 'sent_at', r.sent_at) order by r.kind)
-              from reminder_sends r where r.booking_id = b.id), '[]'::json) as sends
-from bookings b
+              from {schema}.reminder_sends r where r.booking_id = b.id::text), '[]'::json) as sends
+from {reminder_source} b
 where b.status = 'confirmed' and b.starts_at >= now() and b.starts_at < now() + interval '24 hours'
-order by b.starts_at, b.id
+order by b.starts_at, 1
 limit %(limit)s;
 
 -- name: admin_ticks
 -- store.list_ticks: recent ticks, newest first; one row more than shown gives the last gap.
 select id, started_at, finished_at, source, summary
-from crontick_ticks
+from {schema}.crontick_ticks
 where id < %(before_id)s
 order by id desc
 limit %(limit)s;
@@ -170,10 +173,10 @@ limit %(limit)s;
 -- name: admin_job_lock
 -- store.retry_job / cancel_job / delete_job: lock the job and learn who else holds its key.
 select j.status,
-    (select o.id from jobs o
-     where j.key is not null and o.key = j.key and o.status in ('pending', 'running') and o.id <> j.id
+    (select o.id from {schema}.jobs o
+     where j.key is not null and o.key = j.key and o.status in ('pending', 'running', 'waiting') and o.id <> j.id
      limit 1) as key_holder
-from jobs j
+from {schema}.jobs j
 where j.id = %(id)s
 for update of j;
 
@@ -182,14 +185,14 @@ for update of j;
 -- history; it gets at least one more attempt. A done job's succeeded attempt, kept in its own
 -- row (migration 0010), is copied into job_attempts first (admin_job_attempts shows it either way).
 with kept as (
-    insert into job_attempts (job_id, attempt, started_at, finished_at, outcome, error)
+    insert into {schema}.job_attempts (job_id, attempt, started_at, finished_at, outcome, error)
     select j.id, j.attempts, j.started_at, j.finished_at, 'succeeded', null
-    from jobs j
+    from {schema}.jobs j
     where j.id = %(id)s and j.status = 'done' and j.started_at is not null
-      and not exists (select 1 from job_attempts a
+      and not exists (select 1 from {schema}.job_attempts a
                       where a.job_id = j.id and a.attempt = j.attempts and a.outcome = 'succeeded')
 )
-update jobs set
+update {schema}.jobs set
     status = 'pending', max_attempts = greatest(max_attempts, attempts + 1), run_after = now(),
     locked_until = null, finished_at = null, updated_at = now()
 where id = %(id)s and status in ('done', 'failed', 'cancelled')
@@ -197,15 +200,16 @@ returning id, type, payload, status, attempts, max_attempts, run_after, last_err
     created_at, updated_at, finished_at, locked_until;
 
 -- name: admin_job_cancel
--- store.cancel_job and `crontick cancel`: a pending job will not run.
-update jobs set status = 'cancelled', locked_until = null, finished_at = now(), updated_at = now()
-where id = %(id)s and status = 'pending'
+-- store.cancel_job and `crontick cancel`: a pending job will not run; nor a waiting one (job.wait_for,
+-- durable steps: a later signal on its key then wakes another waiter or is kept).
+update {schema}.jobs set status = 'cancelled', locked_until = null, finished_at = now(), updated_at = now()
+where id = %(id)s and status in ('pending', 'waiting')
 returning id, type, payload, status, attempts, max_attempts, run_after, last_error, key,
     created_at, updated_at, finished_at, locked_until;
 
 -- name: admin_job_delete
 -- store.delete_job: a finished job and (by cascade) its attempts.
-delete from jobs where id = %(id)s and status in ('done', 'failed', 'cancelled') returning id;
+delete from {schema}.jobs where id = %(id)s and status in ('done', 'failed', 'cancelled') returning id;
 
 -- name: admin_jobs_bulk_retry
 -- store.bulk_retry: the next chunk of a filter frozen at confirmation (status, optional
@@ -213,7 +217,7 @@ delete from jobs where id = %(id)s and status in ('done', 'failed', 'cancelled')
 -- key only the first is retried, and none whose key another active job holds: those are
 -- skipped and counted, never a unique-violation error.
 with chosen as materialized (
-    select id, key from jobs
+    select id, key from {schema}.jobs
     where status = %(status)s and id > %(after_id)s and id <= %(max_id)s
       and (%(payload)s::jsonb is null or payload @> %(payload)s::jsonb)
     order by id
@@ -223,17 +227,17 @@ with chosen as materialized (
     select c.id from chosen c
     where c.key is null
        or (c.id = (select min(c2.id) from chosen c2 where c2.key = c.key)
-           and not exists (select 1 from jobs o where o.key = c.key and o.status in ('pending', 'running')))
+           and not exists (select 1 from {schema}.jobs o where o.key = c.key and o.status in ('pending', 'running', 'waiting')))
 ), kept as (
     -- As admin_job_retry: a done job's succeeded attempt, kept in its row, goes into job_attempts.
-    insert into job_attempts (job_id, attempt, started_at, finished_at, outcome, error)
+    insert into {schema}.job_attempts (job_id, attempt, started_at, finished_at, outcome, error)
     select j.id, j.attempts, j.started_at, j.finished_at, 'succeeded', null
-    from jobs j
+    from {schema}.jobs j
     where j.id = any(array(select id from free)) and j.status = 'done' and j.started_at is not null
-      and not exists (select 1 from job_attempts a
+      and not exists (select 1 from {schema}.job_attempts a
                       where a.job_id = j.id and a.attempt = j.attempts and a.outcome = 'succeeded')
 ), retried as (
-    update jobs j set
+    update {schema}.jobs j set
         status = 'pending', max_attempts = greatest(j.max_attempts, j.attempts + 1), run_after = now(),
         locked_until = null, finished_at = null, updated_at = now()
     where j.id = any(array(select id from free))
@@ -245,7 +249,7 @@ select (select count(*) from retried) as retried, (select count(*) from chosen) 
 -- name: admin_jobs_bulk_retry_by_type
 -- store.bulk_retry with a type: as admin_jobs_bulk_retry, on jobs_type_status_id.
 with chosen as materialized (
-    select id, key from jobs
+    select id, key from {schema}.jobs
     where type = %(type)s and status = %(status)s and id > %(after_id)s and id <= %(max_id)s
       and (%(payload)s::jsonb is null or payload @> %(payload)s::jsonb)
     order by id
@@ -255,17 +259,17 @@ with chosen as materialized (
     select c.id from chosen c
     where c.key is null
        or (c.id = (select min(c2.id) from chosen c2 where c2.key = c.key)
-           and not exists (select 1 from jobs o where o.key = c.key and o.status in ('pending', 'running')))
+           and not exists (select 1 from {schema}.jobs o where o.key = c.key and o.status in ('pending', 'running', 'waiting')))
 ), kept as (
     -- As admin_job_retry: a done job's succeeded attempt, kept in its row, goes into job_attempts.
-    insert into job_attempts (job_id, attempt, started_at, finished_at, outcome, error)
+    insert into {schema}.job_attempts (job_id, attempt, started_at, finished_at, outcome, error)
     select j.id, j.attempts, j.started_at, j.finished_at, 'succeeded', null
-    from jobs j
+    from {schema}.jobs j
     where j.id = any(array(select id from free)) and j.status = 'done' and j.started_at is not null
-      and not exists (select 1 from job_attempts a
+      and not exists (select 1 from {schema}.job_attempts a
                       where a.job_id = j.id and a.attempt = j.attempts and a.outcome = 'succeeded')
 ), retried as (
-    update jobs j set
+    update {schema}.jobs j set
         status = 'pending', max_attempts = greatest(j.max_attempts, j.attempts + 1), run_after = now(),
         locked_until = null, finished_at = null, updated_at = now()
     where j.id = any(array(select id from free))
@@ -278,7 +282,7 @@ select (select count(*) from retried) as retried, (select count(*) from chosen) 
 -- store.retry_reminder: a failed or unknown reminder (a person has checked the provider) is
 -- due again now with one more attempt; the next tick's claim sends it if its booking is still
 -- confirmed and ahead.
-update reminder_sends set
+update {schema}.reminder_sends set
     status = 'failed', next_attempt_at = now(), max_attempts = greatest(max_attempts, attempts + 1),
     maybe_delivered = false, locked_until = null, updated_at = now()
 where booking_id = %(booking_id)s and kind = %(kind)s and status in ('failed', 'unknown')
@@ -287,11 +291,11 @@ returning id, booking_id, kind, channel, status, attempts, max_attempts, sent_at
 
 -- name: admin_reminder_status
 -- store.retry_reminder: why a reminder could not be retried.
-select status from reminder_sends where booking_id = %(booking_id)s and kind = %(kind)s;
+select status from {schema}.reminder_sends where booking_id = %(booking_id)s and kind = %(kind)s;
 
 -- name: admin_audit_insert
 -- store.audit: one row per admin action, in the action's own transaction.
-insert into admin_audit (role, action, detail, rows) values (%(role)s, %(action)s, %(detail)s, %(rows)s);
+insert into {schema}.admin_audit (role, action, detail, rows) values (%(role)s, %(action)s, %(detail)s, %(rows)s);
 
 -- name: admin_inbound_events
 -- hooks_alerts_store.list_events: recorded inbound events, newest first, keyset on (received_at,
@@ -300,7 +304,7 @@ insert into admin_audit (role, action, detail, rows) values (%(role)s, %(action)
 -- the range (a row comparison alone does not match a one-column index). Never the event's
 -- payload: that is in its job.
 select hook, event_id, job_id, received_at
-from crontick_inbound_events
+from {schema}.crontick_inbound_events
 where received_at <= %(before_at)s::timestamptz
   and (received_at, hook, event_id) < (%(before_at)s::timestamptz, %(before_hook)s::text, %(before_event)s::text)
 order by received_at desc, hook desc, event_id desc
@@ -309,7 +313,7 @@ limit %(limit)s;
 -- name: admin_inbound_events_by_hook
 -- hooks_alerts_store.list_events with ?hook=: as admin_inbound_events, one hook's events.
 select hook, event_id, job_id, received_at
-from crontick_inbound_events
+from {schema}.crontick_inbound_events
 where hook = %(hook)s and received_at <= %(before_at)s::timestamptz
   and (received_at, hook, event_id) < (%(before_at)s::timestamptz, %(before_hook)s::text, %(before_event)s::text)
 order by received_at desc, hook desc, event_id desc
@@ -320,7 +324,7 @@ limit %(limit)s;
 -- cursor. The first 200 characters of the error and never the body (the POST's fields).
 select id, event, subject, status, attempts, occurred_at, next_attempt_at, sent_at,
     left(last_error, 200) as last_error, created_at, updated_at
-from crontick_alerts
+from {schema}.crontick_alerts
 where id < %(before_id)s
 order by id desc
 limit %(limit)s;
@@ -330,7 +334,25 @@ limit %(limit)s;
 -- the outbox to about a month of rows, so the primary key walk with a filter stays short.
 select id, event, subject, status, attempts, occurred_at, next_attempt_at, sent_at,
     left(last_error, 200) as last_error, created_at, updated_at
-from crontick_alerts
+from {schema}.crontick_alerts
 where status = %(status)s and id < %(before_id)s
 order by id desc
 limit %(limit)s;
+
+-- name: admin_session_signed_out
+-- signouts.signed_out, on every admin request whose cookie is validly signed (never for one
+-- that is not): was this session signed out? The primary key, one row or none.
+select 1 as signed_out
+from {schema}.crontick_admin_signouts
+where session = %(session)s;
+
+-- name: admin_session_sign_out
+-- signouts.sign_out, at sign-out: record the session until its cookie expires. Records an hour
+-- past their cookie's expiry go in the same statement (the hour covers app hosts whose clocks
+-- run behind the database's; an expired cookie is refused by its own signature anyway).
+with expired as (
+    delete from {schema}.crontick_admin_signouts where expires_at < now() - interval '1 hour'
+)
+insert into {schema}.crontick_admin_signouts (session, expires_at)
+values (%(session)s, %(expires_at)s)
+on conflict (session) do nothing;

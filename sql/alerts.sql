@@ -8,7 +8,7 @@
 -- so an app server with a wrong clock cannot hide a silence.
 select t.last_tick_at,
     t.last_tick_at is null or t.last_tick_at < now() - make_interval(secs => %(stale_after)s::float8) as stale
-from (select max(finished_at) as last_tick_at from crontick_ticks) t;
+from (select max(finished_at) as last_tick_at from {schema}.crontick_ticks) t;
 
 -- name: alert_claim_due
 -- crontick.alerts.deliver, in a tick whose record statement said alerts are due: claim up to a
@@ -17,13 +17,13 @@ from (select max(finished_at) as last_tick_at from crontick_ticks) t;
 -- open while it is sent. An alert raised before stale_before and never sent (e.g. while no URL
 -- was configured) is closed as failed instead: a day-old "job failed" in a chat is noise.
 with due as materialized (
-    select id from crontick_alerts
+    select id from {schema}.crontick_alerts
     where status = 'pending' and next_attempt_at <= %(now)s
     order by next_attempt_at, id
     limit %(limit)s
     for update skip locked
 ), claimed as (
-    update crontick_alerts a set
+    update {schema}.crontick_alerts a set
         status = case when a.created_at < %(stale_before)s then 'failed' else 'pending' end,
         attempts = a.attempts + (a.created_at >= %(stale_before)s)::int,
         next_attempt_at = %(lease_until)s,
@@ -49,7 +49,7 @@ with delivery as (
     from unnest(%(ids)s::bigint[], %(attempts)s::int[], %(sent)s::boolean[], %(retry_ats)s::timestamptz[],
                 %(errors)s::text[]) as o(id, attempt, sent, retry_at, error)
 )
-update crontick_alerts a set
+update {schema}.crontick_alerts a set
     status = case when o.sent then 'sent' when o.retry_at is null then 'failed' else 'pending' end,
     sent_at = case when o.sent then %(now)s::timestamptz end,
     next_attempt_at = coalesce(o.retry_at, a.next_attempt_at),

@@ -11,16 +11,16 @@
 -- than keep_after behind the database has its tokens refused: it fails closed). SKIP LOCKED keeps
 -- concurrent ticks from waiting on each other's pruning.
 with pruned as (
-    delete from crontick_token_uses
+    delete from {schema}.crontick_token_uses
     where jti in (
-        select jti from crontick_token_uses
+        select jti from {schema}.crontick_token_uses
         where expires_at < now() - %(keep_after)s::interval
         order by expires_at
         limit 100
         for update skip locked
     )
 ), used as (
-    insert into crontick_token_uses (jti, expires_at)
+    insert into {schema}.crontick_token_uses (jti, expires_at)
     select %(jti)s, %(expires_at)s
     where %(expires_at)s::timestamptz >= now() - %(keep_after)s::interval
     on conflict (jti) do nothing

@@ -3,24 +3,53 @@
 -- name: inbound_event_record
 -- POST /api/hooks/{name}: record a verified provider event and enqueue its job, in one statement
 -- (so one transaction: neither is ever written without the other). The job's id is drawn first
--- so the event row can carry it; when (hook, event_id) is already there, the insert does nothing,
--- no job is added (the drawn id is simply skipped), and the original job's id comes back with
--- new = false. A concurrent twin waits on the unique index and then does nothing; the read of
--- its job id may then miss the row it waited for (this statement's snapshot predates it), so
--- the caller runs the statement again when no row comes back.
+-- so the event row can carry it; when the event is already there, the insert does nothing, no
+-- job is added (the drawn id is simply skipped), and the original job's id comes back with
+-- new = false. Already there: the same (hook, event_id), or, for senders that sign the body and
+-- no id (GitHub), the same (hook, body_sha256), so a replay under a new delivery id is a
+-- duplicate too. ON CONFLICT without a target takes both unique indexes as arbiters. A
+-- concurrent twin waits on the index and then does nothing; the read of its job id may then miss
+-- the row it waited for (this statement's snapshot predates it), so the caller runs the
+-- statement again when no row comes back.
 with drawn as materialized (
-    select nextval(pg_get_serial_sequence('jobs', 'id')) as job_id
+    select nextval(pg_get_serial_sequence(quote_ident({schema_name}) || '.jobs', 'id')) as job_id
 ), event as (
-    insert into crontick_inbound_events (hook, event_id, job_id, received_at)
-    select %(hook)s, %(event_id)s, drawn.job_id, %(received_at)s from drawn
-    on conflict (hook, event_id) do nothing
+    insert into {schema}.crontick_inbound_events (hook, event_id, body_sha256, job_id, received_at)
+    select %(hook)s, %(event_id)s, %(body_sha256)s, drawn.job_id, %(received_at)s from drawn
+    on conflict do nothing
     returning job_id
 ), job as (
-    insert into jobs (id, type, payload)
+    insert into {schema}.jobs (id, type, payload)
     select event.job_id, %(type)s, %(payload)s from event
     returning id
 )
 select id as job_id, true as new from job
 union all
-select e.job_id, false from crontick_inbound_events e
-where e.hook = %(hook)s and e.event_id = %(event_id)s and not exists (select 1 from event);
+(select e.job_id, false from {schema}.crontick_inbound_events e
+ where e.hook = %(hook)s and (e.event_id = %(event_id)s or e.body_sha256 = %(body_sha256)s)
+   and not exists (select 1 from event)
+ order by e.received_at
+ limit 1);
+
+-- name: inbound_event_flow_record
+-- POST /api/hooks/{name} for a hook with a debounce or a group_key: record the event and enqueue
+-- (or merge) its job in one call (sql/functions/inbound_event_record.sql says how). No row: a
+-- concurrent twin's event was not readable yet; the caller runs it again.
+select job_id, new from {schema}.crontick_inbound_event_record(%(hook)s, %(event_id)s, %(body_sha256)s,
+    %(received_at)s, %(type)s, %(payload)s, %(group_key)s, %(debounce_key)s, %(debounce_seconds)s,
+    %(debounce_max_seconds)s);
+
+-- name: inbound_event_signal_record
+-- POST /api/hooks/{name} for a hook that only signals (crontick.inbound(name, verify=..., signal=...)):
+-- record the event, with no job (job_id 0 until the signal says which job it woke), inside the
+-- transaction that then signals (crontick.hooks.endpoint.record). No row: the event is already
+-- recorded (a redelivery, or a concurrent twin that committed first), so nothing is signalled.
+insert into {schema}.crontick_inbound_events (hook, event_id, body_sha256, job_id, received_at)
+values (%(hook)s, %(event_id)s, %(body_sha256)s, 0, %(received_at)s)
+on conflict do nothing
+returning true as new;
+
+-- name: inbound_event_signalled
+-- crontick.hooks.endpoint.record, in the same transaction, after a signal-only hook's signal woke a
+-- job: the event row names that job (the admin's hooks page links it). A kept signal leaves 0.
+update {schema}.crontick_inbound_events set job_id = %(job_id)s where hook = %(hook)s and event_id = %(event_id)s;

@@ -2,26 +2,24 @@
 -- Parameters are named (%(name)s); nothing here is ever built with string formatting.
 
 -- name: job_insert
--- crontick.enqueue: one job inside the caller's transaction. With a key, an active job
--- holding that key wins and its id is returned instead (see jobs_key_active).
-with inserted as (
-    insert into jobs (type, payload, run_after, max_attempts, key)
-    values (%(type)s, %(payload)s, coalesce(%(run_after)s, now()), coalesce(%(max_attempts)s, 4), %(key)s)
-    on conflict (key) where key is not null and status in ('pending', 'running') do nothing
-    returning id
-)
-select id from inserted
-union all
-select id from jobs
-where key = %(key)s and status in ('pending', 'running') and not exists (select 1 from inserted)
-limit 1;
+-- crontick.enqueue: one job inside the caller's transaction, through the SQL API every other
+-- driver and language uses (sql/functions/enqueue.sql). With a key, an active job holding that
+-- key wins and its id is returned instead (see jobs_key_active); with a debounce key, the job that
+-- has not started takes this payload instead (sql/functions/job_debounce.sql). Named arguments, so
+-- psycopg2 and psycopg 3 pass the same statement; the casts fix the types whatever a driver sends.
+select {schema}.{api_enqueue}(type => %(type)s, payload => %(payload)s, run_after => %(run_after)s::timestamptz,
+    max_attempts => %(max_attempts)s::int, key => %(key)s::text, group_key => %(group_key)s::text,
+    priority => %(priority)s::int, debounce_key => %(debounce_key)s::text,
+    debounce_seconds => %(debounce_seconds)s::float8, debounce_max_seconds => %(debounce_max_seconds)s::float8);
 
 -- name: job_insert_many
 -- crontick.enqueue_many: a whole list of jobs in one statement. The list arrives as one JSON
 -- array of [type, payload] pairs (cheaper to send than one array per column); rows are
--- inserted in list order so the returned ids follow it.
-insert into jobs (type, payload, run_after, max_attempts)
-select e.job ->> 0, e.job -> 1, coalesce(%(run_after)s, now()), coalesce(%(max_attempts)s, 4)
+-- inserted in list order so the returned ids follow it. `priorities` maps a type to its handler's
+-- declared priority, for jobs enqueued without one (absent: 0).
+insert into {schema}.jobs (type, payload, run_after, max_attempts, group_key, priority)
+select e.job ->> 0, e.job -> 1, coalesce(%(run_after)s, now()), coalesce(%(max_attempts)s, 4), %(group_key)s::text,
+    coalesce(%(priority)s::int, (%(priorities)s::jsonb ->> (e.job ->> 0))::int, 0)
 from jsonb_array_elements(%(jobs)s) with ordinality as e(job, n)
 order by e.n
 returning id;
@@ -31,13 +29,13 @@ returning id;
 -- a tick that died.
 -- Back to pending if attempts remain, else failed. SKIP LOCKED keeps parallel rescuers apart.
 with expired as materialized (
-    select id, coalesce(started_at, updated_at) as started_at, locked_until from jobs
+    select id, coalesce(started_at, updated_at) as started_at, locked_until from {schema}.jobs
     where status = 'running' and locked_until < %(now)s
     order by locked_until
     limit %(limit)s
     for update skip locked
 ), rescued as (
-    update jobs j set
+    update {schema}.jobs j set
         status = case when j.attempts >= j.max_attempts then 'failed' else 'pending' end,
         run_after = %(now)s,
         locked_until = null,
@@ -50,7 +48,7 @@ with expired as materialized (
     returning j.id, j.type, j.status, j.attempts, j.last_error, expired.started_at, expired.locked_until
 ), alerted as (
     -- crontick.alerts: a job failed here for good raises its job_failed alert in this statement (an outbox).
-    insert into crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
+    insert into {schema}.crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
     select 'job_failed', 'job:' || r.id, %(now)s,
         jsonb_build_object('job_id', r.id, 'job_type', r.type, 'attempts', r.attempts, 'error', left(r.last_error, 500)),
         %(now)s, %(now)s, %(now)s
@@ -59,7 +57,7 @@ with expired as materialized (
     on conflict on constraint crontick_alerts_once do nothing
 ), attempt_log as (
     -- The attempts history: the attempt whose lease ran out, ended when its lease did.
-    insert into job_attempts (job_id, attempt, started_at, finished_at, outcome, error)
+    insert into {schema}.job_attempts (job_id, attempt, started_at, finished_at, outcome, error)
     select id, attempts, started_at, locked_until, 'lease_expired', left(last_error, 4096)
     from rescued
 )
@@ -72,50 +70,50 @@ from rescued;
 -- running job's lease has passed (then the tick rescues and claims again: checking here spares
 -- every tick a rescue statement). Run by a drain's batches after the first and by the claim
 -- after a rescue; the probe (tick_probe) claims with the same function. The statement itself is
--- the function in sql/migrations/0009_probe_function.sql (its comment says why a function: a
--- plan kept per connection, without prepared statements). `now` null: the database's clock,
--- returned for the rest of the tick.
-select jobs, leases_expired, now
-from crontick_job_claim_due(%(now)s::timestamptz, %(limit)s::int, %(lease)s::interval);
+-- the function in sql/functions/job_claim_due.sql (its comment says why a function: a plan kept
+-- per connection, without prepared statements). `now` null: the database's clock, returned for
+-- the rest of the tick. `flow`: flow control's claim arguments (crontick.flow.claim_args).
+select jobs, leases_expired, now, throttled_until
+from {schema}.crontick_job_claim_due(%(now)s::timestamptz, %(limit)s::int, %(lease)s::interval, %(flow)s::jsonb);
 
 -- name: job_record_outcomes
 -- Tick, last step: every outcome of the batch and the tick's log row, in one statement (one
--- round trip, one commit); crontick.queue.record_outcomes runs it without the log row.
+-- round trip, one commit); crontick.tick.record.record_outcomes runs it without the log row.
 -- Fenced on status and the claimed attempt; alerts and the attempts history written in the
--- same statement. The statement itself is the function in sql/migrations/0008_record_function.sql
+-- same statement. The statement itself is the function in sql/functions/job_record_outcomes.sql
 -- (its comment says why a function: a plan cached per connection, without prepared statements).
 -- jobs_due tells the tick whether to answer more: true. /api/health reads the log.
 select written, succeeded, retried, failed, released, fenced, jobs_due, next_job_at, snoozed, alerts_due
-from crontick_job_record_outcomes(
+from {schema}.crontick_job_record_outcomes(
     %(now)s::timestamptz, %(done_ids)s::bigint[], %(done_attempts)s::int[], %(others)s::json, %(log)s::boolean,
     %(started_at)s::timestamptz, %(source)s::text, %(summary)s::jsonb, %(jobs)s::jsonb, %(next_other_at)s::timestamptz);
 
 -- name: job_record_and_claim
 -- crontick tick --drain, a tick whose next one would claim straight away: job_record_outcomes,
 -- then job_claim_due for the next batch, in one round trip and one transaction (one commit, not
--- two). The function is in sql/migrations/0010_attempt_in_job_row.sql; the record goes first.
+-- two). The function is in sql/functions/job_record_and_claim.sql; the record goes first.
 select written, succeeded, retried, failed, released, fenced, jobs_due, next_job_at, snoozed, alerts_due,
-    next_jobs, leases_expired, next_now
-from crontick_job_record_and_claim(
+    next_jobs, leases_expired, next_now, throttled_until
+from {schema}.crontick_job_record_and_claim(
     %(now)s::timestamptz, %(done_ids)s::bigint[], %(done_attempts)s::int[], %(others)s::json, %(log)s::boolean,
     %(started_at)s::timestamptz, %(source)s::text, %(summary)s::jsonb, %(jobs)s::jsonb, %(next_other_at)s::timestamptz,
-    %(limit)s::int, %(lease)s::interval);
+    %(limit)s::int, %(lease)s::interval, %(flow)s::jsonb);
 
 -- name: tick_last
 -- GET /api/health.
-select max(finished_at) as last_tick_at from crontick_ticks;
+select max(finished_at) as last_tick_at from {schema}.crontick_ticks;
 
 -- name: tick_probe
--- Tick, first statement (crontick.probe.look): claim the due jobs (as job_claim_due does, with
+-- Tick, first statement (crontick.tick.probe.look): claim the due jobs (as job_claim_due does, with
 -- the same function), find out whether anything else is due and when the next thing falls due,
 -- and, when nothing is due, write the tick's log row: an idle tick is one round trip. The
--- statement itself is the function in sql/migrations/0009_probe_function.sql, whose plan each
+-- statement itself is the function in sql/functions/tick_probe.sql, whose plan each
 -- connection keeps (compiling the 4 KB statement on every tick cost five times what running it
 -- did). `now` null: the database's clock, returned as `now` for the rest of the tick.
 select idle, jobs, now, next_job_at, leases_expired, reminders_due, next_reminder_at, schedules_due, next_slot_at,
-    previous_tick_at, alerts_due, retention_due, silent_seconds
-from crontick_tick_probe(
+    previous_tick_at, alerts_due, retention_due, silent_seconds, throttled_until
+from {schema}.crontick_tick_probe(
     %(now)s::timestamptz, %(limit)s::int, %(lease)s::interval, %(source)s::text, %(summary)s::jsonb,
     %(schedules_unsynced)s::boolean, %(kinds)s::text[], %(leads)s::interval[], %(floors)s::interval[],
     %(silent_after)s::float8, %(alerts_on)s::boolean, %(done_before)s::timestamptz, %(failed_before)s::timestamptz,
-    %(kept_before)s::timestamptz);
+    %(kept_before)s::timestamptz, %(reminder_source)s::text, %(flow)s::jsonb);

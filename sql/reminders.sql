@@ -5,21 +5,33 @@
 -- name: reminder_claim_due
 -- crontick.reminders.send_due, once per tick: claim up to a batch of reminders in ONE statement,
 -- however many are due (the tick's statement count stays constant).
+-- The bookings are read from the reminder source ({reminder_source}: CRONTICK_REMINDER_SOURCE,
+-- default crontick's own bookings), which may be the user's own table or view: it is only read,
+-- never locked or written (a FOR UPDATE there would block the user's own updates). Its id is
+-- compared as text (reminder_sends.booking_id, migration 0016), whatever its type; its optional
+-- `language` column is read through to_jsonb, so a source without one needs no other statement.
 --   overdue: rows of earlier ticks that need a decision now: failures whose retry is due, and
 --            rows still 'sending' after their lease (the tick sending them died mid-call).
 --   settled: each overdue row becomes 'sending' again (a retry; after a dead tick only on a
 --            channel whose idempotency key the provider honours), 'unknown' (it may have gone
 --            out and resending could duplicate it), or a final 'failed' (the booking was
---            cancelled or has started, so a retry is pointless).
+--            cancelled, has started or is gone, so a retry is pointless).
 --   fresh:   confirmed bookings inside a kind's window that have no row for that kind yet,
 --            up to what is left of the batch. A kind's window is (now + the next shorter kind's
 --            offset, now + its own offset], so a late booking gets only the nearest reminder.
 --   inserted: the claim itself. ON CONFLICT DO NOTHING on (booking_id, kind) means that when
---            ticks race for a reminder exactly one insert wins, and only the winner sends.
--- MATERIALIZED so LIMIT and SKIP LOCKED are applied once, not re-evaluated per outer row.
--- SKIP LOCKED on bookings only spreads concurrent ticks over different bookings; correctness
--- rests on the unique constraint, not on the lock.
-with overdue as materialized (
+--            ticks race for a reminder exactly one insert wins, and only the winner sends (a
+--            racing insert waits for the winner's commit, then does nothing).
+-- MATERIALIZED so LIMIT and SKIP LOCKED are applied once, not re-evaluated per outer row. The
+-- only row locks are on reminder_sends (overdue's SKIP LOCKED spreads concurrent ticks there);
+-- correctness rests on the unique constraint, not on a lock.
+-- src: the source's rows as crontick reads them, written once; NOT MATERIALIZED, so each use below
+-- is planned against the source itself (its indexes), never a copy of it.
+with src as not materialized (
+    select b.id::text as booking_id, b.customer_name, b.email, b.phone, b.starts_at, b.time_zone, b.status,
+        to_jsonb(b) ->> 'language' as language
+    from {reminder_source} b
+), overdue as materialized (
     select r.id,
         case
             when r.status = 'sending' and b.status = 'confirmed' and b.starts_at > %(now)s
@@ -30,20 +42,22 @@ with overdue as materialized (
             else 'failed'
         end as next_status,
         case
+            when b.booking_id is null then 'the booking is gone'
             when b.status <> 'confirmed' then 'the booking was cancelled'
             when b.starts_at <= %(now)s then 'the booking has started'
             when r.channel <> all(%(idempotent)s::text[]) then 'the ' || r.channel || ' channel has no idempotency key'
             else 'no attempts are left'
-        end as reason
-    from reminder_sends r
-    join bookings b on b.id = r.booking_id
+        end as reason,
+        b.customer_name, b.email, b.phone, b.starts_at, b.time_zone, b.language
+    from {schema}.reminder_sends r
+    left join src b using (booking_id)
     where (r.status = 'sending' and r.locked_until < %(now)s)
        or (r.status = 'failed' and r.next_attempt_at <= %(now)s)
     order by coalesce(r.next_attempt_at, r.locked_until), r.id
     limit %(limit)s
     for update of r skip locked
 ), settled as (
-    update reminder_sends r set
+    update {schema}.reminder_sends r set
         status = o.next_status,
         attempts = r.attempts + (o.next_status = 'sending')::int,
         -- a row still 'sending' after its lease: its tick died mid-call, so it may have gone out
@@ -54,20 +68,19 @@ with overdue as materialized (
             when o.next_status = 'sending' then r.last_error
             when r.status = 'sending' then 'LeaseExpired: attempt ' || r.attempts || ' over ' || r.channel
                 || ' was still sending when its lease ended at ' || r.locked_until
-                || ' (the tick stopped mid-call); it may have reached the customer, and it is not sent again because '
-                || o.reason || '. Check with the provider, then delete this row to send it again.'
+                || ' (tick stopped mid-call); maybe delivered, not resent: '
+                || o.reason || '. Check the provider; delete the row to resend.'
             else coalesce(r.last_error, 'failed') || ' (not retried: ' || o.reason || ')'
         end,
         updated_at = %(now)s
     from overdue o
     where r.id = o.id
-    returning r.id, r.booking_id, r.kind, r.channel, r.status, r.attempts, r.max_attempts, r.maybe_delivered,
-              r.idempotency_key, r.created_at
+    returning r.*, o.customer_name, o.email, o.phone, o.starts_at, o.time_zone, o.language
 ), settled_alerts as (
     -- crontick.alerts: a reminder settled here as a final 'failed' or 'unknown' raises its alert
     -- in this statement (an outbox), once per reminder outcome. Kept short: this statement must
     -- stay under psycopg's 4 KiB parse-cache limit.
-    insert into crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
+    insert into {schema}.crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
     select 'reminder_' || s.status, 'reminder:' || s.booking_id || ':' || s.kind, %(now)s,
         jsonb_build_object('booking_id', s.booking_id, 'kind', s.kind, 'channel', s.channel, 'attempts', s.attempts,
                            'error', o.reason),
@@ -76,40 +89,43 @@ with overdue as materialized (
     where s.status in ('failed', 'unknown')
     on conflict do nothing
 ), fresh as materialized (
-    select b.id as booking_id, k.kind,
+    select b.*, k.kind,
         coalesce(
             (select c from unnest(%(channels)s::text[]) with ordinality as ch(c, n)
              where c in ('console', 'webhook')
-                or (c = 'email' and coalesce(b.email, '') <> '')
-                or (c in ('sms', 'whatsapp') and coalesce(b.phone, '') <> '')
+                or (c = 'email' and b.email <> '')
+                or (c in ('sms', 'whatsapp') and b.phone <> '')
              order by n limit 1),
             (%(channels)s::text[])[1]
         ) as channel
-    from bookings b
+    from src b
     join unnest(%(kinds)s::text[], %(leads)s::interval[], %(floors)s::interval[]) as k(kind, lead, floor)
         on b.starts_at > %(now)s + k.floor and b.starts_at <= %(now)s + k.lead
-    -- The widest window, (now, window_end = now + the longest lead], as a range of the bookings
-    -- index: without it the join reads every booking ever made. `offset 0` keeps not exists a lookup in the unique
-    -- (booking_id, kind), never a hash of the whole send log (sql/migrations/0009_probe_function.sql).
+    -- The widest window, (now, window_end = now + the longest lead], as a range of an index on
+    -- the source's starts_at: without one the join reads every booking ever made (docs/reminders.md
+    -- measures it). `offset 0` keeps not exists a lookup in the unique (booking_id, kind), never a
+    -- hash of the whole send log (sql/functions/tick_probe.sql).
     where b.status = 'confirmed'
       and b.starts_at > %(now)s and b.starts_at <= %(window_end)s
-      and not exists (select 1 from reminder_sends r where r.booking_id = b.id and r.kind = k.kind offset 0)
-    order by b.starts_at, b.id, k.kind
+      and not exists (select 1 from {schema}.reminder_sends r where r.booking_id = b.booking_id and r.kind = k.kind offset 0)
+    order by b.starts_at, b.booking_id, k.kind
     limit greatest(%(limit)s - (select count(*) from overdue where next_status = 'sending'), 0)
-    for no key update of b skip locked
 ), inserted as (
-    insert into reminder_sends (booking_id, kind, channel, status, attempts, max_attempts, locked_until, created_at, updated_at)
-    select booking_id, kind, channel, 'sending', 1, %(max_attempts)s, %(lease_until)s, %(now)s, %(now)s
+    -- status 'sending' and attempts 1 are the columns' defaults; the only conflict a new row can
+    -- meet is reminder_sends_booking_kind_unique (its id is generated).
+    insert into {schema}.reminder_sends (booking_id, kind, channel, max_attempts, locked_until, created_at, updated_at)
+    select booking_id, kind, channel, %(max_attempts)s, %(lease_until)s, %(now)s, %(now)s
     from fresh
-    on conflict on constraint reminder_sends_booking_kind_unique do nothing
-    returning id, booking_id, kind, channel, status, attempts, max_attempts, maybe_delivered, idempotency_key, created_at
+    on conflict do nothing
+    returning *
 )
-select c.id, c.booking_id, c.kind, c.channel, c.status, c.attempts, c.max_attempts, c.maybe_delivered,
-       c.idempotency_key, c.created_at,
-       b.customer_name, b.email, b.phone, b.starts_at, b.time_zone
-from (select * from inserted union all select * from settled) c
-join bookings b on b.id = c.booking_id
-order by b.starts_at, c.id;
+-- Each claimed row (every column of reminder_sends: crontick.reminders.send reads the ones it
+-- needs) with the booking it was claimed for, from fresh's and overdue's own reads of the source.
+select i.*, f.customer_name, f.email, f.phone, f.starts_at, f.time_zone, f.language
+from inserted i join fresh f using (booking_id, kind)
+union all
+select * from settled
+order by starts_at, id;
 
 -- name: reminder_record_outcomes
 -- crontick.reminders.send_due, once per tick after the sends: every outcome in ONE statement.
@@ -128,18 +144,18 @@ with outcome as (
         as o(id, claimed_attempt, status, next_attempt_at, last_error, provider_message_id, ambiguous)
 ), mine as materialized (
     select r.id, r.attempts = 1 and o.status = 'released' as unclaim
-    from reminder_sends r
+    from {schema}.reminder_sends r
     join outcome o on o.id = r.id
     where r.status = 'sending' and r.attempts = o.claimed_attempt
     order by r.id
     for update of r skip locked
 ), unclaimed as (
-    delete from reminder_sends r
+    delete from {schema}.reminder_sends r
     using mine m
     where r.id = m.id and m.unclaim
     returning r.id
 ), written as (
-    update reminder_sends r set
+    update {schema}.reminder_sends r set
         status = case when o.status = 'released' then 'failed' else o.status end,
         attempts = r.attempts - (o.status = 'released')::int,
         next_attempt_at = case when o.status = 'released' then %(now)s::timestamptz else o.next_attempt_at end,
@@ -156,7 +172,7 @@ with outcome as (
 ), alerted as (
     -- crontick.alerts: an outcome written as a final 'failed' (no retry due) or 'unknown' raises
     -- its alert in this statement (an outbox), once per reminder outcome.
-    insert into crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
+    insert into {schema}.crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
     select 'reminder_' || w.status, 'reminder:' || w.booking_id || ':' || w.kind, %(now)s,
         jsonb_build_object('booking_id', w.booking_id, 'kind', w.kind, 'channel', w.channel, 'attempts', w.attempts,
                            'error', left(w.last_error, 500)),
@@ -173,9 +189,9 @@ select id from written;
 -- crontick.demo.seed (`make run`): demo bookings at the start of this hour plus an offset (so
 -- they read 09:30, not 09:37). One is added only while no booking for that customer is still
 -- upcoming, so re-running the seed adds nothing, and a later day's `make run` gets fresh ones.
-insert into bookings (customer_name, email, phone, starts_at, time_zone, status)
+insert into {schema}.bookings (customer_name, email, phone, starts_at, time_zone, status)
 select d.name, d.email, d.phone, date_trunc('hour', now()) + d.starts_in, d.zone, d.status
 from unnest(%(names)s::text[], %(emails)s::text[], %(phones)s::text[], %(starts_in)s::interval[],
             %(zones)s::text[], %(statuses)s::text[]) as d(name, email, phone, starts_in, zone, status)
-where not exists (select 1 from bookings b where b.customer_name = d.name and b.starts_at > now())
+where not exists (select 1 from {schema}.bookings b where b.customer_name = d.name and b.starts_at > now())
 returning id;

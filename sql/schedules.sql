@@ -16,7 +16,7 @@ with declared as materialized (
     select d ->> 0 as name, d ->> 1 as cron, d ->> 2 as time_zone, d ->> 3 as catch_up, d ->> 4 as job_type
     from jsonb_array_elements(coalesce(%(declared)s::jsonb, '[]'::jsonb)) d
 ), synced as (
-    insert into crontick_schedules as s (name, cron, time_zone, catch_up, job_type, evaluated_until, next_at)
+    insert into {schema}.crontick_schedules as s (name, cron, time_zone, catch_up, job_type, evaluated_until, next_at)
     select name, cron, time_zone, catch_up, job_type, now(), '-infinity' from declared
     on conflict (name) do update set
         cron = excluded.cron,
@@ -40,23 +40,27 @@ with declared as materialized (
         or s.next_at = 'infinity'
     returning s.name, s.cron, s.time_zone, s.evaluated_until
 ), dormant as (
-    update crontick_schedules s set next_at = 'infinity', updated_at = now()
+    update {schema}.crontick_schedules s set next_at = 'infinity', updated_at = now()
     where %(declared)s::jsonb is not null and s.next_at <> 'infinity'
         and s.name not in (select name from declared)
     returning s.name
 ), recorded as (
-    insert into crontick_schedule_declared (digest, synced_at)
+    insert into {schema}.crontick_schedule_declared (digest, synced_at)
     select %(digest)s::text, now() where %(declared)s::jsonb is not null
     on conflict (only_row) do update set digest = excluded.digest, synced_at = excluded.synced_at
     returning digest
 )
 select now() as now,
-    coalesce((select digest from recorded), (select digest from crontick_schedule_declared)) as digest,
+    coalesce((select digest from recorded), (select digest from {schema}.crontick_schedule_declared)) as digest,
     (select count(*) from dormant) as dormant,
-    coalesce((select json_agg(json_build_array(d.name, d.cron, d.time_zone, d.evaluated_until) order by d.name) from (
+    -- The fifth element: whether the schedule is paused (issue 23; a crontick_pauses row of kind
+    -- 'schedule'), read here for due schedules only, so an idle tick reads nothing more.
+    coalesce((select json_agg(json_build_array(d.name, d.cron, d.time_zone, d.evaluated_until,
+                exists (select 1 from {schema}.crontick_pauses p where p.kind = 'schedule' and p.name = d.name))
+              order by d.name) from (
         select name, cron, time_zone, evaluated_until from synced
         union all
-        select name, cron, time_zone, evaluated_until from crontick_schedules
+        select name, cron, time_zone, evaluated_until from {schema}.crontick_schedules
         where next_at <= now() and name not in (select name from synced)
     ) d), '[]'::json) as due;
 
@@ -64,7 +68,7 @@ select now() as now,
 -- Tick, second schedule statement (only when some schedule was due): every schedule's decided
 -- slots in one statement. %(plans)s is a JSON array of [name, cron, time_zone, cursor_was,
 -- cursor_to, next_at, job_type, payload, [enqueued slots, newest first], [[reason, first, last,
--- count, count_is_lower_bound]...]].
+-- count, count_is_lower_bound]...], paused].
 -- At most once: a schedule advances only from the cursor its plan was computed from (so of
 -- racing ticks one wins and the others write nothing), only forward, and never past the
 -- database's now(), so a tick whose clock is ahead cannot run a slot early. The slot rows'
@@ -77,13 +81,13 @@ select now() as now,
 with plan as materialized (
     select p ->> 0 as name, p ->> 1 as cron, p ->> 2 as time_zone, (p ->> 3)::timestamptz as cursor_was,
         (p ->> 4)::timestamptz as cursor_to, (p ->> 5)::timestamptz as next_at, p ->> 6 as job_type,
-        p -> 7 as payload, p -> 8 as enqueue, p -> 9 as skipped
+        p -> 7 as payload, p -> 8 as enqueue, p -> 9 as skipped, coalesce((p ->> 10)::boolean, false) as paused
     from jsonb_array_elements(%(plans)s::jsonb) p
 ), locked as materialized (
     -- Rows are locked in name order, so two ticks evaluating several schedules cannot deadlock.
-    select name from crontick_schedules where name in (select name from plan) order by name for update
+    select name from {schema}.crontick_schedules where name in (select name from plan) order by name for update
 ), advanced as (
-    update crontick_schedules s set
+    update {schema}.crontick_schedules s set
         evaluated_until = p.cursor_to,
         next_at = coalesce(p.next_at, 'infinity'),
         last_slot = coalesce((p.enqueue ->> 0)::timestamptz, s.last_slot),
@@ -91,10 +95,12 @@ with plan as materialized (
     from plan p
     where s.name = p.name and s.name in (select name from locked) and s.evaluated_until = p.cursor_was and s.cron = p.cron and s.time_zone = p.time_zone
         and p.cursor_to >= s.evaluated_until and p.cursor_to <= now() and s.next_at <> 'infinity'
+        -- Issue 23: a plan made before a pause (or a resume) committed is not applied; the next tick decides again.
+        and p.paused = exists (select 1 from {schema}.crontick_pauses x where x.kind = 'schedule' and x.name = s.name)
     returning s.name
 ), slot as (
-    insert into crontick_schedule_slots (schedule, slot, outcome, job_id, last_slot)
-    select e.name, e.slot, 'enqueued', nextval(pg_get_serial_sequence('jobs', 'id')), e.slot
+    insert into {schema}.crontick_schedule_slots (schedule, slot, outcome, job_id, last_slot)
+    select e.name, e.slot, 'enqueued', nextval(pg_get_serial_sequence(quote_ident({schema_name}) || '.jobs', 'id')), e.slot
     from (
         select p.name, x.slot::timestamptz as slot, x.n
         from plan p
@@ -106,12 +112,12 @@ with plan as materialized (
     on conflict (schedule, slot) do nothing
     returning schedule, slot, job_id
 ), job as (
-    insert into jobs (id, type, payload, run_after, scheduled_for, schedule)
-    select s.job_id, p.job_type, coalesce(p.payload, '{}'::jsonb), (p.enqueue ->> 0)::timestamptz, s.slot, s.schedule
+    insert into {schema}.jobs (id, type, payload, run_after, scheduled_for, schedule)
+    select s.job_id, p.job_type, coalesce(p.payload, '{{}}'::jsonb), (p.enqueue ->> 0)::timestamptz, s.slot, s.schedule
     from slot s join plan p on p.name = s.schedule
     returning id
 ), skip as (
-    insert into crontick_schedule_slots (schedule, slot, outcome, last_slot, slot_count, count_is_lower_bound)
+    insert into {schema}.crontick_schedule_slots (schedule, slot, outcome, last_slot, slot_count, count_is_lower_bound)
     select p.name, (k ->> 1)::timestamptz, k ->> 0, (k ->> 2)::timestamptz, (k ->> 3)::int, (k ->> 4)::boolean
     from plan p
     join advanced a on a.name = p.name
@@ -124,22 +130,28 @@ select (select count(*) from job) as enqueued,
     (select count(*) from advanced) as advanced;
 
 -- name: schedule_list
--- crontick schedules: each stored schedule's cursor, next and last slot.
+-- crontick schedules: each stored schedule's cursor, next and last slot, its latest manual run
+-- ("enqueue now", issue 23).
 -- next_at is null unless finite ('-infinity': not computed yet; 'infinity': no longer declared).
 select name, cron, time_zone, catch_up, job_type, evaluated_until,
     case when isfinite(next_at) then next_at end as next_at, last_slot,
-    previous_cron, previous_time_zone, changed_at
-from crontick_schedules
+    previous_cron, previous_time_zone, changed_at, manual_job_id, manual_at
+from {schema}.crontick_schedules
 order by name;
+
+-- name: schedule_pauses
+-- crontick schedules and the admin's schedules page: the paused schedules, also those no tick
+-- has stored yet.
+select name, paused_at from {schema}.crontick_pauses where kind = 'schedule' order by name;
 
 -- name: schedule_recent_slots
 -- crontick schedules: the latest decisions per schedule (enqueued or skipped, with the reason),
 -- read backwards along the primary key, never a scan of the whole slot table.
 select s.name, r.slot, r.outcome, r.job_id, r.last_slot, r.slot_count, r.count_is_lower_bound
-from crontick_schedules s
+from {schema}.crontick_schedules s
 cross join lateral (
     select slot, outcome, job_id, last_slot, slot_count, count_is_lower_bound
-    from crontick_schedule_slots
+    from {schema}.crontick_schedule_slots
     where schedule = s.name
     order by slot desc
     limit %(per_schedule)s

@@ -1,42 +1,39 @@
-"""Shared test fixtures: a real PostgreSQL (local or embedded), a database per test, a live app."""
+"""The fixtures every test folder may use: a real PostgreSQL and a database per test, the live app, the
+log checks, the local OIDC issuer, the recording provider. Helpers live in tests/support/."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
-import socket
-import threading
-import time
-import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 import pytest
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import make_conninfo
 
 from crontick import db
+from tests.support import databases
+from tests.support.constants import ROOT, TEST_SECRET
+from tests.support.credentials import OidcIssuer
+from tests.support.databases import fresh_database, url_of
+from tests.support.logs import JsonLineCheck, LogLines
+from tests.support.reminders import Provider, recording_server
+from tests.support.servers import free_port, serve
 
-ROOT = Path(__file__).resolve().parent.parent
-TEST_SECRET = "test-secret-" + "x" * 32
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from pytest_httpserver import HTTPServer
 
-
-def _admin_url() -> str:
-    url = os.environ.get("CRONTICK_TEST_DATABASE_URL")
-    if url:
-        return url
-    from crontick import embedded
-
-    return embedded.start(ROOT / ".crontick" / f"test-pg-{os.getpid()}", cleanup=True)
+# Names code on other branches still imports from here; they live in tests/support, and new code imports
+# them from there (tests/unit/test_test_layout.py fails on an import of a conftest).
+__all__ = ["ROOT", "TEST_SECRET", "free_port", "fresh_database", "serve", "url_of"]
 
 
 @pytest.fixture(scope="session")
 def admin_url() -> str:
-    return _admin_url()
+    return databases.admin_url()
 
 
 @pytest.fixture(scope="session")
@@ -52,22 +49,10 @@ def template_name(admin_url: str) -> Iterator[str]:
         conn.execute(f'drop database if exists "{name}" with (force)')
 
 
-@contextmanager
-def fresh_database(admin_url: str, template: str) -> Iterator[str]:
-    name = f"crontick_t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'create database "{name}" template "{template}"')
-    try:
-        yield make_conninfo(admin_url, dbname=name)
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'drop database if exists "{name}" with (force)')
-
-
 @pytest.fixture
 def database_url(admin_url: str, template_name: str) -> Iterator[str]:
     """A fresh, migrated database for this test only (a libpq conninfo string)."""
-    with fresh_database(admin_url, template_name) as url:
+    with databases.fresh_database(admin_url, template_name) as url:
         yield url
 
 
@@ -77,76 +62,12 @@ def conn(database_url: str) -> Iterator[psycopg.Connection[Any]]:
         yield c
 
 
-def url_of(conninfo: str) -> str:
-    """A postgresql:// URL for a conninfo (for tools like curl-driven subprocesses that want a URL)."""
-    d = conninfo_to_dict(conninfo)
-    host = d.get("host", "")
-    port = d.get("port", "5432")
-    user = d.get("user", "postgres")
-    if host.startswith("/"):
-        return f"postgresql://{user}@/{d['dbname']}?host={host}&port={port}"
-    return f"postgresql://{user}@{host}:{port}/{d['dbname']}"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def serve(app: Any, port: int | None = None) -> Iterator[str]:
-    """Serve an ASGI app with uvicorn on a free (or the given) loopback port, in a thread; yields the base URL."""
-    import uvicorn
-
-    port = port or free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-
-
 @pytest.fixture
 def live_app() -> Callable[..., Any]:
     """live_app(settings) -> context manager yielding the base URL of the real app over HTTP."""
     from crontick.app import create_app
 
     return lambda settings: serve(create_app(settings))
-
-
-class JsonLineCheck(logging.Filter):
-    """Sees every record the `crontick` logger emits (as a filter, so it changes no handler setup) and
-    keeps each message that is not exactly one JSON object: the contract says every line is one."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.bad: list[str] = []
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        try:
-            parsed = json.loads(message, object_pairs_hook=_no_duplicate_keys)
-        except ValueError:  # includes a repeated key: how a pasted value forges "event"
-            parsed = None
-        if not isinstance(parsed, dict) or "\n" in message or not isinstance(parsed.get("event"), str):
-            self.bad.append(message)
-        return True
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [k for k, _ in pairs]
-    if len(set(keys)) != len(keys):
-        raise ValueError(f"repeated keys in {keys}")
-    return dict(pairs)
 
 
 @pytest.fixture(scope="session")
@@ -168,3 +89,51 @@ def every_log_line_is_json(json_line_check: JsonLineCheck) -> Iterator[None]:
     bad = json_line_check.bad[seen:]
     if bad:
         pytest.fail(f"crontick logged {len(bad)} line(s) that are not one JSON object: {bad[:3]!r}")
+
+
+@pytest.fixture
+def crontick_log() -> Iterator[LogLines]:
+    """Every line the `crontick` logger writes during this test."""
+    handler = LogLines()
+    logger = logging.getLogger("crontick")
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+
+
+@pytest.fixture(scope="session")
+def rsa_key() -> rsa.RSAPrivateKey:
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+@pytest.fixture(scope="session")
+def other_rsa_key() -> rsa.RSAPrivateKey:
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+@pytest.fixture
+def issuer(httpserver: HTTPServer, rsa_key: rsa.RSAPrivateKey) -> OidcIssuer:
+    """A fresh local OIDC issuer per test, with crontick's per-process JWKS cache emptied so fetches can be counted."""
+    from crontick.auth import jwks
+
+    jwks.reset()
+    return OidcIssuer(httpserver, rsa_key)
+
+
+@pytest.fixture(scope="session")
+def provider_server() -> Iterator[Provider]:
+    """One server playing every reminder provider for the session; `provider` resets it for each test."""
+    with recording_server() as server:
+        yield server
+
+
+@pytest.fixture
+def provider(provider_server: Provider) -> Provider:
+    provider_server.reset()
+    return provider_server

@@ -32,7 +32,7 @@ BACKDATE_SECONDS = 150  # the schedule's cursor is moved back this far: slots du
 # The database's time of each reminder's claim, written by a trigger: independent of any tick's clock.
 CLAIM_LOG_SQL = """
 create table if not exists chaos_reminder_claims (
-    booking_id bigint not null, kind text not null, claimed_at timestamptz not null default statement_timestamp());
+    booking_id text not null, kind text not null, claimed_at timestamptz not null default statement_timestamp());
 create or replace function chaos_note_claim() returns trigger language plpgsql as $$
 begin
     insert into chaos_reminder_claims (booking_id, kind) values (new.booking_id, new.kind);
@@ -187,7 +187,7 @@ def _verify(
     r_lost = sum(1 for b in ids if sends[b] == 0)
     r_twice = sum(1 for b in ids if sends[b] > 1)
     r_early = rig.sql(
-        "select count(*) from chaos_reminder_claims c join bookings b on b.id = c.booking_id "
+        "select count(*) from chaos_reminder_claims c join bookings b on b.id::text = c.booking_id "
         "where c.claimed_at < b.starts_at - interval '24 hours'"
     )[0][0]
     lost_total = lost + slots_missed + slot_unrun + max(0, r_lost - unknown)

@@ -7,10 +7,8 @@ import os
 import sys
 from typing import Any
 
-import psycopg
-
 import crontick
-from crontick import db
+from tests.support.process_connection import ProcessConnection
 
 # ran_at: the database's clock when the run happened (scenario 10 checks no job ran before it was due).
 SIDE_EFFECTS_SQL = (
@@ -21,16 +19,7 @@ SIDE_EFFECTS_SQL = (
 GITHUB_HOOK = "chaos-github"
 GITHUB_SECRET = "chaos-github-secret-" + "g" * 24
 
-_conn: psycopg.AsyncConnection[Any] | None = None
-_lock = asyncio.Lock()
-
-
-async def _connection() -> psycopg.AsyncConnection[Any]:
-    global _conn
-    async with _lock:
-        if _conn is None or _conn.closed:
-            _conn = await db.connect(os.environ["DATABASE_URL"])
-    return _conn
+_connection = ProcessConnection()
 
 
 @crontick.handler("chaos.record")
@@ -40,7 +29,7 @@ async def record(payload: Any, job: crontick.Job) -> None:
 
 
 async def _side_effect(job: crontick.Job) -> None:
-    conn = await _connection()
+    conn = await _connection.get()
     await conn.execute("insert into chaos_side_effects (job_id, pid) values (%s, %s)", (job.id, os.getpid()))
 
 
@@ -97,3 +86,9 @@ async def slow(payload: Any, job: crontick.Job) -> None:
     """Pauses, then records the run: a tick running these is mid-batch when the database goes away."""
     await asyncio.sleep(float(payload.get("sleep", 1.0)))
     await _side_effect(job)
+
+
+# Scenario 8's Twilio hook: junk with made-up signatures is refused cheaply, a signed event enqueues one job.
+TWILIO_HOOK = "chaos-twilio"
+TWILIO_TOKEN = "chaos-twilio-hook-token-" + "w" * 20
+crontick.inbound(TWILIO_HOOK, "chaos.event", verify="twilio", secret=TWILIO_TOKEN)

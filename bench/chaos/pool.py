@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 import psycopg
 
 from bench import server as pg
-from crontick.cutoff import cutoff_of
+from crontick.db.cutoff import cutoff_of
 from crontick.settings import Settings
+from tests.support import pgbouncer
 
 from . import bouncer
 from .rig import Rig, clear_503, timed
@@ -35,7 +36,7 @@ def pool_full(rig: Rig, sizes: Sizes) -> Row:
     once) and ask for health; each must be a prompt 503 with Retry-After. Then release, and drain."""
     from .scenarios import Row, counts, drain_all, seed
 
-    binary = bouncer.pgbouncer_binary()
+    binary = pgbouncer.binary()
     if binary is None:
         return bouncer.not_run(NAME)
     rig.reset()
@@ -43,8 +44,7 @@ def pool_full(rig: Rig, sizes: Sizes) -> Row:
     seed(rig, jobs, 0)
     env = {"CRONTICK_TIME_BUDGET_SECONDS": str(BUDGET_SECONDS), "CRONTICK_LEASE_SECONDS": str(LEASE_SECONDS)}
     with ExitStack() as stack:
-        port = stack.enter_context(bouncer.pgbouncer(binary, rig.admin, pool_size=POOL_SIZE))
-        pooled = bouncer.through(rig.url, port)
+        pooled = stack.enter_context(pgbouncer.running(binary, rig.admin, pool_size=POOL_SIZE)).route(rig.url)
         env["DATABASE_URL"] = pg.as_url(pooled)
         server = stack.enter_context(rig.serve(env))
         holders = []

@@ -16,8 +16,9 @@ import psycopg
 
 from bench import server as pg
 from crontick import db
-from crontick.cutoff import cutoff_of
+from crontick.db.cutoff import cutoff_of
 from crontick.settings import Settings
+from tests.support import pgbouncer
 
 from . import bouncer
 from .handlers import SIDE_EFFECTS_SQL
@@ -31,7 +32,7 @@ BUDGET_SECONDS = 3.0
 LEASE_SECONDS = 4.0
 SLOW_JOBS = 8  # per restart: each sleeps past the moment the database stops
 DOWN_TICKS = 5  # ticks sent while the database is down, per restart
-# When a tick gets its answer at the latest: crontick.cutoff's cut-off for this budget and
+# When a tick gets its answer at the latest: crontick.db.cutoff's cut-off for this budget and
 # lease, plus the time a 503 takes to go out on a loaded machine.
 CUTOFF_SECONDS = cutoff_of(Settings(time_budget_seconds=BUDGET_SECONDS, lease_seconds=LEASE_SECONDS)).seconds
 ANSWER_BY_SECONDS = CUTOFF_SECONDS + 1.0
@@ -67,7 +68,7 @@ def database_restart(rig: Rig, sizes: Sizes) -> Row:
 def database_restart_pgbouncer(rig: Rig, sizes: Sizes) -> Row:
     """The same with PgBouncer in transaction mode between the app and the database (only the database restarts)."""
 
-    if bouncer.pgbouncer_binary() is None:
+    if pgbouncer.binary() is None:
         return bouncer.not_run("4 database restart, PgBouncer")
     return _restart(rig, sizes, pooled=True)
 
@@ -88,8 +89,8 @@ def _restart(rig: Rig, sizes: Sizes, *, pooled: bool) -> Row:
         seed(own, jobs, bookings)
         env = {"CRONTICK_TIME_BUDGET_SECONDS": str(BUDGET_SECONDS), "CRONTICK_LEASE_SECONDS": str(LEASE_SECONDS)}
         if pooled:
-            port = stack.enter_context(bouncer.pgbouncer(str(bouncer.pgbouncer_binary()), admin))
-            env["DATABASE_URL"] = pg.as_url(bouncer.through(url, port))
+            bouncer_in_front = stack.enter_context(pgbouncer.running(str(pgbouncer.binary()), admin))
+            env["DATABASE_URL"] = pg.as_url(bouncer_in_front.route(url))
         mid: list[Answer] = []
         down: list[Answer] = []
         with own.serve(env) as app:

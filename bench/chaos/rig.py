@@ -25,10 +25,12 @@ import psycopg
 
 from bench import server as pg
 from crontick import db
+from tests.support.constants import ROOT
+from tests.support.run_cli import cli_env
+from tests.support.servers import free_port
 
 from .handlers import SIDE_EFFECTS_SQL
 
-ROOT = Path(__file__).resolve().parents[2]
 CRONTICK = Path(sys.executable).parent / "crontick"
 SECRET = "chaos-secret-" + "c" * 40
 URL_VARIABLE = "CRONTICK_CHAOS_DATABASE_URL"
@@ -128,23 +130,27 @@ class Rig:
     servers: list[Server] = field(default_factory=list)
 
     def env(self, **extra: str) -> dict[str, str]:
-        keep = {k: v for k, v in os.environ.items() if not k.startswith(("CRONTICK_", "CRON_", "QSTASH_", "DATABASE_"))}
-        return {
-            **keep,
-            "PYTHONPATH": str(ROOT),
-            "DATABASE_URL": pg.as_url(self.url),
-            "CRON_SECRET": SECRET,
-            "CRONTICK_HANDLERS": "bench.chaos.handlers",
-            # SMS, because Twilio takes no idempotency key: crontick never resends after an
-            # ambiguous outcome, so the provider's raw count per booking must never exceed one.
-            "CRONTICK_REMINDER_CHANNEL": "sms",
-            "CRONTICK_TWILIO_API_URL": self.provider.url,
-            "TWILIO_ACCOUNT_SID": "AC" + "c" * 32,
-            "TWILIO_AUTH_TOKEN": "chaos-twilio-token-" + "t" * 20,
-            "CRONTICK_SMS_FROM": "+15005550006",
-            "CRONTICK_REMINDER_TEMPLATE": "Hi {first_name}, booking {booking_id} is {day} at {time}.",
-            **extra,
-        }
+        """What `crontick serve` gets: the test CLI's clean environment (tests/support/run_cli.py), then this rig's."""
+        return cli_env(
+            None,
+            **{
+                "DATABASE_URL": pg.as_url(self.url),
+                "CRON_SECRET": SECRET,
+                "CRONTICK_HANDLERS": "bench.chaos.handlers",
+                # The poison scenario's unknown type fails at once, as before 0.2, instead of waiting an hour
+                # for a process that knows it (every chaos process runs the same code).
+                "CRONTICK_UNKNOWN_TYPE_GRACE_SECONDS": "0",
+                # SMS, because Twilio takes no idempotency key: crontick never resends after an
+                # ambiguous outcome, so the provider's raw count per booking must never exceed one.
+                "CRONTICK_REMINDER_CHANNEL": "sms",
+                "CRONTICK_TWILIO_API_URL": self.provider.url,
+                "TWILIO_ACCOUNT_SID": "AC" + "c" * 32,
+                "TWILIO_AUTH_TOKEN": "chaos-twilio-token-" + "t" * 20,
+                "CRONTICK_SMS_FROM": "+15005550006",
+                "CRONTICK_REMINDER_TEMPLATE": "Hi {first_name}, booking {booking_id} is {day} at {time}.",
+                **extra,
+            },
+        )
 
     @contextmanager
     def serve(
@@ -239,14 +245,6 @@ def _stop(proc: subprocess.Popen[bytes], *, group: bool) -> None:
         signal_it(signal.SIGKILL)
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _wait_up(server: Server) -> None:
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
@@ -282,21 +280,3 @@ def rig(admin: str | None = None) -> Iterator[Rig]:
         stack.callback(provider.shutdown)
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="crontick-chaos-")))
         yield Rig(admin, url, provider, workdir)
-
-
-def raw_request(base: str, method: str, path: str, headers: list[tuple[str, str]], body: bytes) -> tuple[int, str]:
-    """One HTTP/1.1 request written byte for byte, for what HTTP clients refuse to send (such as a
-    header value with trailing spaces); returns (status, response text)."""
-    import socket
-
-    host, port = base.removeprefix("http://").split(":")
-    head = f"{method} {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\nContent-Length: {len(body)}\r\n"
-    head += "".join(f"{k}: {v}\r\n" for k, v in headers)
-    with socket.create_connection((host, int(port)), timeout=30) as s:
-        s.sendall(head.encode("utf-8", "surrogateescape") + b"\r\n" + body)
-        chunks = []
-        while chunk := s.recv(65536):
-            chunks.append(chunk)
-    text = b"".join(chunks).decode("utf-8", "replace")
-    status = int(text.split(" ", 2)[1]) if text.startswith("HTTP/") else 0
-    return status, text

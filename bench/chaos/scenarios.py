@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import os
 import random
@@ -11,7 +9,6 @@ import signal
 import statistics
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -20,8 +17,11 @@ import httpx
 import jwt
 import psycopg
 
-from . import webhooks
-from .rig import SECRET, Rig, raw_request
+from tests.support.credentials import qstash_signature, tick_token
+from tests.support.servers import raw_request
+
+from . import attacks, webhooks
+from .rig import SECRET, Rig
 
 TICK = "/api/cron/tick"
 QSTASH_KEY = "sig_" + "q" * 28
@@ -41,7 +41,11 @@ class Sizes:
     bad_requests: int
     deadline_seconds: float
     events: int  # inbound webhooks (GitHub deliveries) in the load scenario; every fifth is sent twice
+    hook_replays: int = 20  # scenario 8: a captured GitHub delivery sent again under new delivery ids
+    junk_requests: int = 10  # scenario 8: refused Twilio requests, half of them 1 MiB of form fields
     skew_window_seconds: float = 150.0  # scenario 10: jobs, reminders and slots fall due over this long
+    workflows: int = 2_000  # scenario 11: three-step workflows
+    workflow_kill_every: tuple[float, float] = (2.0, 4.0)  # scenario 11: seconds between kills (uniform)
 
 
 FULL = Sizes(
@@ -54,6 +58,8 @@ FULL = Sizes(
     bad_requests=2_000,
     deadline_seconds=600,
     events=500,
+    hook_replays=200,
+    junk_requests=100,
 )
 SHORT = Sizes(
     auth_requests=300,
@@ -66,6 +72,8 @@ SHORT = Sizes(
     deadline_seconds=60,
     events=30,
     skew_window_seconds=8,
+    workflows=60,
+    workflow_kill_every=(0.5, 1.5),
 )
 
 
@@ -90,28 +98,6 @@ def _tick(client: httpx.Client, base: str, headers: dict[str, str] | None = None
 
 
 # --- 8. auth under attack ------------------------------------------------------------------------
-
-
-def _qstash(key: str, url: str, body: bytes, **overrides: object) -> str:
-    now = int(time.time())
-    digest = base64.urlsafe_b64encode(hashlib.sha256(body).digest()).decode()
-    claims: dict[str, object] = {
-        "iss": "Upstash",
-        "sub": url,
-        "iat": now,
-        "nbf": now,
-        "exp": now + 300,
-        "jti": f"jwt_{uuid.uuid4().hex}",
-        "body": digest,
-        **overrides,
-    }
-    return jwt.encode(claims, key, algorithm="HS256")
-
-
-def _token(secret: str, **overrides: object) -> str:
-    now = int(time.time())
-    claims: dict[str, object] = {"aud": PUBLIC_URL, "iat": now, "exp": now + 60, "jti": uuid.uuid4().hex, **overrides}
-    return jwt.encode(claims, secret, algorithm="HS256")
 
 
 def _forgeries(rng: random.Random, n: int) -> list[tuple[str, list[tuple[str, str]], bytes]]:
@@ -142,30 +128,42 @@ def _forgeries(rng: random.Random, n: int) -> list[tuple[str, list[tuple[str, st
                 )
             ],
         ),
-        ("other secret", lambda: [("authorization", "Bearer " + _token("other-" + SECRET))]),
+        ("other secret", lambda: [("authorization", "Bearer " + tick_token("other-" + SECRET, PUBLIC_URL))]),
         (
             "expired",
             lambda: [
-                ("authorization", "Bearer " + _token(SECRET, iat=int(time.time()) - 400, exp=int(time.time()) - 100))
+                (
+                    "authorization",
+                    "Bearer " + tick_token(SECRET, PUBLIC_URL, iat=int(time.time()) - 400, exp=int(time.time()) - 100),
+                )
             ],
         ),
         (
             "not yet valid",
             lambda: [
-                ("authorization", "Bearer " + _token(SECRET, iat=int(time.time()) + 200, exp=int(time.time()) + 260))
+                (
+                    "authorization",
+                    "Bearer " + tick_token(SECRET, PUBLIC_URL, iat=int(time.time()) + 200, exp=int(time.time()) + 260),
+                )
             ],
         ),
-        ("wrong aud", lambda: [("authorization", "Bearer " + _token(SECRET, aud="https://other.example.com"))]),
-        ("qstash tampered body", lambda: [("upstash-signature", _qstash(QSTASH_KEY, tick_url, b'{"other": 1}'))]),
+        (
+            "wrong aud",
+            lambda: [("authorization", "Bearer " + tick_token(SECRET, PUBLIC_URL, aud="https://other.example.com"))],
+        ),
+        (
+            "qstash tampered body",
+            lambda: [("upstash-signature", qstash_signature(QSTASH_KEY, tick_url, b'{"other": 1}'))],
+        ),
         (
             "qstash other url",
             lambda: [
-                ("upstash-signature", _qstash(QSTASH_KEY, "https://other.example.com" + TICK, body)),
+                ("upstash-signature", qstash_signature(QSTASH_KEY, "https://other.example.com" + TICK, body)),
                 ("x-forwarded-host", "other.example.com"),
                 ("x-forwarded-proto", "https"),
             ],
         ),
-        ("qstash wrong key", lambda: [("upstash-signature", _qstash("sig_" + "w" * 28, tick_url, body))]),
+        ("qstash wrong key", lambda: [("upstash-signature", qstash_signature("sig_" + "w" * 28, tick_url, body))]),
     ]
     out = []
     for i in range(n):
@@ -181,7 +179,7 @@ def auth_attack(rig: Rig, sizes: Sizes) -> Row:
     body = b'{"from": "qstash"}'
     with rig.serve(env) as server, httpx.Client(timeout=30) as client:
         # Controls: each real credential works once, and its replay is one more forgery.
-        token, signature = _token(SECRET), _qstash(QSTASH_KEY, PUBLIC_URL + TICK, body)
+        token, signature = tick_token(SECRET, PUBLIC_URL), qstash_signature(QSTASH_KEY, PUBLIC_URL + TICK, body)
         controls = [
             _tick(client, server.base),
             _tick(client, server.base, _bearer(token)),
@@ -202,6 +200,11 @@ def auth_attack(rig: Rig, sizes: Sizes) -> Row:
 
         with ThreadPoolExecutor(8) as pool:
             answers = list(pool.map(send, forged))
+        # Round three (issue 22): a captured GitHub delivery replayed, and Twilio junk under made-up signatures.
+        hooks = [
+            attacks.github_replays(rig, server, sizes.hook_replays),
+            attacks.twilio_junk(server, sizes.junk_requests, PUBLIC_URL),
+        ]
         lines = server.log_lines()
     accepted = [kind for kind, status, _ in answers if status != 401] + [
         r.status_code for r in replays if r.status_code != 401
@@ -211,12 +214,14 @@ def auth_attack(rig: Rig, sizes: Sizes) -> Row:
     leaks += sum(1 for line in lines for s in secrets if s in line)
     bad_lines = sum(1 for line in lines if not _one_json_object(line))
     ok = all(r.status_code == 200 for r in controls) and not accepted and not leaks and not bad_lines
+    ok = ok and all(found.ok for found in hooks)
     return Row(
         "8 auth under attack",
-        f"{len(forged) + len(replays):,} forged requests, 16 kinds, 2 replays",
+        f"{len(forged) + len(replays):,} forged requests, 16 kinds, 2 replays; {sizes.hook_replays + 1} GitHub "
+        f"replays; {sizes.junk_requests} Twilio junk requests",
         f"controls accepted {sum(r.status_code == 200 for r in controls)}/3; secret in responses or "
-        f"{len(lines)} log lines: {leaks}; non-JSON lines: {bad_lines}",
-        forged_accepted=len(accepted),
+        f"{len(lines)} log lines: {leaks}; non-JSON lines: {bad_lines}; " + "; ".join(f.text for f in hooks),
+        forged_accepted=len(accepted) + sum(found.forged for found in hooks),
         ok=ok,
     )
 
@@ -455,8 +460,14 @@ def bad_input(rig: Rig, sizes: Sizes) -> Row:
         "CRONTICK_MAX_BODY_BYTES": "65536",
         "QSTASH_CURRENT_SIGNING_KEY": QSTASH_KEY,
         "CRONTICK_PUBLIC_URL": PUBLIC_URL,
+        "CRONTICK_ADMIN_SECRET": attacks.ADMIN_SECRET,
+        "CRONTICK_WEBHOOK_DENY_PRIVATE": "0",  # the bomb server listens on loopback
     }
+    rig.reset()  # the bomb's tick runs only its own jobs
     with rig.serve(env) as server, httpx.Client(timeout=30) as client:
+        # Round three (issue 22), measured first, while the server is fresh: its memory under a bomb and a
+        # 32 MiB sign-in, then odd input.
+        found = [attacks.decompression_bomb(rig, server), attacks.login_upload(server), attacks.odd_input(server)]
         huge = client.post(
             server.base + TICK, headers={"upstash-signature": "a.b.c"}, content=(b"x" * 65536 for _ in range(64))
         )
@@ -480,12 +491,15 @@ def bad_input(rig: Rig, sizes: Sizes) -> Row:
                 tracebacks += 1
         lines = server.log_lines()
     internal = sum(1 for line in lines if '"event": "internal_error"' in line)
-    ok = huge.status_code == 413 and not fives and not tracebacks and not internal
+    ok = huge.status_code == 413 and not fives and not tracebacks and not internal and all(f.ok for f in found)
     spread = ", ".join(f"{k}: {v}" for k, v in sorted(statuses.items()))
     return Row(
         "9 bad HTTP input",
-        f"{sizes.bad_requests:,} malformed requests + a 4 MiB upload over a 64 KiB cap",
-        f"upload got {huge.status_code}; statuses {spread}; 5xx other than 503: {len(fives)}; tracebacks: {tracebacks}",
+        f"{sizes.bad_requests:,} malformed requests + a 4 MiB upload over a 64 KiB cap; a decompression bomb; "
+        "a 32 MiB sign-in; odd admin input",
+        f"upload got {huge.status_code}; statuses {spread}; 5xx other than 503: {len(fives)}; tracebacks: {tracebacks}; "
+        f"internal errors logged: {internal}; " + "; ".join(f.text for f in found),
+        forged_accepted=len(fives) + tracebacks + internal + sum(f.forged for f in found),
         ok=ok,
     )
 
@@ -592,8 +606,14 @@ def connections(rig: Rig, sizes: Sizes) -> Row:
     with psycopg.connect(rig.url, autocommit=True) as admin:
         admin.execute(pgsql.SQL("drop role if exists {}").format(ident))
         admin.execute(pgsql.SQL("create role {} login connection limit 1").format(ident))
-        admin.execute(pgsql.SQL("grant all on all tables in schema public to {}").format(ident))
-        admin.execute(pgsql.SQL("grant all on all sequences in schema public to {}").format(ident))
+        # The runtime role's privileges docs/security.md lists: usage on crontick's schema, DML on its
+        # tables and sequences, execute on its functions. Not the tables' owner, so row-level security
+        # applies: it gets crontick's policy-free tables through bypassrls, as the docs say.
+        admin.execute(pgsql.SQL("alter role {} bypassrls").format(ident))
+        admin.execute(pgsql.SQL("grant usage on schema crontick to {}").format(ident))
+        admin.execute(pgsql.SQL("grant all on all tables in schema crontick to {}").format(ident))
+        admin.execute(pgsql.SQL("grant all on all sequences in schema crontick to {}").format(ident))
+        admin.execute(pgsql.SQL("grant execute on all functions in schema crontick to {}").format(ident))
     app_url = make_conninfo(rig.url, user=role)
     env = {"DATABASE_URL": pg.as_url(app_url), "CRONTICK_TIME_BUDGET_SECONDS": "2"}
     try:
@@ -658,6 +678,12 @@ def clock_skew(rig: Rig, sizes: Sizes) -> Row:
     return scenario(rig, sizes)
 
 
+def workflows(rig: Rig, sizes: Sizes) -> Row:
+    from .workflows import workflows as scenario  # its own module (durable steps, its own provider)
+
+    return scenario(rig, sizes)
+
+
 SCENARIOS: list[Callable[[Rig, Sizes], Row]] = [
     auth_attack,
     load,
@@ -671,6 +697,7 @@ SCENARIOS: list[Callable[[Rig, Sizes], Row]] = [
     database_restart,
     database_restart_pgbouncer,
     clock_skew,
+    workflows,
 ]
 # Each scenario's number in issue 10's list, as its row starts: `python -m bench.chaos --only 10`.
 NUMBERS: dict[Callable[[Rig, Sizes], Row], int] = {
@@ -685,4 +712,5 @@ NUMBERS: dict[Callable[[Rig, Sizes], Row], int] = {
     auth_attack: 8,
     bad_input: 9,
     clock_skew: 10,
+    workflows: 11,
 }

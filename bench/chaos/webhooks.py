@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import random
 import statistics
@@ -13,6 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import httpx
+
+from tests.support.credentials import github_signature
 
 from .handlers import GITHUB_HOOK, GITHUB_SECRET
 from .rig import Rig
@@ -48,7 +48,7 @@ def deliveries(events: int, rng: random.Random) -> list[Delivery]:
 
 
 def _post(client: httpx.Client, base: str, d: Delivery) -> Answer:
-    signature = "sha256=" + hmac.new(GITHUB_SECRET.encode(), d.body, hashlib.sha256).hexdigest()
+    signature = github_signature(GITHUB_SECRET, d.body)
     headers = {
         "content-type": "application/json",
         "x-github-event": "push",

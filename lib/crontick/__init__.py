@@ -5,34 +5,50 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from .errors import CrontickError, PayloadError, PermanentError, RetryableError, Snooze
+from crontick.errors import CrontickError, PayloadError, PermanentError, RetryableError, Snooze
 
 # `inbound` and `kick` are both a submodule and a function here: imported eagerly, so that a
 # later import of the submodule cannot rebind `crontick.inbound` to the module.
-from .inbound import inbound
-from .kick import kick, kick_async
+from crontick.hooks.inbound import inbound
+from crontick.hooks.kick import kick, kick_async
 
 if TYPE_CHECKING:
-    from .backoff import Exponential, Schedule
-    from .handlers import Job, handler
-    from .queue import enqueue, enqueue_many
-    from .schedules import schedule
+    from crontick.flow.limits import rate_limit
+    from crontick.hooks.signals import signal
+    from crontick.jobs.debounce import Debounce
+    from crontick.jobs.job import Job
+    from crontick.jobs.queue import enqueue, enqueue_many
+    from crontick.jobs.registry import handler
+    from crontick.reminders.templates import ReminderWords, reminder_template
+    from crontick.retry import Exponential, Retry, Schedule
+    from crontick.schedules.registry import schedule
 
 # The rest is imported on first use (PEP 562): a cold start that serves an idle tick never
 # loads the retry policies, the handler registry, the queue or the schedules' cron parser.
-# The built-in job types register when the handler registry is first used (crontick.handlers).
+# The built-in job types register when the handler registry is first used (crontick.jobs.registry).
 _LAZY = {
-    "Exponential": "backoff",
-    "Schedule": "backoff",
-    "Job": "handlers",
-    "handler": "handlers",
-    "enqueue": "queue",
-    "enqueue_many": "queue",
-    "schedule": "schedules",
+    "Exponential": "retry",
+    "Retry": "retry",
+    "Schedule": "retry",  # the old name of Retry
+    "Job": "jobs.job",
+    "Debounce": "jobs.debounce",
+    "handler": "jobs.registry",
+    "enqueue": "jobs.queue",
+    "enqueue_many": "jobs.queue",
+    "schedule": "schedules.registry",
+    "signal": "hooks.signals",
+    "reminder_template": "reminders.templates",
+    "ReminderWords": "reminders.templates",
+    "rate_limit": "flow.limits",
 }
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # from the installed package's metadata, read only when asked for
+        from importlib.metadata import version
+
+        globals()[name] = value = version("crontick")
+        return value
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'crontick' has no attribute {name!r}")
@@ -42,11 +58,15 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "__version__",
     "CrontickError",
+    "Debounce",
     "Exponential",
     "Job",
     "PayloadError",
     "PermanentError",
+    "Retry",
+    "ReminderWords",
     "RetryableError",
     "Schedule",
     "Snooze",
@@ -56,5 +76,8 @@ __all__ = [
     "inbound",
     "kick",
     "kick_async",
+    "reminder_template",
+    "rate_limit",
     "schedule",
+    "signal",
 ]

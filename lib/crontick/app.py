@@ -1,8 +1,11 @@
-"""The ASGI app: POST/GET /api/cron/tick, GET /api/health and the admin, built from a routes list."""
+"""The ASGI app: POST/GET /api/cron/tick, GET /api/health and the admin, built from a routes list.
+
+It may be mounted under any prefix (`Mount("/ops", app=...)` or `--root-path /ops`): its routes
+then answer under it only, and every URL it writes carries it (crontick.http.mount).
+"""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -12,48 +15,29 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from . import admin, auth, cutoff, http_body, logs, vercel
-from . import health as health_check
-from .db import Database
-from .errors import ConfigError, CrontickError, DatabaseUnavailable
-from .http_body import misconfigured, misconfigured_body
-from .kick import attach as attach_kick
-from .settings import Settings
-from .tick import run_tick
-
-log = logging.getLogger("crontick")
+from crontick import admin, logs, vercel
+from crontick.auth import tick as auth
+from crontick.errors import ConfigError, CrontickError, DatabaseUnavailable, ReminderSourceError
+from crontick.hooks.kick import attach as attach_kick
+from crontick.http import body as http_body
+from crontick.http import mount
+from crontick.http.body import misconfigured, misconfigured_body
+from crontick.runtime import Runtime
+from crontick.settings import Settings
+from crontick.tick import health as health_check
 
 RETRY_AFTER_SECONDS = 30
 
 
 async def inbound_hook(request: Request) -> Response:
     """POST /api/hooks/{name}, its module (the verifiers with it) loaded by the first hook request."""
-    from .hook_endpoint import endpoint
+    from crontick.hooks.endpoint import endpoint
 
     return await endpoint(request)
 
 
 def error(status: int, code: str, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": code, "detail": detail}, status_code=status, headers=headers)
-
-
-class Runtime:
-    """Settings and the database, loaded once per process (a Vercel or Lambda instance)."""
-
-    def __init__(self, settings: Settings | None) -> None:
-        self.problem: str | None = None
-        self.settings = Settings()
-        self.db: Database | None = None
-        try:
-            self.settings = settings or Settings.from_env()
-            if self.settings.handler_modules:  # the registry (and its retry policies) only when there are handlers
-                from . import handlers
-
-                handlers.load_modules(self.settings.handler_modules)
-            self.db = Database(self.settings.require_database_url())
-        except ConfigError as exc:
-            self.problem = str(exc)
-            logs.error("misconfigured", detail=str(exc))
 
 
 async def tick(request: Request) -> JSONResponse:
@@ -79,7 +63,7 @@ async def tick(request: Request) -> JSONResponse:
     try:
         # Bounded as a whole: a pooler waiting for a server that is down would hold any statement
         # here (the jti record, the connect, the tick's own) for minutes.
-        async with cutoff.bounded(rt.db, cutoff.cutoff_of(settings)):
+        async with rt.bounded():
             # Inside the try: recording a short-lived token's jti needs the database, and an
             # outage there is a 503 the scheduler retries, not a 401 that looks like a bad secret.
             decision = await auth.authorize(request, body, settings, rt.db)
@@ -88,12 +72,18 @@ async def tick(request: Request) -> JSONResponse:
                 return error(
                     401, "unauthorized", "a valid credential is required to run a tick", {"WWW-Authenticate": "Bearer"}
                 )
-            conn = await rt.db.connection()
-            result = await run_tick(
-                conn, settings, source=decision.method or "http", execution_id=vercel.execution_id(request.headers)
-            )
+            if settings.refuses_ticks:
+                logs.warning("tick_refused", reason="preview deployment", client=_client(request))
+                return error(
+                    409,
+                    "preview_deployment",
+                    "this is a Vercel preview deployment (VERCEL_ENV=preview): it runs no ticks, since a preview that "
+                    "shares production's database would run production's jobs with preview code; set "
+                    "CRONTICK_ALLOW_PREVIEW=1 if this preview has a database of its own",
+                )
+            result = await rt.tick(source=decision.method or "http", execution_id=vercel.execution_id(request.headers))
     except DatabaseUnavailable as exc:
-        await _unavailable(rt.db, exc)
+        logs.error("database_unavailable", detail=str(exc))
         return error(
             503,
             "database_unavailable",
@@ -103,6 +93,9 @@ async def tick(request: Request) -> JSONResponse:
     except ConfigError as exc:  # found only on connecting, e.g. a DATABASE_URL psycopg cannot parse
         logs.error("misconfigured", detail=str(exc))
         return misconfigured()
+    except ReminderSourceError as exc:  # the user's table lacks a column or cannot be read: theirs to fix
+        logs.error("reminder_source", detail=str(exc))
+        return error(503, "reminder_source", str(exc))
     except CrontickError as exc:
         logs.error("tick_error", detail=str(exc))
         return error(500, "tick_failed", str(exc))
@@ -114,11 +107,10 @@ async def health(request: Request) -> JSONResponse:
     if rt.problem or rt.db is None:
         return JSONResponse({"ok": False, "last_tick_at": None, **misconfigured_body()}, 503)
     try:
-        async with cutoff.bounded(rt.db, cutoff.cutoff_of(rt.settings)):
-            conn = await rt.db.connection()
-            status = await health_check.read(conn, rt.settings)
+        async with rt.bounded() as db:
+            status = await health_check.read(await db.connection(), rt.settings)
     except DatabaseUnavailable as exc:
-        await _unavailable(rt.db, exc)
+        logs.error("database_unavailable", detail=str(exc))
         return JSONResponse(
             {
                 "ok": False,
@@ -148,7 +140,8 @@ async def http_error(request: Request, exc: Exception) -> JSONResponse:
     if exc.status_code == 405:
         detail = f"{request.method} is not allowed on {request.url.path}; use {headers.get('Allow', 'GET, POST')}"
     elif exc.status_code == 404:
-        detail = f"nothing at {request.url.path}; the endpoints are /api/cron/tick, /api/health and /api/hooks/{{name}}"
+        endpoints = [mount.url(request, path) for path in ("/api/cron/tick", "/api/health", "/api/hooks/{name}")]
+        detail = f"nothing at {request.url.path}; the endpoints are {endpoints[0]}, {endpoints[1]} and {endpoints[2]}"
     return error(exc.status_code, codes.get(exc.status_code, "http_error"), detail, headers)
 
 
@@ -164,27 +157,12 @@ async def internal_error(request: Request, exc: Exception) -> JSONResponse:
     return error(500, "internal_error", "the request failed; the server log has the details")
 
 
-async def _unavailable(database: Database, exc: DatabaseUnavailable) -> None:
-    await cutoff.discard_after(database, exc)
-    logs.error("database_unavailable", detail=str(exc))
-
-
 def _client(request: Request) -> str:
     return request.client.host if request.client else "?"
 
 
-def _log_to_stderr() -> None:
-    """One JSON line per event on stderr, which Vercel, Lambda and Cloud Run all collect."""
-    if not log.handlers:
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        log.addHandler(handler)
-        log.setLevel(logging.INFO)
-        log.propagate = False
-
-
 def create_app(settings: Settings | None = None) -> Starlette:
-    _log_to_stderr()
+    logs.setup()  # to the host's logging when it has some, else one JSON line per event on stderr
     runtime = Runtime(settings)
 
     @asynccontextmanager

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError, CrontickError
+from crontick.errors import CrontickError
+
+if TYPE_CHECKING:
+    from crontick.runtime import Runtime
 
 SCHEDULE_SOURCES = frozenset({"aws.events", "aws.scheduler"})
 # What a scheduled invocation keeps in hand after its last tick: Lambda kills the function at its
@@ -73,7 +75,7 @@ class LambdaRuntime:
 
     def app(self) -> Any:
         if self._app is None:
-            from .app import create_app
+            from crontick.app import create_app
 
             self._app = create_app()
         return self._app
@@ -93,32 +95,10 @@ class LambdaRuntime:
 
     async def _scheduled(self, context: Any) -> dict[str, Any]:
         """IAM already authenticated the caller; tick (and keep ticking while time remains)."""
-        from . import cutoff
-        from .drain import drain
-        from .errors import DatabaseUnavailable
-
-        runtime = self.app().state.runtime
-        if runtime.problem or runtime.db is None:
-            raise ConfigError(f"crontick is not configured: {runtime.problem}")
-        settings = runtime.settings
-        db = runtime.db
-
-        def bound() -> AbstractAsyncContextManager[None]:
-            return cutoff.bounded(db, cutoff.cutoff_of(settings))
-
-        try:
-            async with bound():
-                conn = await db.connection()
-            result = await drain(
-                conn,
-                settings,
-                max_ticks=_ticks_that_fit(context, settings.time_budget_seconds),
-                source="eventbridge",
-                bound=bound,
-            )
-        except DatabaseUnavailable as exc:
-            await cutoff.discard_after(db, exc)
-            raise
+        runtime: Runtime = self.app().state.runtime
+        runtime.database()  # ConfigError, with the reason, when crontick is not configured
+        ticks = _ticks_that_fit(context, runtime.settings.time_budget_seconds)
+        result = await runtime.run(source="eventbridge", drain=True, max_ticks=ticks)
         return result.to_json()
 
     def close(self) -> None:

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import timedelta
 from typing import Any
 
 import psycopg
 
-from .db import query
-from .handlers import Job, handler
-from .inbound import inbound
-from .queue import enqueue
-from .schedules import schedule
+from crontick.db import query
+from crontick.flow.limits import rate_limit
+from crontick.hooks.inbound import inbound
+from crontick.jobs.debounce import Debounce
+from crontick.jobs.job import Job
+from crontick.jobs.queue import enqueue
+from crontick.jobs.registry import handler
+from crontick.retry import Retry
+from crontick.schedules.registry import schedule
 
 log = logging.getLogger("crontick")
 
@@ -63,29 +68,107 @@ def declare_schedules() -> None:
 DEMO_WHATSAPP_FROM = "whatsapp:+14155238886"  # Twilio's WhatsApp sandbox number
 
 
+# A person who types three short messages in a row gets one reply to all three: each sender's
+# messages merge into one job until they pause for 2 s (at most 15 s after the first), and one
+# conversation's replies run one at a time, in order (its group).
+DEMO_REPLY_DEBOUNCE = Debounce("{From}", 2, max_seconds=15)
+FAKE_LLM_SECONDS = 0.3
+# The demo's documented fault (docs/getting-started.md): the fake Twilio refuses the first send of the
+# process, so the tour shows a failed send retried without the LLM step being called again. A failed
+# reply is due again after this long (the next tick runs it), not after the default minute.
+DEMO_REPLY_RETRY = Retry((5.0,), jitter_fraction=0)
+
+
+class FakeTwilio:
+    """Fails the first send it is given (`fail_next`), then sends: the fault the tour shows."""
+
+    def __init__(self) -> None:
+        self.fail_next = True
+
+    def check(self, job_id: int) -> None:
+        if self.fail_next:
+            self.fail_next = False
+            print(
+                f"[demo.autoreply] job {job_id}: the fake Twilio answered 503 to the first send (a documented fault); "
+                f"the job retries in {DEMO_REPLY_RETRY.delays_seconds[0]:g} s, on the next tick, without calling the "
+                "LLM again",
+                flush=True,
+            )
+            raise RuntimeError("demo: the fake Twilio answered 503 to the first send, on purpose")
+
+
+FAKE_TWILIO = FakeTwilio()
+
+
 def declare_hooks(twilio_token: str) -> None:
-    """POST /api/hooks/whatsapp: a Twilio WhatsApp webhook whose messages become `autoreply` jobs."""
-    inbound("whatsapp", "autoreply", verify="twilio", secret=twilio_token)
-
-
-@handler("autoreply")
-async def autoreply(payload: Any, job: Job) -> None:
-    """The slow part of a WhatsApp bot (an LLM call, in a real one), done by a tick after the webhook answered."""
-    from . import delivery
-
-    event = payload.get("event") or {}
-    text = (
-        f"You said: {event.get('Body', '')!s}. This reply was written by job {job.id}, after the webhook had answered."
+    """POST /api/hooks/whatsapp: a Twilio WhatsApp webhook whose messages become `autoreply` jobs,
+    debounced per sender and grouped per conversation."""
+    inbound(
+        "whatsapp",
+        "autoreply",
+        verify="twilio",
+        secret=twilio_token,
+        debounce=DEMO_REPLY_DEBOUNCE,
+        group_key="conv:{From}",
     )
+
+
+# The fake LLM's provider limit, shared by every conversation and every process (docs/flow-control.md):
+# at most 20 replies start in any minute; more wait as pending, spending no attempt.
+DEMO_LLM_LIMIT = rate_limit("demo-llm", 20, per_seconds=60)
+
+
+async def fake_llm(messages: list[str]) -> str:
+    """Plays the LLM call of a real bot: slow, and rate-limited across every conversation (DEMO_LLM_LIMIT)."""
+    await asyncio.sleep(FAKE_LLM_SECONDS)
+    return "You said: " + " / ".join(messages) + "."
+
+
+# Replies go before the demo's other jobs, and count against the fake LLM's limit.
+@handler("autoreply", priority=-10, retry=DEMO_REPLY_RETRY, rate_limit=DEMO_LLM_LIMIT.name)
+async def autoreply(payload: Any, job: Job) -> None:
+    """The slow part of a WhatsApp bot, done by a tick after the webhook answered, as a workflow of durable steps
+    (docs/steps.md): context, then the reply (an LLM call, in a real bot), then the send, each recorded once, so a
+    retry after a failed send does not write (or pay for) the reply again.
+
+    `job.payloads` holds every message the sender sent in the debounce window, oldest first.
+    """
+    event = payload.get("event") or {}
+    said = [str((p.get("event") or {}).get("Body", "")) for p in job.payloads if isinstance(p, dict)]
+    context = await job.step("context", _context, event, said)
+    reply = await job.step("llm", _reply, context, job.id, job.attempt)
+    await job.step("send", _send, payload, event, reply, job.step_key("send"), job.id)
+
+
+def _context(event: dict[str, Any], said: list[str]) -> dict[str, Any]:
+    """What a real bot reads from its database (the conversation so far); here, the messages."""
+    return {"from": str(event.get("From", "?")), "said": said}
+
+
+async def _reply(context: dict[str, Any], job_id: int, attempt: int) -> str:
+    print(
+        f"[demo.autoreply] job {job_id}: calling the LLM (attempt {attempt}); a retry reuses its recorded reply",
+        flush=True,
+    )
+    said = list(context["said"])
+    text = f"{await fake_llm(said)} This reply was written by job {job_id}, after the webhook had answered"
+    return text + (f" ({len(said)} messages in one reply)." if len(said) > 1 else ".")
+
+
+async def _send(payload: dict[str, Any], event: dict[str, Any], reply: str, key: str, job_id: int) -> str:
+    from crontick.reminders import delivery
+
+    FAKE_TWILIO.check(job_id)
     # Printed as the console channel prints reminders; a real bot sends it with the `send_whatsapp` job type.
     message = delivery.Message(
         to=str(event.get("From", "?")).removeprefix("whatsapp:"),
         subject=f"WhatsApp auto-reply to {payload.get('event_id')}",
-        text=text,
+        text=reply,
         sender=str(event.get("To") or DEMO_WHATSAPP_FROM).removeprefix("whatsapp:"),
-        idempotency_key=f"job:{job.id}",
+        idempotency_key=key,  # the same on every attempt: a provider drops a second send
     )
     await delivery.ConsoleChannel(DEMO_WHATSAPP_FROM).send(message, 10.0)
+    return key
 
 
 def seed(url: str) -> None:

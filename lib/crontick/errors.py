@@ -23,7 +23,7 @@ class DatabaseUnavailable(CrontickError):
 
 
 class DatabaseTimeout(DatabaseUnavailable):
-    """The database gave no answer by a request's cut-off (crontick.cutoff)."""
+    """The database gave no answer by a request's cut-off (crontick.db.cutoff)."""
 
     def __init__(self, seconds: float) -> None:
         CrontickError.__init__(
@@ -53,6 +53,14 @@ class DatabaseUrlError(ConfigError):
 _PASSWORD = re.compile(r"^(?:[A-Za-z][\w+.-]*://)?[^:/?#@\s]*:(.*)@|password\s*=\s*('[^']*'|\S+)", re.DOTALL)
 
 
+class Refused(CrontickError):
+    """A credential or signature check failed (a tick's auth, an inbound hook's verifier).
+
+    The message names the check that failed. It is for the log only, never for the caller,
+    and never holds the credential or a secret.
+    """
+
+
 class PermanentError(CrontickError):
     """Raised by a handler: the job can never succeed, so it fails at once without retries."""
 
@@ -80,7 +88,7 @@ class Snooze(CrontickError):
     """Raised by a handler: put the job back to pending, due after `seconds`, without counting the attempt.
 
     For work that waits on someone else (a batch API still running, a provider's rate limit).
-    Snoozes per job are bounded (crontick.runner.MAX_SNOOZES); past that, a snooze counts as a
+    Snoozes per job are bounded (crontick.jobs.runner.MAX_SNOOZES); past that, a snooze counts as a
     failed attempt.
     """
 
@@ -92,6 +100,16 @@ class Snooze(CrontickError):
 
 
 MAX_SNOOZE_SECONDS = 30 * 86400
+
+
+class StepError(PermanentError):
+    """A durable step used wrongly (crontick.workflows): a name used twice in one run, a result that is not JSON
+    or is too big, a bad sleep or wait. The job fails at once, naming the step: running it again would not help."""
+
+
+class StepFenced(CrontickError):
+    """A step finished after its job's attempt was taken over (rescued after its lease): its result is not recorded,
+    and the handler stops here; the attempt that took over runs the step again."""
 
 
 def _first_line(cause: BaseException) -> str:
@@ -116,3 +134,8 @@ class BadCursor(CrontickError):
 
     def __init__(self, cursor: str) -> None:
         super().__init__(f"cursor: expected a next_cursor value from a previous page, got: {_short(cursor, 60)}")
+
+
+class ReminderSourceError(CrontickError):
+    """The reminder source (CRONTICK_REMINDER_SOURCE) lacks a column or cannot be read: one line naming
+    the source and the column, from `crontick migrate` and from the tick (503 `reminder_source`)."""

@@ -1,7 +1,7 @@
 -- 0003: short-lived tick tokens (crontick.auth) are accepted once: each used jti is kept
 -- until its token has expired, then pruned by later uses (see token_use_record in sql/auth.sql).
 
-create table crontick_token_uses (
+create table {schema}.crontick_token_uses (
     jti        text        primary key,
     -- The token's exp plus the clock leeway: after this the token is refused anyway,
     -- so the row no longer guards anything.
@@ -11,4 +11,4 @@ create table crontick_token_uses (
 );
 
 -- Pruning reads the oldest expired rows first.
-create index crontick_token_uses_expires on crontick_token_uses (expires_at);
+create index crontick_token_uses_expires on {schema}.crontick_token_uses (expires_at);

@@ -2,9 +2,9 @@
 -- row in crontick_schedule_slots is inserted by the same statement as its job.
 
 -- The slot a scheduled job runs for (crontick.Job.scheduled_for) and the schedule's name.
-alter table jobs add column scheduled_for timestamptz, add column schedule text;
+alter table {schema}.jobs add column scheduled_for timestamptz, add column schedule text;
 
-create table crontick_schedules (
+create table {schema}.crontick_schedules (
     name            text        primary key,
     cron            text        not null,
     time_zone       text        not null,
@@ -25,11 +25,11 @@ create table crontick_schedules (
     updated_at      timestamptz not null default now(),
     constraint crontick_schedules_catch_up_valid check (catch_up in ('latest', 'all', 'skip'))
 );
-create index crontick_schedules_next_at on crontick_schedules (next_at);
+create index crontick_schedules_next_at on {schema}.crontick_schedules (next_at);
 
 -- One row per decided slot, or per run of skipped slots (slot = the first, last_slot = the last).
 -- The primary key is the at-most-once guarantee: retention must not delete these rows.
-create table crontick_schedule_slots (
+create table {schema}.crontick_schedule_slots (
     schedule    text        not null,
     slot        timestamptz not null,
     outcome     text        not null,
@@ -48,7 +48,7 @@ create table crontick_schedule_slots (
 
 -- A digest of the set of schedules the code declares, written when a process syncs it: a
 -- process whose digest differs syncs its own declarations on its next tick.
-create table crontick_schedule_declared (
+create table {schema}.crontick_schedule_declared (
     only_row  boolean     primary key default true,
     digest    text        not null,
     synced_at timestamptz not null,

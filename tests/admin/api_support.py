@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from crontick.settings import Settings
-from tests.conftest import TEST_SECRET
+from tests.support.constants import TEST_SECRET
 
 API_ADMIN_SECRET = "api-admin-secret-" + "A" * 32
 API_VIEWER_SECRET = "api-viewer-secret-" + "V" * 32

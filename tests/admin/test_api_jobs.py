@@ -10,9 +10,9 @@ import psycopg
 import pytest
 
 from tests.admin.api_support import ADMIN, API_ADMIN_SECRET, VIEWER, api_settings, insert_jobs
-from tests.conftest import TEST_SECRET
-from tests.db.core_jobs import db_now, job_row, tick
-from tests.http.http_checks import LiveApp, assert_json_error
+from tests.support.constants import TEST_SECRET
+from tests.support.core_jobs import db_now, job_row, tick
+from tests.support.http_checks import LiveApp, assert_json_error
 
 JOBS = "/api/admin/jobs"
 
@@ -29,6 +29,23 @@ def test_closed_without_admin_secret_and_cron_secret_never_opens_it(live_app: Li
         assert_json_error(httpx.get(base + JOBS, headers={"Authorization": API_ADMIN_SECRET}), 401, "unauthorized")
         assert httpx.get(base + JOBS, headers=ADMIN).status_code == 200
         assert httpx.get(base + JOBS, headers=VIEWER).status_code == 200
+
+
+def test_settings_built_in_code_with_cron_secret_as_an_admin_secret_open_nothing(
+    live_app: LiveApp, database_url: str
+) -> None:
+    """from_env refuses CRON_SECRET as an admin secret at startup; Settings built in code are held to the same
+    rule (Settings.admin_roles): the scheduler's bearer, which Vercel sends with every call, never opens the API."""
+    cron = {"Authorization": f"Bearer {TEST_SECRET}"}
+    with live_app(
+        api_settings(database_url, admin_secret=TEST_SECRET)
+    ) as base:  # the admin's own secret is CRON_SECRET
+        assert_json_error(httpx.get(base + JOBS, headers=cron), 503, "admin_not_configured")
+        assert_json_error(httpx.post(f"{base}{JOBS}/1/retry", headers=cron), 503, "admin_not_configured")
+        assert_json_error(httpx.get(base + JOBS, headers=VIEWER), 503, "admin_not_configured")
+    with live_app(api_settings(database_url, admin_viewer_secret=TEST_SECRET)) as base:  # the viewer's is
+        assert_json_error(httpx.get(base + JOBS, headers=cron), 401, "unauthorized")
+        assert httpx.get(base + JOBS, headers=ADMIN).status_code == 200
 
 
 def test_viewer_reads_but_every_post_is_403(

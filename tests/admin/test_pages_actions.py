@@ -7,7 +7,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import psycopg
 
-from tests.admin.pages_support import add_jobs, csrf_of, running, settings_for, signed_in, status_of
+from tests.support.admin_pages import add_jobs, csrf_of, running, settings_for, signed_in, status_of
 
 
 def test_retry_asks_then_303s_back_with_a_flash(database_url: str, conn: psycopg.Connection[Any]) -> None:

@@ -10,8 +10,8 @@ import psycopg
 import pytest
 
 import crontick
-from crontick.inbound import forget
-from tests.admin.pages_support import ADMIN_SECRET, VIEWER_SECRET, client, running, settings_for, signed_in
+from crontick.hooks.inbound import forget
+from tests.support.admin_pages import ADMIN_SECRET, VIEWER_SECRET, client, running, settings_for, signed_in
 
 HOOK = "t-admin-bearer"
 HOOK_SECRET = "h" * 40
@@ -159,3 +159,24 @@ def test_both_pages_need_a_session(database_url: str) -> None:
             assert c.get(path + ".json").status_code == 401
             assert c.get(path, headers={"Accept": "application/json"}).status_code == 401
             assert httpx.get(base + "/api" + path).status_code == 401
+
+
+def test_a_hook_that_only_signals_shows_no_job_type_link_and_its_event_no_job(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    crontick.inbound("t-admin-signal-only", verify="bearer", secret=HOOK_SECRET, signal="reply:{n}")
+    try:
+        with running(settings_for(database_url, kick="off")) as base:
+            posted = httpx.post(
+                base + "/api/hooks/t-admin-signal-only",
+                json={"n": 7},
+                headers={"Authorization": f"Bearer {HOOK_SECRET}"},
+            )
+            assert posted.status_code == 200, posted.text
+            page = signed_in(base, VIEWER_SECRET).get("/admin/hooks")
+            assert page.status_code == 200, page.text[:300]
+            row = page.text[page.text.index("<b>t-admin-signal-only</b>") :].split("</tr>")[0]
+            assert "none: it only signals" in row and "<code></code>" not in row  # no link to an empty type
+            assert 'href="/admin/jobs/0"' not in page.text and "#0<" not in page.text  # its event woke no job
+    finally:
+        forget("t-admin-signal-only")

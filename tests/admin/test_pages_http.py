@@ -13,20 +13,21 @@ import pytest
 from crontick.admin import session
 from crontick.errors import ConfigError
 from crontick.settings import Settings
-from tests.admin.pages_support import (
+from tests.support.admin_pages import (
     ADMIN_SECRET,
     OTHER_SECRET,
     SECURITY_HEADERS,
     VIEWER_SECRET,
     add_jobs,
     client,
+    cookie_of,
     csrf_of,
     running,
     settings_for,
     signed_in,
     status_of,
 )
-from tests.conftest import TEST_SECRET
+from tests.support.constants import TEST_SECRET
 
 PAGES = ["/admin", "/admin/jobs", "/admin/reminders", "/admin/ticks", "/admin/overview"]
 
@@ -70,7 +71,7 @@ def test_root_and_pages_redirect_to_login_then_open(database_url: str) -> None:
         assert ok.status_code == 303 and ok.headers["location"] == "/admin/jobs?status=failed"
         cookie = ok.headers["set-cookie"]
         # Over plain http on loopback: no Secure and no __Host- prefix, which browsers refuse there.
-        assert cookie.startswith("crontick_admin=v1.admin.") and "HttpOnly" in cookie
+        assert cookie.startswith(f"{cookie_of(base)}=v1.admin.") and "HttpOnly" in cookie
         assert "SameSite=strict" in cookie and "Max-Age=28800" in cookie and "Path=/" in cookie
         assert "Secure" not in cookie
         for path in PAGES:
@@ -174,19 +175,19 @@ def test_cookies_signed_with_another_secret_expired_or_edited_are_refused(databa
             session.issue(s, "viewer", time.time()).replace("v1.viewer.", "v1.admin."),  # role edited
             "v1.admin.9999999999.x.y",
         ]:
-            c.cookies.set("crontick_admin", value)
+            c.cookies.set(cookie_of(base), value)
             assert c.get("/admin").status_code == 303
-        c.cookies.set("crontick_admin", session.issue(s, "admin", time.time()))
+        c.cookies.set(cookie_of(base), session.issue(s, "admin", time.time()))
         assert c.get("/admin").status_code == 200
 
 
 def test_rotating_the_secret_logs_everyone_out(database_url: str) -> None:
     s = settings_for(database_url)
     with running(s) as base:
-        cookie = signed_in(base).cookies["crontick_admin"]
+        cookie = signed_in(base).cookies.get(cookie_of(base), path="/admin")
     with running(dataclasses.replace(s, admin_secret=OTHER_SECRET)) as base:
         c = client(base)
-        c.cookies.set("crontick_admin", cookie)
+        c.cookies.set(cookie_of(base), cookie)
         assert c.get("/admin").status_code == 303
         assert signed_in(base, OTHER_SECRET).get("/admin").status_code == 200
 

@@ -12,8 +12,9 @@ import psycopg
 import pytest
 
 from crontick import aws
-from tests.admin.pages_support import ADMIN_SECRET, SECURITY_HEADERS, add_jobs
-from tests.conftest import ROOT, TEST_SECRET, url_of
+from tests.support.admin_pages import ADMIN_SECRET, SECURITY_HEADERS, add_jobs
+from tests.support.constants import ROOT, TEST_SECRET
+from tests.support.databases import url_of
 
 HOST = "abcdefg123456789.lambda-url.us-east-1.on.aws"
 BASE_EVENT = json.loads((ROOT / "tests" / "deploy" / "events" / "function_url.json").read_text())

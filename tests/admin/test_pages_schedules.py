@@ -10,9 +10,9 @@ import psycopg
 import pytest
 
 import crontick
-from crontick import schedules
-from tests.admin.pages_support import running, settings_for, signed_in
-from tests.conftest import TEST_SECRET
+from crontick.schedules import registry as schedules
+from tests.support.admin_pages import running, settings_for, signed_in
+from tests.support.constants import TEST_SECRET
 
 NAME = "admin-page-hourly"
 

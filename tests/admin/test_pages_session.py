@@ -12,7 +12,7 @@ from starlette.requests import Request
 
 from crontick.admin import authorize, session
 from crontick.settings import Settings
-from tests.admin.pages_support import (
+from tests.support.admin_pages import (
     ADMIN_SECRET,
     OTHER_SECRET,
     VIEWER_SECRET,
@@ -23,7 +23,7 @@ from tests.admin.pages_support import (
     settings_for,
     status_of,
 )
-from tests.conftest import TEST_SECRET
+from tests.support.constants import TEST_SECRET
 
 NOW = 1_800_000_000.0
 S = Settings(cron_secret=TEST_SECRET, admin_secret=ADMIN_SECRET, admin_viewer_secret=VIEWER_SECRET)
@@ -103,8 +103,8 @@ def test_same_origin_rules(headers: dict[str, str], ok: bool) -> None:
 
 
 def test_cookie_name_and_flags_depend_on_loopback_http() -> None:
-    assert session.cookie_name(_request("http://127.0.0.1:8000/admin")) == "crontick_admin"
-    assert session.cookie_name(_request("http://localhost:8000/admin")) == "crontick_admin"
+    assert session.cookie_name(_request("http://127.0.0.1:8000/admin")) == "crontick_admin_8000"
+    assert session.cookie_name(_request("http://localhost:8000/admin")) == "crontick_admin_8000"
     assert session.cookie_name(_request("https://127.0.0.1/admin")) == "__Host-crontick_admin"
     assert session.cookie_name(_request("http://app.internal/admin")) == "__Host-crontick_admin"
 
@@ -156,7 +156,7 @@ def test_dev_admin_secret_is_created_private_and_kept(tmp_path: Any) -> None:
     import os
     import stat
 
-    from crontick import cli
+    from crontick.cli import main as cli
 
     path = tmp_path / ".crontick" / "dev-admin-secret"
     old = os.umask(0)  # even with a permissive umask the file is never readable by others

@@ -9,9 +9,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.admin.pages_support import ADMIN_SECRET
-from tests.conftest import ROOT, TEST_SECRET, serve, url_of
-from tests.deploy.test_vercel_function import load_vercel_function
+from tests.support.admin_pages import ADMIN_SECRET
+from tests.support.constants import ROOT, TEST_SECRET
+from tests.support.databases import url_of
+from tests.support.servers import serve
+from tests.support.vercel import load_vercel_function
 
 
 def _destination(path: str) -> str | None:

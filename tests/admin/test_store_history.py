@@ -14,10 +14,13 @@ import psycopg
 from psycopg.rows import dict_row
 
 import crontick
-from crontick import db, queue
+from crontick import db
 from crontick.admin import store
-from tests.conftest import TEST_SECRET
-from tests.db.core_jobs import db_now, job_row, tick
+from crontick.jobs.job import Outcome
+from crontick.tick.claim import claim_batch, rescue_expired
+from crontick.tick.record import record_outcomes
+from tests.support.constants import TEST_SECRET
+from tests.support.core_jobs import db_now, job_row, tick
 
 
 @crontick.handler("t_history.flaky")
@@ -70,12 +73,12 @@ def test_a_released_job_made_no_attempt_and_a_rescued_one_did(database_url: str,
     async def go() -> None:
         c = await db.connect(database_url)
         try:
-            claim = await queue.claim(c, now, 10, 60)
+            claim = await claim_batch(c, now, 10, 60)
             assert sorted(j.id for j in claim.jobs) == [released, rescued]
             # The budget ran out before `released` started: its attempt is handed back.
-            await queue.record_outcomes(c, [queue.Outcome(released, 1, "pending", 0, now)], now)
+            await record_outcomes(c, [Outcome(released, 1, "pending", 0, now)], now)
             await c.execute("update jobs set locked_until = %(t)s where id = %(id)s", {"t": now, "id": rescued})
-            assert (await queue.rescue_expired(c, now + timedelta(seconds=1))).retried == 1
+            assert (await rescue_expired(c, now + timedelta(seconds=1))).retried == 1
         finally:
             await c.close()
 
@@ -124,8 +127,8 @@ def test_a_long_error_is_capped_in_the_history(database_url: str, conn: psycopg.
     async def go() -> None:
         c = await db.connect(database_url)
         try:
-            await queue.claim(c, now, 10, 60)
-            await queue.record_outcomes(c, [queue.Outcome(job_id, 1, "failed", 1, None, "x" * 10_000)], now)
+            await claim_batch(c, now, 10, 60)
+            await record_outcomes(c, [Outcome(job_id, 1, "failed", 1, None, "x" * 10_000)], now)
         finally:
             await c.close()
 

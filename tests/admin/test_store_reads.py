@@ -15,8 +15,8 @@ from crontick.admin import store
 from crontick.errors import BadCursor, ConfigError, CrontickError, QueryTimeout
 from crontick.settings import Settings
 from tests.admin.api_support import insert_jobs
-from tests.conftest import TEST_SECRET
-from tests.db.core_jobs import db_now, settings_for, tick
+from tests.support.constants import TEST_SECRET
+from tests.support.core_jobs import db_now, settings_for, tick
 
 T = TypeVar("T")
 
@@ -45,7 +45,7 @@ def test_counts_are_capped_and_hourly_figures_come_from_the_ticks(
         " (now() - interval '30 hours', now() - interval '30 hours', 't', '{\"jobs\": {\"succeeded\": 99}}')"
     )
     stats = run(database_url, store.stats)
-    assert stats["jobs"] == {"pending": 3, "running": 0, "done": 10_001, "failed": 0, "cancelled": 0}
+    assert stats["jobs"] == {"pending": 3, "running": 0, "done": 10_001, "failed": 0, "cancelled": 0, "waiting": 0}
     assert stats["capped"]["done"] and not stats["capped"]["pending"]
     assert 89 < stats["oldest_due_seconds"] < 120
     assert [(h["done"], h["failed"], h["ticks"]) for h in stats["hourly"]] == [(6, 2, 2)]
@@ -71,8 +71,8 @@ def test_a_tick_makes_the_scheduler_fresh_and_gaps_are_flagged(
 def test_a_failed_reminder_retried_by_hand_goes_out_on_the_next_tick(
     database_url: str, conn: psycopg.Connection[Any]
 ) -> None:
-    booking = conn.execute(
-        "insert into bookings (customer_name, starts_at) values ('Ada', now() + interval '3 hours') returning id"
+    booking = conn.execute(  # as text: reminder_sends.booking_id holds a source's id whatever its type
+        "insert into bookings (customer_name, starts_at) values ('Ada', now() + interval '3 hours') returning id::text"
     ).fetchone()[0]  # type: ignore[index]
     conn.execute(
         "insert into reminder_sends (booking_id, kind, channel, status, attempts, max_attempts, last_error)"

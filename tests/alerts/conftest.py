@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 
 import pytest
-from pytest_httpserver import HTTPServer
 
-from crontick import retention, upkeep
-from tests.reminders.support import Provider
+from crontick.tick import retention, upkeep
+from tests.support.reminders import Provider, recording_server
 
 
 @pytest.fixture(scope="session")
 def receiver_server() -> Iterator[Provider]:
-    """One threaded server for the session (stopping one takes half a second); each test gets it reset."""
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    server = HTTPServer(host="127.0.0.1", port=0, threaded=True)
-    server.start()
-    try:
-        yield Provider(server)
-    finally:
-        server.clear()
-        server.stop()
+    """A recording server of its own for the session (not the reminders' provider); each test gets it reset."""
+    with recording_server() as server:
+        yield server
 
 
 @pytest.fixture

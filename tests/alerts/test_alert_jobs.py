@@ -5,23 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
 import psycopg
 from werkzeug import Response
 
 import crontick
-from crontick import alerts as alerts_module
-from tests.alerts.support import alert_settings, alerts, make_alerts_due, received_alerts, verified
-from tests.db import core_jobs  # noqa: F401  (registers the t_core.* job types)
-from tests.http.http_checks import AUTH, TICK, LiveApp
-from tests.reminders.support import Provider, Received
-
-
-def tick_ok(url: str) -> dict[str, Any]:
-    response = httpx.post(url + TICK, headers=AUTH, timeout=30)
-    assert response.status_code == 200, response.text
-    body: dict[str, Any] = response.json()
-    return body
+from crontick.tick import alerts as alerts_module
+from tests.alerts.support import alert_settings, alerts, make_alerts_due, received_alerts, tick_ok, verified
+from tests.support import core_jobs  # noqa: F401  (registers the t_core.* job types)
+from tests.support.http_checks import LiveApp
+from tests.support.reminders import Provider, Received
 
 
 def make_due(conn: psycopg.Connection[Any]) -> None:

@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from psycopg._queries import MAX_CACHED_STATEMENT_LENGTH
 
-from crontick import alerts, db
+from crontick import db
+from crontick.tick import alerts
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 

@@ -13,9 +13,9 @@ import pytest
 from werkzeug import Response
 
 from crontick import db
-from crontick.tick import run_tick
+from crontick.tick.pipeline import run_tick
 from tests.alerts.support import ALERT_PATH, ALERT_SECRET, alerts, received_alerts, verified
-from tests.reminders.support import NOW, Provider, Received, add_bookings, make_settings, settings_values, tick
+from tests.support.reminders import NOW, Provider, Received, add_bookings, make_settings, settings_values, tick
 
 
 def reminder_settings(url: str, receiver: Provider, channel: str = "webhook") -> Any:

@@ -9,9 +9,10 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from crontick.settings import Settings
-from tests.auth.client import LogLines, assert_refused, bearer, tick
-from tests.auth.issuers import AUDIENCE, REPOSITORY, OidcIssuer, github_claims, hs256
-from tests.conftest import TEST_SECRET
+from tests.support.constants import TEST_SECRET
+from tests.support.credentials import AUDIENCE, REPOSITORY, OidcIssuer, github_claims, hs256
+from tests.support.http_checks import assert_refused, bearer, tick
+from tests.support.logs import LogLines
 
 
 def _settings(database_url: str, issuer: OidcIssuer, **overrides: Any) -> Settings:

@@ -12,16 +12,17 @@ import time
 import pytest
 
 from bench import faketime as ft
-from crontick import auth
+from crontick.auth import tick as auth
 from crontick.db import Database
-from tests.conftest import ROOT, url_of
+from tests.support.constants import PYTHONPATH, ROOT
+from tests.support.databases import url_of
 
 AHEAD_SECONDS = 20 * 60  # past the token's lifetime and CLOCK_LEEWAY_SECONDS
 
 # What a fast-clock host does on its next signed request: records its own token's jti (and prunes).
 FAST_HOST = """
 import asyncio, sys, time
-from crontick import auth
+from crontick.auth import tick as auth
 from crontick.db import Database
 asyncio.run(auth._use_jti(Database(sys.argv[1]), "fast-host-token", time.time() + 60))
 """
@@ -54,7 +55,7 @@ def test_a_fast_clock_host_cannot_prune_a_live_jti(database_url: str) -> None:
     assert use(url, "token-1", expires_at) is None
     fast = subprocess.run(
         ft.skewed([sys.executable, "-c", FAST_HOST, url], AHEAD_SECONDS, faketime),
-        env={**ft.ENV, "PYTHONPATH": str(ROOT)},
+        env={**ft.ENV, "PYTHONPATH": PYTHONPATH},
         capture_output=True,
         text=True,
         timeout=60,

@@ -11,12 +11,13 @@ from qstash import Receiver
 from qstash.errors import SignatureError
 from starlette.requests import Request
 
-from crontick import auth
+from crontick.auth import tick as auth
 from crontick.errors import ConfigError
 from crontick.settings import Settings
-from tests.auth.client import TICK_PATH, LogLines, assert_refused, tick
-from tests.auth.issuers import QSTASH_CURRENT, QSTASH_NEXT, qstash_signature
-from tests.conftest import TEST_SECRET
+from tests.support.constants import TEST_SECRET
+from tests.support.credentials import QSTASH_CURRENT, QSTASH_NEXT, qstash_signature
+from tests.support.http_checks import TICK_PATH, assert_refused, tick
+from tests.support.logs import LogLines
 
 RAW_BODY = b'{"job":  "tick", "note": "spacing kept as sent"}'
 UNKNOWN_KEY = "sig_3nKmXqZ8dWbH2vFj6tLcR9pYs4Ga"

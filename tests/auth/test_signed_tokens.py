@@ -15,12 +15,14 @@ import jwt
 import psycopg
 import pytest
 
-from crontick import cli
 from crontick.app import create_app
+from crontick.cli import main as cli
 from crontick.settings import Settings
-from tests.auth.client import LogLines, assert_refused, bearer, tick
-from tests.auth.issuers import tick_token
-from tests.conftest import TEST_SECRET, free_port, serve
+from tests.support.constants import TEST_SECRET
+from tests.support.credentials import tick_token
+from tests.support.http_checks import assert_refused, bearer, tick
+from tests.support.logs import LogLines
+from tests.support.servers import free_port, serve
 
 OTHER_SECRET = "another-secret-" + "y" * 32
 
@@ -134,7 +136,7 @@ def test_expired_jtis_are_pruned_a_bounded_number_at_a_time(
 def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("CRON", "DATABASE_URL"))}
     return subprocess.run(
-        [sys.executable, "-m", "crontick.cli", "token", *args],
+        [sys.executable, "-m", "crontick.cli.main", "token", *args],
         env={**environ, **env},
         capture_output=True,
         text=True,

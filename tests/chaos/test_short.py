@@ -18,6 +18,7 @@ def chaos_rig(admin_url: str) -> Iterator[Rig]:
         yield r
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.__name__ for s in SCENARIOS])
 def test_scenario(chaos_rig: Rig, scenario: Callable[[Rig, object], Row]) -> None:
     row = scenario(chaos_rig, SHORT)

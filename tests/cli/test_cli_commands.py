@@ -11,10 +11,11 @@ import psycopg
 import pytest
 
 from crontick import db, enqueue_many
-from tests.cli.run_cli import cli_env, crontick, crontick_many, spawn
-from tests.conftest import free_port, fresh_database
-from tests.db.core_jobs import job_row
-from tests.db.sidefx_handlers import SIDE_EFFECTS_TABLE_SQL
+from tests.support.core_jobs import job_row
+from tests.support.databases import fresh_database
+from tests.support.run_cli import cli_env, crontick, crontick_many, spawn
+from tests.support.servers import free_port
+from tests.support.sidefx_handlers import SIDE_EFFECTS_TABLE_SQL
 
 
 @pytest.fixture
@@ -40,6 +41,7 @@ def enqueue(env: dict[str, str], *args: str) -> int:
     return int(result.stdout.strip())
 
 
+@pytest.mark.slow
 def test_migrate_applies_then_reports_up_to_date(admin_url: str) -> None:
     versions = [v for v, _ in db.migration_files()]
     with fresh_database(admin_url, "template0") as empty:
@@ -74,6 +76,14 @@ def test_enqueue_key_de_duplicates(env: dict[str, str], conn: psycopg.Connection
     first = enqueue(env, "report", "--key", "report:2030-01-01")
     assert enqueue(env, "report", "--key", "report:2030-01-01", "--payload", '{"again": true}') == first
     assert conn.execute("select count(*) from jobs").fetchone() == (1,)
+
+
+def test_enqueue_group_key_and_priority(env: dict[str, str], conn: psycopg.Connection[Any]) -> None:
+    job_id = enqueue(env, "reply", "--group-key", "conv:42", "--priority", "-10")
+    row = job_row(conn, job_id)
+    assert (row["group_key"], row["priority"]) == ("conv:42", -10)
+    result = crontick("enqueue", "reply", "--group-key", "", env=env)
+    assert_one_line_error(result, "expected group_key as a non-empty string or None, got: ''")
 
 
 def test_enqueue_bad_json_is_one_line(env: dict[str, str], conn: psycopg.Connection[Any]) -> None:
@@ -116,6 +126,7 @@ def test_retry_makes_a_failed_job_pending_again_keeping_its_attempts(
     assert audit == [("cli", "retry_job", 1)]
 
 
+@pytest.mark.slow
 def test_cancel_stats_and_json(env: dict[str, str], conn: psycopg.Connection[Any]) -> None:
     pending, done = enqueue_many(conn, [("alpha", {"n": 1}), ("beta", {"n": 2})])
     conn.execute("update jobs set status = 'done' where id = %(id)s", {"id": done})
@@ -124,7 +135,7 @@ def test_cancel_stats_and_json(env: dict[str, str], conn: psycopg.Connection[Any
     refused = crontick("cancel", str(done), "--json", env=env)
     assert refused.returncode == 1 and json.loads(refused.stdout)["error"] == "conflict"
     stats = json.loads(crontick("stats", "--json", env=env).stdout)
-    assert stats["jobs"] == {"pending": 0, "running": 0, "done": 1, "failed": 0, "cancelled": 1}
+    assert stats["jobs"] == {"pending": 0, "running": 0, "done": 1, "failed": 0, "cancelled": 1, "waiting": 0}
     assert stats["stale"] is True and stats["last_tick_at"] is None
     table = crontick("stats", env=env).stdout
     assert "cancelled" in table and "last tick: never (stale)" in table
@@ -143,7 +154,9 @@ def test_retry_unknown_id_is_a_clear_error(env: dict[str, str]) -> None:
 
 def test_tick_prints_the_summary_and_names_handler_modules(database_url: str, conn: psycopg.Connection[Any]) -> None:
     conn.execute(SIDE_EFFECTS_TABLE_SQL)
-    env = cli_env(database_url, CRONTICK_HANDLERS="tests.db.sidefx_handlers")
+    env = cli_env(
+        database_url, CRONTICK_HANDLERS="tests.support.sidefx_handlers", CRONTICK_UNKNOWN_TYPE_GRACE_SECONDS="0"
+    )
     ok, unknown = enqueue_many(conn, [("t_sidefx.record", {}), ("t_cli.nobody_handles_this", {})])
     result = crontick("tick", env=env)
     assert result.returncode == 0, result.stderr
@@ -152,12 +165,12 @@ def test_tick_prints_the_summary_and_names_handler_modules(database_url: str, co
     assert (summary["jobs"]["claimed"], summary["jobs"]["succeeded"], summary["jobs"]["failed"]) == (2, 1, 1)
     assert job_row(conn, ok)["status"] == "done"
     error = job_row(conn, unknown)["last_error"]
-    assert "'t_cli.nobody_handles_this'" in error and "tests.db.sidefx_handlers" in error
+    assert "'t_cli.nobody_handles_this'" in error and "tests.support.sidefx_handlers" in error
 
 
 def test_tick_drain_runs_batch_after_batch(database_url: str, conn: psycopg.Connection[Any]) -> None:
     conn.execute(SIDE_EFFECTS_TABLE_SQL)
-    env = cli_env(database_url, CRONTICK_HANDLERS="tests.db.sidefx_handlers", CRONTICK_BATCH_SIZE="3")
+    env = cli_env(database_url, CRONTICK_HANDLERS="tests.support.sidefx_handlers", CRONTICK_BATCH_SIZE="3")
     enqueue_many(conn, [("t_sidefx.record", {}) for _ in range(10)])
     result = crontick("tick", "--drain", env=env)
     assert result.returncode == 0, result.stderr
@@ -233,3 +246,14 @@ def test_a_listing_piped_into_head_stops_quietly(env: dict[str, str], conn: psyc
     err = proc.stderr.read()
     assert proc.wait(timeout=60) == 141, err
     assert err == ""
+
+
+def test_version_is_the_installed_package_version() -> None:
+    from importlib.metadata import version
+
+    result = crontick("--version", env=cli_env(None))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"crontick {version('crontick')}"
+    import crontick as package
+
+    assert package.__version__ == version("crontick")

@@ -13,10 +13,10 @@ import pytest
 
 from bench import faketime as ft
 from crontick import enqueue_many
-from tests.cli.run_cli import CRONTICK, cli_env
-from tests.conftest import ROOT
-from tests.db.core_jobs import wait_for
-from tests.db.sidefx_handlers import SIDE_EFFECTS_TABLE_SQL
+from tests.support.constants import ROOT
+from tests.support.core_jobs import wait_for
+from tests.support.run_cli import CRONTICK, cli_env
+from tests.support.sidefx_handlers import SIDE_EFFECTS_TABLE_SQL
 
 SKEW_SECONDS = 300
 
@@ -52,7 +52,7 @@ def test_a_fast_clock_claims_nothing_early_and_a_slow_one_nothing_late(
     database_url: str, conn: psycopg.Connection[Any], faketime: str
 ) -> None:
     conn.execute(SIDE_EFFECTS_TABLE_SQL)
-    env = cli_env(database_url, CRONTICK_HANDLERS="tests.db.sidefx_handlers", CRONTICK_BATCH_SIZE="2")
+    env = cli_env(database_url, CRONTICK_HANDLERS="tests.support.sidefx_handlers", CRONTICK_BATCH_SIZE="2")
     due = enqueue_many(conn, [("t_sidefx.record", {"n": n}) for n in range(5)])
     later = enqueue_many(conn, [("t_sidefx.record", {"later": True})])
     conn.execute("update jobs set run_after = now() + interval '2 minutes' where id = %s", (later[0],))
@@ -77,7 +77,7 @@ def test_a_slow_clock_lease_is_not_rescued_by_a_fast_clock_while_its_job_runs(
     conn.execute(SIDE_EFFECTS_TABLE_SQL)
     env = cli_env(
         database_url,
-        CRONTICK_HANDLERS="tests.db.sidefx_handlers",
+        CRONTICK_HANDLERS="tests.support.sidefx_handlers",
         CRONTICK_TIME_BUDGET_SECONDS="6",
         CRONTICK_LEASE_SECONDS="8",
     )

@@ -1,4 +1,4 @@
-"""crontick.cutoff.bounded on a real PostgreSQL: a statement still waiting at the cut-off is cut at once,
+"""crontick.db.cutoff.bounded on a real PostgreSQL: a statement still waiting at the cut-off is cut at once,
 its connection is dropped for a fresh one, and a connect that never completes is cancelled."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from crontick.cutoff import bounded, cutoff_of
 from crontick.db import Database
+from crontick.db.cutoff import bounded, cutoff_of
 from crontick.errors import DatabaseTimeout
 from crontick.settings import Settings
-from tests.conftest import url_of
+from tests.support.databases import url_of
 
 # Cut at 1.33 s (a third of the lease margin), stop at 1.58 s; the lease (3 s) ends after both.
 LIMIT = cutoff_of(Settings(time_budget_seconds=0.5, lease_seconds=3.0))

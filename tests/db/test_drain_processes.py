@@ -7,21 +7,23 @@ import time
 from typing import Any
 
 import psycopg
+import pytest
 
 from crontick import enqueue_many
-from tests.cli.run_cli import cli_env, spawn
-from tests.cli.run_cli import crontick as run_crontick
-from tests.db.core_jobs import wait_for
-from tests.db.sidefx_handlers import SIDE_EFFECTS_TABLE_SQL
+from tests.support.core_jobs import wait_for
+from tests.support.run_cli import cli_env, spawn
+from tests.support.run_cli import crontick as run_crontick
+from tests.support.sidefx_handlers import SIDE_EFFECTS_TABLE_SQL
 
 JOBS = 5000
 PROCESSES = 4
 
 
+@pytest.mark.slow
 def test_four_processes_drain_5000_jobs_each_exactly_once(database_url: str, conn: psycopg.Connection[Any]) -> None:
     conn.execute(SIDE_EFFECTS_TABLE_SQL)
     ids = enqueue_many(conn, [("t_sidefx.record", {"n": n}) for n in range(JOBS)])
-    env = cli_env(database_url, CRONTICK_HANDLERS="tests.db.sidefx_handlers")
+    env = cli_env(database_url, CRONTICK_HANDLERS="tests.support.sidefx_handlers")
     with psycopg.connect(database_url) as gate:
         # Hold the drains at their first statement until all four are waiting, so they really race.
         gate.execute("lock table jobs in access exclusive mode")
@@ -43,13 +45,14 @@ def test_four_processes_drain_5000_jobs_each_exactly_once(database_url: str, con
     assert pids == PROCESSES, "every process should have run a share of the jobs"
 
 
+@pytest.mark.slow
 def test_a_drain_killed_mid_way_leaves_at_most_three_batches_and_loses_nothing(
     database_url: str, conn: psycopg.Connection[Any]
 ) -> None:
     """kill -9 of a drain that claims ahead: what it held is rescued, every job runs, none more often than attempted."""
     conn.execute(SIDE_EFFECTS_TABLE_SQL)
     ids = enqueue_many(conn, [("t_sidefx.record", {"n": n}) for n in range(JOBS)])
-    env = cli_env(database_url, CRONTICK_HANDLERS="tests.db.sidefx_handlers", CRONTICK_BATCH_SIZE="100")
+    env = cli_env(database_url, CRONTICK_HANDLERS="tests.support.sidefx_handlers", CRONTICK_BATCH_SIZE="100")
     victim = spawn("tick", "--drain", env=env)
     deadline = time.monotonic() + 60
     while _count(conn, "select count(*) from side_effects") < JOBS // 3:

@@ -12,7 +12,7 @@ import pytest
 
 import crontick
 from crontick.errors import CrontickError
-from tests.db.core_jobs import job_row, tick, wait_for
+from tests.support.core_jobs import job_row, tick, wait_for
 
 
 def _count(conn: psycopg.Connection[Any]) -> int:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import logging
+import os
+import uuid
 from datetime import timedelta
 from typing import Any
 
 import psycopg
 
 import crontick
-from tests.conftest import TEST_SECRET
-from tests.db.core_jobs import (
+from tests.support.constants import TEST_SECRET
+from tests.support.core_jobs import (
     db_now,
     job_row,
     ran_fixture,  # noqa: F401 (provides the `ran` fixture)
@@ -45,11 +47,11 @@ def test_job_not_yet_due_is_left_alone(database_url: str, conn: psycopg.Connecti
     assert tick(database_url, now=now + timedelta(minutes=6)).jobs.succeeded == 1
 
 
-def test_unknown_type_fails_at_once_naming_the_type_and_modules(
+def test_unknown_type_fails_at_once_naming_the_type_and_modules_with_no_grace(
     database_url: str, conn: psycopg.Connection[Any]
 ) -> None:
     job_id = crontick.enqueue(conn, "t_core.no_such_type", {})
-    result = tick(database_url, now=db_now(conn))
+    result = tick(database_url, settings_for(database_url, unknown_type_grace_seconds=0), now=db_now(conn))
     assert result.jobs.failed == 1
     row = job_row(conn, job_id)
     assert (row["status"], row["attempts"]) == ("failed", 1)
@@ -188,7 +190,7 @@ def test_slow_job_is_logged_not_failed(database_url: str, conn: psycopg.Connecti
 
 
 class _Recorder(logging.Handler):
-    """Keeps what the crontick logger emits (it does not propagate to pytest's caplog)."""
+    """Keeps what the crontick logger emits, seen on the logger itself (whatever the root logger has)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -196,3 +198,48 @@ class _Recorder(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.records.append(record)
+
+
+def test_an_unknown_type_waits_for_a_process_that_knows_it_spending_no_attempt(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    """A rolling deploy: the old code claims a job of a type only the new code has; it waits, then runs once."""
+    # A type of its own per run: the handler registered below stays registered in this process (the pooler
+    # suite runs this test again).
+    new_type = f"t_core.added_in_the_next_deploy_{uuid.uuid4().hex[:8]}"
+    job_id = crontick.enqueue(conn, new_type, {"n": 1})
+    now = db_now(conn)
+    result = tick(database_url, now=now)
+    assert (result.jobs.failed, result.jobs.snoozed, result.more) == (0, 1, False)
+    row = job_row(conn, job_id)
+    assert (row["status"], row["attempts"]) == ("pending", 0)
+    assert row["last_error"].startswith(f"UnknownJobType: job {job_id} has type {new_type!r}")
+    assert f"pid {os.getpid()}" in row["last_error"] and "then it fails" in row["last_error"]
+    assert timedelta(seconds=59) <= row["run_after"] - now <= timedelta(seconds=90)  # not again in this tick
+    assert tick(database_url, now=now + timedelta(seconds=1)).jobs.claimed == 0
+    ran: list[int] = []
+
+    @crontick.handler(new_type)
+    def new_code(payload: Any, job: crontick.Job) -> None:
+        ran.append(job.id)
+
+    assert tick(database_url, now=now + timedelta(seconds=61)).jobs.succeeded == 1
+    row = job_row(conn, job_id)
+    assert (row["status"], row["attempts"], ran) == ("done", 1, [job_id])
+    assert conn.execute("select count(*) from job_attempts where job_id = %(id)s", {"id": job_id}).fetchone() == (0,)
+
+
+def test_an_unknown_type_fails_once_its_grace_has_passed_with_one_alert(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    job_id = crontick.enqueue(conn, "t_core.never_deployed", {})
+    now = db_now(conn)
+    settings = settings_for(database_url, unknown_type_grace_seconds=120)
+    for seconds in (1, 65):  # two waits, a minute apart (each puts it back for about a minute)
+        assert tick(database_url, settings, now=now + timedelta(seconds=seconds)).jobs.snoozed == 1
+    assert tick(database_url, settings, now=now + timedelta(minutes=2, seconds=2)).jobs.failed == 1
+    row = job_row(conn, job_id)
+    assert (row["status"], row["attempts"]) == ("failed", 1)
+    assert row["last_error"].startswith(f"UnknownJobType: job {job_id} has type 't_core.never_deployed'")
+    alerts = conn.execute("select count(*) from crontick_alerts where subject = %(s)s", {"s": f"job:{job_id}"})
+    assert alerts.fetchone() == (1,)

@@ -11,17 +11,20 @@ from typing import Any, TypeVar
 import psycopg
 
 import crontick
-from crontick import db, queue
-from tests.cli.run_cli import cli_env, spawn
-from tests.cli.run_cli import crontick as run_crontick
-from tests.db.core_jobs import (
+from crontick import db
+from crontick.jobs.job import Outcome
+from crontick.tick.claim import RescueCounts, claim_due, rescue_expired
+from crontick.tick.record import record_outcomes
+from tests.support.core_jobs import (
     db_now,
     job_row,
     ran_fixture,  # noqa: F401 (provides the `ran` fixture)
     tick,
     wait_for,
 )
-from tests.db.sidefx_handlers import SIDE_EFFECTS_TABLE_SQL
+from tests.support.run_cli import cli_env, spawn
+from tests.support.run_cli import crontick as run_crontick
+from tests.support.sidefx_handlers import SIDE_EFFECTS_TABLE_SQL
 
 T = TypeVar("T")
 
@@ -38,7 +41,7 @@ def _on(url: str, work: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]) 
 
 
 def _claim_one(url: str, now: datetime) -> crontick.Job:
-    jobs = _on(url, lambda c: queue.claim_due(c, now, 10, 30))
+    jobs = _on(url, lambda c: claim_due(c, now, 10, 30))
     assert len(jobs) == 1
     return jobs[0]
 
@@ -48,14 +51,14 @@ def _expire_leases(conn: psycopg.Connection[Any]) -> None:
     conn.execute("update jobs set locked_until = now() - interval '1 minute' where status = 'running'")
 
 
-def _rescue(url: str, conn: psycopg.Connection[Any]) -> queue.RescueCounts:
+def _rescue(url: str, conn: psycopg.Connection[Any]) -> RescueCounts:
     now = db_now(conn)
-    return _on(url, lambda c: queue.rescue_expired(c, now))
+    return _on(url, lambda c: rescue_expired(c, now))
 
 
-def _record(url: str, conn: psycopg.Connection[Any], outcomes: Sequence[queue.Outcome]) -> set[int]:
+def _record(url: str, conn: psycopg.Connection[Any], outcomes: Sequence[Outcome]) -> set[int]:
     now = db_now(conn)
-    return _on(url, lambda c: queue.record_outcomes(c, outcomes, now))
+    return _on(url, lambda c: record_outcomes(c, outcomes, now))
 
 
 def _orphan(url: str, conn: psycopg.Connection[Any], **enqueue: Any) -> tuple[int, crontick.Job]:
@@ -101,7 +104,7 @@ def test_the_tick_rescues_first_then_runs_the_rescued_job(
     retried = crontick.enqueue(conn, "t_core.ok", {})
     exhausted = crontick.enqueue(conn, "t_core.ok", {}, max_attempts=1)
     now = db_now(conn)
-    _on(database_url, lambda c: queue.claim_due(c, now, 10, 30))
+    _on(database_url, lambda c: claim_due(c, now, 10, 30))
     _expire_leases(conn)
     result = tick(database_url, now=db_now(conn))
     assert result.jobs.rescued == 2
@@ -118,18 +121,18 @@ def test_late_outcome_after_rescue_and_reclaim_changes_nothing(
     _rescue(database_url, conn)
     second = _claim_one(database_url, db_now(conn))
     assert (first.attempt, second.attempt) == (1, 2)
-    assert _record(database_url, conn, [queue.Outcome(job_id, first.attempt, "done", first.attempt)]) == set()
+    assert _record(database_url, conn, [Outcome(job_id, first.attempt, "done", first.attempt)]) == set()
     row = job_row(conn, job_id)
     assert (row["status"], row["attempts"], row["finished_at"]) == ("running", 2, None)
     # The current attempt's own outcome is written.
-    assert _record(database_url, conn, [queue.Outcome(job_id, second.attempt, "done", second.attempt)]) == {job_id}
+    assert _record(database_url, conn, [Outcome(job_id, second.attempt, "done", second.attempt)]) == {job_id}
     assert job_row(conn, job_id)["status"] == "done"
 
 
 def test_late_outcome_after_rescue_to_pending_changes_nothing(database_url: str, conn: psycopg.Connection[Any]) -> None:
     job_id, first = _orphan(database_url, conn)
     _rescue(database_url, conn)
-    late = queue.Outcome(job_id, first.attempt, "failed", first.attempt, None, "ValueError: late")
+    late = Outcome(job_id, first.attempt, "failed", first.attempt, None, "ValueError: late")
     assert _record(database_url, conn, [late]) == set()
     row = job_row(conn, job_id)
     assert (row["status"], row["attempts"]) == ("pending", 1)
@@ -141,7 +144,7 @@ def test_tick_killed_mid_job_is_rescued_and_the_job_runs_again(
 ) -> None:
     conn.execute(SIDE_EFFECTS_TABLE_SQL)
     job_id = crontick.enqueue(conn, "t_sidefx.hang_once", {})
-    env = cli_env(database_url, CRONTICK_HANDLERS="tests.db.sidefx_handlers")
+    env = cli_env(database_url, CRONTICK_HANDLERS="tests.support.sidefx_handlers")
     victim = spawn("tick", env=env)
     wait_for(conn, "select count(*) from side_effects", 1, "the first attempt to start")
     victim.kill()  # SIGKILL: no cleanup, no outcome recorded, like a serverless function at its limit

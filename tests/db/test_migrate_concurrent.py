@@ -10,9 +10,9 @@ import psycopg
 import pytest
 
 from crontick import db
-from tests.cli.run_cli import cli_env, spawn
-from tests.conftest import fresh_database
-from tests.db.core_jobs import wait_for
+from tests.support.core_jobs import wait_for
+from tests.support.databases import fresh_database
+from tests.support.run_cli import cli_env, spawn
 
 
 @pytest.fixture

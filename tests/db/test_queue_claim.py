@@ -9,15 +9,16 @@ from typing import Any
 
 import psycopg
 
-from crontick import db, enqueue_many, queue
-from crontick.handlers import Job
+from crontick import db, enqueue_many
+from crontick.jobs.job import Job
+from crontick.tick.claim import claim_due
 
 
 def _claim(url: str, now: datetime, limit: int, lease_seconds: float = 30) -> list[Job]:
     async def go() -> list[Job]:
         conn = await db.connect(url)
         try:
-            return await queue.claim_due(conn, now, limit, lease_seconds)
+            return await claim_due(conn, now, limit, lease_seconds)
         finally:
             await conn.close()
 
@@ -55,7 +56,7 @@ def test_two_connections_claiming_at_once_get_disjoint_sets(database_url: str, c
     async def both() -> tuple[list[Job], list[Job]]:
         a, b = await db.connect(database_url), await db.connect(database_url)
         try:
-            got = await asyncio.gather(queue.claim_due(a, now, 120, 30), queue.claim_due(b, now, 120, 30))
+            got = await asyncio.gather(claim_due(a, now, 120, 30), claim_due(b, now, 120, 30))
             return got[0], got[1]
         finally:
             await a.close()
@@ -103,8 +104,8 @@ def test_rows_locked_by_an_open_claim_are_skipped_not_waited_for(
             database_url, autocommit=True, options="-c statement_timeout=5000"
         )
         try:
-            held = {j.id for j in await queue.claim_due(holder, now, 10, 30)}
-            others = {j.id for j in await queue.claim_due(other, now, 100, 30)}
+            held = {j.id for j in await claim_due(holder, now, 10, 30)}
+            others = {j.id for j in await claim_due(other, now, 100, 30)}
             await holder.rollback()
             return held, others
         finally:

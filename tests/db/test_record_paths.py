@@ -1,6 +1,6 @@
 """The record statement's two paths write the same rows and answer the same: all succeeded (the quick one), or any other mix.
 
-crontick_job_record_outcomes (migration 0010) takes a shorter statement when every outcome is
+crontick_job_record_outcomes (sql/functions/job_record_outcomes.sql) takes a shorter statement when every outcome is
 a success, the usual batch. Here one batch goes through each path: the same jobs, the same
 outcomes (one of them fenced off), the successes sent once as the two id arrays (quick path)
 and once as JSON rows (the general path, which is what any failure in a batch takes).

@@ -8,7 +8,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from crontick.queue import STATUSES
+from crontick.jobs.queue import STATUSES
 
 
 def _status_check_values(conn: psycopg.Connection[Any]) -> set[str]:

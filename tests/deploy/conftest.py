@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.auth.client import crontick_log  # noqa: F401 (fixture)
-from tests.auth.issuers import issuer, rsa_key  # noqa: F401 (fixtures)
-from tests.conftest import TEST_SECRET, url_of
 from tests.deploy import jobs  # noqa: F401 (registers the no-op job type)
+from tests.support.constants import TEST_SECRET
+from tests.support.databases import url_of
 
 
 @pytest.fixture

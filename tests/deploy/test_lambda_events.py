@@ -12,8 +12,8 @@ import pytest
 
 from crontick import aws
 from crontick.errors import ConfigError
-from tests.conftest import TEST_SECRET
 from tests.deploy.jobs import BATCH_SIZE, counts, seed
+from tests.support.constants import TEST_SECRET
 
 EVENTS = Path(__file__).parent / "events"
 

@@ -12,9 +12,10 @@ import psycopg
 import pytest
 
 from crontick import vercel
-from tests.auth.client import LogLines
-from tests.conftest import ROOT, TEST_SECRET, serve
-from tests.deploy.test_vercel_function import _fresh_app, load_vercel_function
+from tests.support.constants import ROOT, TEST_SECRET
+from tests.support.logs import LogLines
+from tests.support.servers import serve
+from tests.support.vercel import fresh_app, load_vercel_function
 
 # A path target "calls your route the same way a Cron Job does" (vercel.com/docs/schedules/migrate-from-cron-jobs).
 SCHEDULE = "7,22,37,52 * * * *"
@@ -37,7 +38,7 @@ def test_a_schedules_run_ticks_and_its_execution_id_is_stored_and_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="crontick")  # tick lines are INFO
-    app = _fresh_app(load_vercel_function("api/cron/tick.py"), monkeypatch)
+    app = fresh_app(load_vercel_function("api/cron/tick.py"), monkeypatch)
     run = {**SCHEDULES_HEADERS, vercel.EXECUTION_ID_HEADER: "exec_01KV8Z6Q2J7M3N4P5R6S7T8U9V"}
     with serve(app) as base, httpx.Client() as client:
         first = client.get(base + "/api/cron/tick", headers=run)
@@ -58,7 +59,7 @@ def test_a_schedules_run_ticks_and_its_execution_id_is_stored_and_logged(
 def test_a_schedules_run_without_the_secret_is_refused_and_not_recorded(
     host_env: None, conn: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    app = _fresh_app(load_vercel_function("api/cron/tick.py"), monkeypatch)
+    app = fresh_app(load_vercel_function("api/cron/tick.py"), monkeypatch)
     headers = {"user-agent": "vercel-cron/1.0", vercel.EXECUTION_ID_HEADER: "exec_x"}
     with serve(app) as base:
         refused = httpx.get(base + "/api/cron/tick", headers=headers)

@@ -20,10 +20,11 @@ from werkzeug import Request, Response
 import crontick
 from crontick.app import create_app
 from crontick.settings import Settings
-from tests.auth.issuers import REPOSITORY, OidcIssuer
-from tests.conftest import TEST_SECRET, free_port, serve
 from tests.deploy import workflows
 from tests.deploy.jobs import BATCH_SIZE, NOOP, counts, seed
+from tests.support.constants import TEST_SECRET
+from tests.support.credentials import REPOSITORY, OidcIssuer
+from tests.support.servers import free_port, serve
 
 WORKFLOW_FILES = sorted(p.name for p in workflows.WORKFLOWS.glob("*.yml"))
 SCHEDULE = "7,22,37,52 * * * *"

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from tests.conftest import ROOT
+from tests.support.constants import ROOT
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 _SECRET = re.compile(r"^\$\{\{\s*secrets\.(\w+)\s*\}\}$")

@@ -6,7 +6,7 @@ import re
 
 import yaml
 
-from tests.conftest import ROOT
+from tests.support.constants import ROOT
 
 
 def test_the_readme_fits_on_about_two_screens() -> None:

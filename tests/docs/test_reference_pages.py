@@ -11,8 +11,8 @@ from types import ModuleType
 import pytest
 import yaml
 
-from crontick import cli
-from tests.conftest import ROOT
+from crontick.cli import main as cli
+from tests.support.constants import ROOT
 
 LIB = ROOT / "lib" / "crontick"
 
@@ -70,6 +70,51 @@ def test_a_variable_without_a_description_fails_the_build(tmp_path: Path, monkey
     real = gen.env_reads
     monkeypatch.setattr(gen, "env_reads", lambda: real(package) + real())
     with pytest.raises(gen.ReferenceError, match="CRONTICK_NOT_DESCRIBED"):
+        gen.configuration_table()
+
+
+def test_every_row_of_the_settings_table_is_on_the_page_with_its_field_type_and_default() -> None:
+    from crontick.settings import table
+
+    page = gen.configuration_table()
+    lines = {line.split(" ", 2)[1]: line for line in page.splitlines() if line.startswith("| `")}
+    for field, _, row in table():
+        line = lines[f"`{row.name}`"]
+        assert f"(`Settings.{field}`)" in line if field else f"(`{row.read_by}`)" in line
+        assert " ".join(row.doc.split()) in line.replace("\\|", "|")
+        if row.secret:
+            assert "| secret" in line
+    assert "| integer, 1 to 10000 | `100` |" in lines["`CRONTICK_BATCH_SIZE`"]
+    assert "| number, 0.1 to 900 | `8` |" in lines["`CRONTICK_TIME_BUDGET_SECONDS`"]
+    assert "| secret, 32+ characters | — |" in lines["`CRON_SECRET`"]
+    assert "| `1` or `0` | `1` |" in lines["`CRONTICK_WEBHOOK_DENY_PRIVATE`"]
+
+
+def test_every_crontick_variable_lib_reads_is_a_row_of_the_settings_table() -> None:
+    from crontick.settings import table
+
+    rows = {row.name for _, _, row in table()}
+    read = {r.name for r in gen.env_reads() if r.name.startswith("CRONTICK_")} | {
+        n for n in names_in_source() if n.startswith("CRONTICK_")
+    }
+    assert {"CRONTICK_BATCH_SIZE", "CRONTICK_HANDLERS", "CRONTICK_KICK"} <= read
+    assert read - rows == set()
+    assert set(gen.described()) & rows == set(), "docs/variables.toml holds only what lib/ never reads"
+
+
+def test_a_row_read_nowhere_or_a_toml_entry_lib_reads_fails_the_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    from crontick import settings
+    from crontick.settings import Variable
+
+    ghost = Variable("CRONTICK_GHOST", "Core", "Read by nobody.", read_by="crontick.cli.main")
+    real = settings.table()
+    monkeypatch.setattr(settings, "table", lambda: (*real, (None, "", ghost)))
+    with pytest.raises(gen.ReferenceError, match="CRONTICK_GHOST"):
+        gen.configuration_table()
+    monkeypatch.setattr(settings, "table", lambda: real)
+    described = gen.described()
+    monkeypatch.setattr(gen, "described", lambda: {**described, "CRONTICK_BATCH_SIZE": {"text": "twice"}})
+    with pytest.raises(gen.ReferenceError, match="CRONTICK_BATCH_SIZE"):
         gen.configuration_table()
 
 

@@ -11,8 +11,8 @@ import pytest
 
 from crontick.errors import ConfigError
 from crontick.settings import Settings
-from tests.db.core_jobs import settings_for
-from tests.http.http_checks import AUTH, HEALTH, TICK, LiveApp
+from tests.support.core_jobs import settings_for
+from tests.support.http_checks import AUTH, HEALTH, TICK, LiveApp
 
 
 def ticks_moved_back(conn: psycopg.Connection[Any], seconds: float) -> None:

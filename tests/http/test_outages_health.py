@@ -12,11 +12,12 @@ import pytest
 
 import crontick
 from crontick.settings import Settings
-from tests.auth.client import LogLines, crontick_log  # noqa: F401 (fixture)
-from tests.conftest import TEST_SECRET, free_port
-from tests.db.core_jobs import job_row, settings_for
-from tests.http.http_checks import AUTH, HEALTH, TICK, LiveApp, assert_json_error
-from tests.http.tcp_proxy import TcpProxy
+from tests.support.constants import TEST_SECRET
+from tests.support.core_jobs import job_row, settings_for
+from tests.support.http_checks import AUTH, HEALTH, TICK, LiveApp, assert_json_error
+from tests.support.logs import LogLines
+from tests.support.servers import free_port
+from tests.support.tcp_proxy import TcpProxy
 
 
 def test_health_reports_the_last_tick(live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]) -> None:
@@ -115,7 +116,7 @@ def test_warm_instance_replaces_a_dead_idle_connection_without_an_error(
     live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # As if every request came after a long idle (a frozen serverless instance): ping before reuse.
-    monkeypatch.setattr(crontick.db, "PING_AFTER_IDLE_SECONDS", 0.0)
+    monkeypatch.setattr(crontick.db.connection, "PING_AFTER_IDLE_SECONDS", 0.0)
     proxy = TcpProxy(database_url)
     proxy.start()
     try:

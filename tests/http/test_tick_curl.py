@@ -11,9 +11,9 @@ import psycopg
 import pytest
 
 import crontick
-from tests.conftest import TEST_SECRET
-from tests.db.core_jobs import job_row, settings_for
-from tests.http.http_checks import TICK, LiveApp
+from tests.support.constants import TEST_SECRET
+from tests.support.core_jobs import job_row, settings_for
+from tests.support.http_checks import TICK, LiveApp
 
 CURL = shutil.which("curl")
 pytestmark = pytest.mark.skipif(CURL is None, reason="needs the curl binary")

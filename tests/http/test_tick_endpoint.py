@@ -12,13 +12,14 @@ import pytest
 
 import crontick
 from crontick.settings import Settings
-from tests.conftest import TEST_SECRET, fresh_database
-from tests.db.core_jobs import (
+from tests.support.constants import TEST_SECRET
+from tests.support.core_jobs import (
     job_row,
     ran_fixture,  # noqa: F401 (provides the `ran` fixture)
     settings_for,
 )
-from tests.http.http_checks import AUTH, TICK, LiveApp, assert_json_error
+from tests.support.databases import fresh_database
+from tests.support.http_checks import AUTH, TICK, LiveApp, assert_json_error
 
 
 @pytest.fixture

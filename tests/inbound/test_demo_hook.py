@@ -13,8 +13,10 @@ from typing import Any
 import psycopg
 from twilio.request_validator import RequestValidator
 
-from crontick import cli
-from tests.conftest import TEST_SECRET, free_port, url_of
+from crontick.cli import main as cli
+from tests.support.constants import TEST_SECRET
+from tests.support.databases import url_of
+from tests.support.servers import free_port
 
 
 def test_crontick_dev_prints_a_signed_curl_whose_reply_prints_within_seconds(
@@ -27,7 +29,7 @@ def test_crontick_dev_prints_a_signed_curl_whose_reply_prints_within_seconds(
         env.pop(name, None)
     with out.open("w") as sink:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "crontick.cli", "dev", "--port", str(port)],
+            [sys.executable, "-m", "crontick.cli.main", "dev", "--port", str(port)],
             env=env,
             cwd=tmp_path,
             stdout=sink,
@@ -43,13 +45,22 @@ def test_crontick_dev_prints_a_signed_curl_whose_reply_prints_within_seconds(
             [*shlex.split(line), "-w", " %{http_code}"], capture_output=True, text=True, timeout=10, check=False
         )
         assert answer.stdout == "<Response></Response> 200"
-        _wait_for(out, lambda text: "You said: Hello from WhatsApp." in text or None)
+        # The documented fault: the fake Twilio refuses the first send; the job retries 5 s later, on the next tick.
+        _wait_for(out, lambda text: "answered 503 to the first send" in text or None, timeout=40)
+        tick_line = next(s.strip() for s in out.read_text().splitlines() if "Authorization: Bearer" in s)
+        time.sleep(5.5)
+        # The printed line names $CRON_SECRET (it came from the environment): a shell expands it, as in the tour.
+        subprocess.run(["/bin/sh", "-c", tick_line], env=env, capture_output=True, timeout=20, check=True)
+        _wait_for(out, lambda text: "You said: Hello from WhatsApp." in text or None, timeout=40)
     finally:
         proc.terminate()
         proc.wait(10)
     text = out.read_text()
     assert "To: +31612345678" in text and "Subject: WhatsApp auto-reply to SM" in text
     assert conn.execute("select type, status from jobs where type = 'autoreply'").fetchall() == [("autoreply", "done")]
+    steps = conn.execute("select s.name from job_steps s join jobs j on j.id = s.job_id where j.type = 'autoreply'")
+    assert sorted(r[0] for r in steps) == ["context", "llm", "send"]  # a workflow of durable steps (docs/steps.md)
+    assert text.count("calling the LLM (attempt") == 1  # the retry after the failed send reused the recorded reply
 
 
 def _up(port: int) -> bool:
@@ -81,3 +92,30 @@ def test_hook_sign_prints_a_curl_line_twilio_would_accept(monkeypatch: Any, caps
     assert form["Body"] == "hi there" and form["MessageSid"].startswith("SM") and words[-1] == url
     assert RequestValidator("tok-" + "x" * 28).validate(url, form, signature)
     assert cli.main(["hook-sign", url, "-d", "no-equals-sign"]) == 1
+
+
+def test_the_demo_replies_once_to_a_burst_of_messages_and_its_failed_first_send_calls_no_llm_again(
+    database_url: str, conn: psycopg.Connection[Any], capfd: Any, monkeypatch: Any
+) -> None:
+    from datetime import timedelta
+
+    import crontick
+    from crontick import demo
+    from tests.support.core_jobs import db_now, tick
+
+    sender = {"From": "whatsapp:+31612345678", "To": demo.DEMO_WHATSAPP_FROM}
+    debounce = demo.DEMO_REPLY_DEBOUNCE.for_event(sender)
+    assert debounce is not None and debounce.key == sender["From"]
+    for n, body in enumerate(("hi", "can I book", "at 3?")):
+        payload = {"hook": "whatsapp", "event_id": f"SMdemo{n}", "event": {**sender, "Body": body}}
+        crontick.enqueue(conn, "autoreply", payload, debounce=debounce, group_key="conv:" + sender["From"])
+    assert conn.execute("select count(*), min(priority) from jobs").fetchone() == (1, -10)  # the handler's priority
+    monkeypatch.setattr(demo.FAKE_TWILIO, "fail_next", True)
+    assert tick(database_url, now=db_now(conn) + timedelta(seconds=20)).jobs.retried == 1  # the fake Twilio's 503
+    assert tick(database_url, now=db_now(conn) + timedelta(seconds=30)).jobs.succeeded == 1
+    out = capfd.readouterr().out
+    assert out.count("calling the LLM (attempt") == 1 and "answered 503 to the first send" in out
+    assert "You said: hi / can I book / at 3?." in out and "(3 messages in one reply)" in out
+    # Both starts (the failed first attempt and its retry) counted against the fake LLM's rate limit.
+    starts = conn.execute("select sum(n) from crontick_rate_limits, unnest(starts_n) n where name = 'demo-llm'")
+    assert starts.fetchone() == (2,)

@@ -13,12 +13,9 @@ import standardwebhooks
 
 import crontick
 from crontick.errors import ConfigError
-from tests.auth.client import LogLines, crontick_log  # noqa: F401 (fixture)
-from tests.conftest import TEST_SECRET, free_port
-from tests.db.core_jobs import tick
-from tests.http.http_checks import LiveApp, assert_json_error
-from tests.http.tcp_proxy import TcpProxy
-from tests.inbound.support import (
+from tests.support.constants import TEST_SECRET
+from tests.support.core_jobs import tick
+from tests.support.hooks import (
     BEARER_SECRET,
     GITHUB_SECRET,
     STANDARD_SECRET,
@@ -28,6 +25,10 @@ from tests.inbound.support import (
     twilio_form,
     twilio_post,
 )
+from tests.support.http_checks import LiveApp, assert_json_error
+from tests.support.logs import LogLines
+from tests.support.servers import free_port
+from tests.support.tcp_proxy import TcpProxy
 
 
 def jobs(conn: psycopg.Connection[Any]) -> list[tuple[int, str, Any, str]]:
@@ -208,7 +209,7 @@ def test_declaration_fails_fast_naming_the_variable(monkeypatch: pytest.MonkeyPa
     try:
         assert crontick.inbound("t-env", "x", verify="github").secret == "from-env"
     finally:
-        from crontick.inbound import forget
+        from crontick.hooks.inbound import forget
 
         forget("t-env")
 
@@ -244,7 +245,7 @@ def test_twilio_json_body_signed_through_body_sha256_over_http(
 
     from twilio.request_validator import RequestValidator
 
-    from tests.inbound.support import PUBLIC_URL, TWILIO_TOKEN
+    from tests.support.hooks import PUBLIC_URL, TWILIO_TOKEN
 
     body = json.dumps({"CallSid": "CA1", "Status": "completed"}).encode()
     path = "/api/hooks/t-twilio?bodySHA256=" + hashlib.sha256(body).hexdigest()

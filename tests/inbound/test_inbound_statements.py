@@ -9,11 +9,11 @@ from typing import Any
 import psycopg
 from psycopg import pq
 
-from crontick.app import Runtime
-from crontick.hook_endpoint import record
-from crontick.inbound import hooks
-from tests.inbound.support import settings_for
-from tests.perf.wire import statement_names
+from crontick.hooks.endpoint import record
+from crontick.hooks.inbound import hooks
+from crontick.runtime import Runtime
+from tests.support.hooks import settings_for
+from tests.support.wire import statement_names
 
 
 def test_new_and_duplicate_events_are_one_statement_each(database_url: str, conn: psycopg.Connection[Any]) -> None:

@@ -14,7 +14,7 @@ import standardwebhooks
 import stripe
 from twilio.request_validator import RequestValidator
 
-from crontick import verify
+from crontick.auth import verifiers as verify
 
 TOKEN = "12345678901234567890123456789012"
 URL = "https://app.example.com/api/hooks/whatsapp"

@@ -13,9 +13,10 @@ from typing import Any
 
 import httpx
 import psycopg
+import pytest
 
-from tests.inbound.support import twilio_form, twilio_request
-from tests.kick.test_prompt_start import served, wait_until  # noqa: F401 - fixture
+from tests.support.hooks import twilio_form, twilio_request
+from tests.support.waiting import wait_until
 
 EVENTS = 250
 CLIENTS = 16
@@ -40,8 +41,9 @@ async def fire(base: str, requests: list[tuple[str, bytes, dict[str, str]]]) -> 
     return results
 
 
+@pytest.mark.slow
 def test_burst_makes_exactly_one_job_per_event_each_run_once_with_few_ticks(
-    served: tuple[str, Path],  # noqa: F811 - the fixture imported above
+    served: tuple[str, Path],
     conn: psycopg.Connection[Any],
 ) -> None:
     base, log = served

@@ -1,17 +1,19 @@
-"""examples/: crontick mounted in FastAPI (enqueue + kick_async) and used from a Django view (on_commit + kick)."""
+"""examples/: crontick mounted at /ops in FastAPI (enqueue + kick_async, the admin, the host's own 404 and 405)."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import httpx
 import psycopg
 import pytest
 
-from crontick.kick import attach, wait_for_threads
-from tests.conftest import TEST_SECRET, serve, url_of
-from tests.kick.test_prompt_start import wait_until
+from crontick.hooks.kick import attach
+from tests.support.admin_pages import ADMIN_SECRET, add_jobs, csrf_of, urls_in
+from tests.support.constants import TEST_SECRET
+from tests.support.databases import url_of
+from tests.support.servers import serve
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture
@@ -35,35 +37,50 @@ def test_fastapi_example_mounts_crontick_and_kicks_after_the_commit(
         assert response.status_code == 200, response.text
         job_id = response.json()["job_id"]
         wait_until(lambda: fastapi_app.sent == ["ada@example.com"], timeout=5)  # no scheduled tick ran it
-        health = client.get(base + "/api/health")
-        tick = client.post(base + "/api/cron/tick", headers={"Authorization": f"Bearer {TEST_SECRET}"})
-        hook = client.post(base + "/api/hooks/undeclared", content=b"{}")
+        health = client.get(base + "/ops/api/health")
+        tick = client.post(base + "/ops/api/cron/tick", headers={"Authorization": f"Bearer {TEST_SECRET}"})
+        hook = client.post(base + "/ops/api/hooks/undeclared", content=b"{}")
     assert conn.execute("select status from jobs where id = %(id)s", {"id": job_id}).fetchone() == ("done",)
     assert health.status_code == 200 and tick.status_code == 200
     assert hook.status_code == 404 and hook.json()["error"] == "unknown_hook"
 
 
-def test_django_example_kicks_on_commit_and_not_on_rollback(app_env: None, conn: psycopg.Connection[Any]) -> None:
-    sys.modules.pop("examples.django_app", None)
-    from django.test import Client
+def test_fastapi_example_keeps_its_own_404_and_405_and_serves_the_admin_under_ops(
+    app_env: None, conn: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from examples import fastapi_app
 
-    from examples import django_app
+    monkeypatch.setenv("CRONTICK_ADMIN_SECRET", ADMIN_SECRET)
+    fastapi_app.crontick_app._app = None  # a cold instance, built from this test's environment
+    [failed] = add_jobs(conn, 1, type="example_broken")
+    with serve(fastapi_app.app) as base, httpx.Client(base_url=base) as c:
+        # Outside /ops the host app answers, its own way: FastAPI's 404 and 405, never crontick's JSON.
+        assert (c.get("/nope").status_code, c.get("/nope").json()) == (404, {"detail": "Not Found"})
+        assert (c.get("/signup").status_code, c.get("/signup").json()) == (405, {"detail": "Method Not Allowed"})
+        outside = c.post("/api/cron/tick", headers={"Authorization": f"Bearer {TEST_SECRET}"})
+        assert (outside.status_code, outside.json()) == (404, {"detail": "Not Found"})
+        assert c.get("/admin").status_code == 404
 
-    django_app.sent.clear()
-    response = Client().post("/signup", {"email": "grace@example.com"})
-    assert response.status_code == 200, response.content
-    wait_for_threads()
-    wait_until(lambda: django_app.sent == ["grace@example.com"], timeout=5)
-    assert conn.execute("select status from jobs").fetchall() == [("done",)]
-
-    from django.db import connection, transaction
-
-    with pytest.raises(RuntimeError), transaction.atomic():  # the view's work fails: no job, no kick
-        import crontick
-
-        crontick.enqueue(connection.connection, "send_welcome_email_django", {"email": "nobody@example.com"})
-        transaction.on_commit(crontick.kick)
-        raise RuntimeError("rolled back")
-    wait_for_threads()
-    assert conn.execute("select count(*) from jobs").fetchone() == (1,)
-    connection.close()
+        # The admin, end to end, as a browser uses it: every URL it hands out is under /ops.
+        c.headers.update({"Origin": base, "Sec-Fetch-Site": "same-origin"})
+        gate = c.get("/ops/admin")
+        assert gate.status_code == 303 and gate.headers["location"] == "/ops/admin/login?next=%2Fops%2Fadmin"
+        login = c.get(gate.headers["location"])
+        assert ("form", "action", "/ops/admin/login") in urls_in(login.text)
+        signed = c.post("/ops/admin/login", data={"secret": ADMIN_SECRET, "next": "/ops/admin"})
+        assert signed.status_code == 303 and signed.headers["location"] == "/ops/admin"
+        dashboard = c.get(signed.headers["location"])
+        assert dashboard.status_code == 200 and "example_broken" in dashboard.text
+        urls = [value for _, _, value in urls_in(dashboard.text)]
+        assert len(urls) > 10 and all(value and value.startswith("/ops/") for value in urls), urls
+        assert f"/ops/admin/jobs/{failed}" in urls
+        job_page = c.get(f"/ops/admin/jobs/{failed}")
+        csrf = csrf_of(job_page.text)
+        retry = f"/ops/admin/jobs/{failed}/retry"
+        assert ("form", "action", retry) in urls_in(job_page.text)
+        retried = c.post(retry, data={"csrf": csrf, "back": f"/ops/admin/jobs/{failed}", "confirm": "yes"})
+        assert retried.status_code == 303 and retried.headers["location"] == f"/ops/admin/jobs/{failed}"
+        assert conn.execute("select status from jobs where id = %s", (failed,)).fetchone() == ("pending",)
+        out = c.post("/ops/admin/logout", data={"csrf": csrf})
+        assert out.status_code == 303 and out.headers["location"] == "/ops/admin/login?out=1"
+        assert c.get("/ops/admin").status_code == 303  # signed out

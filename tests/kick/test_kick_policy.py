@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from crontick.errors import ConfigError
-from crontick.kick import Coalescer, _coalesced, coalescer
+from crontick.hooks.kick import Coalescer, _coalesced, coalescer
 from crontick.settings import Settings
-from tests.auth.client import LogLines, crontick_log  # noqa: F401 - fixture
-from tests.conftest import TEST_SECRET
+from tests.support.constants import TEST_SECRET
+from tests.support.logs import LogLines
 
 BASE = {"DATABASE_URL": "postgresql://u@h/db", "CRON_SECRET": TEST_SECRET}
 
@@ -82,9 +82,9 @@ def test_coalescer_states() -> None:
 
 def test_a_full_batch_chains_at_once_but_stops_at_the_bound(monkeypatch: Any) -> None:
 
-    from crontick import kick as _  # noqa: F401
+    from crontick.hooks import kick as _  # noqa: F401
 
-    module = sys.modules["crontick.kick"]
+    module = sys.modules["crontick.hooks.kick"]
     monkeypatch.setattr(module, "MAX_TICKS_PER_KICK", 5)
     rounds: list[int] = []
 
@@ -101,7 +101,7 @@ def test_kick_never_raises_into_the_caller_when_crontick_is_misconfigured(
     crontick_log: LogLines,  # noqa: F811
 ) -> None:
     import crontick
-    from crontick.kick import attach
+    from crontick.hooks.kick import attach
 
     monkeypatch.setenv("CRON_SECRET", "too-short")
     attach(None)

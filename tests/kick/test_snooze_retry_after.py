@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
@@ -14,12 +13,13 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Response
 
 import crontick
-from crontick import builtin, delivery, runner
-from tests.db.core_jobs import db_now, job_row, tick
-from tests.reminders.conftest import provider, provider_server  # noqa: F401 - fixtures
-from tests.reminders.support import NOW, Provider, add_bookings, send_of
-from tests.reminders.support import settings_for as reminder_settings
-from tests.reminders.support import tick as reminder_tick
+from crontick.jobs import runner
+from crontick.reminders import delivery
+from crontick.settings import Settings
+from tests.support.core_jobs import db_now, job_row, settings_for, tick
+from tests.support.reminders import NOW, Provider, add_bookings, send_of
+from tests.support.reminders import settings_for as reminder_settings
+from tests.support.reminders import tick as reminder_tick
 
 polls: list[int] = []
 
@@ -87,12 +87,9 @@ def test_snooze_seconds_are_checked() -> None:
 
 
 @pytest.fixture
-def allow_loopback_webhooks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def allow_loopback_webhooks(database_url: str) -> Settings:
     """The receiver listens on 127.0.0.1, which the webhook job refuses by default (tests/security covers that)."""
-    monkeypatch.setenv("CRONTICK_WEBHOOK_DENY_PRIVATE", "0")
-    builtin.env_settings.cache_clear()
-    yield
-    builtin.env_settings.cache_clear()
+    return settings_for(database_url, webhook_deny_private=False)
 
 
 @pytest.mark.parametrize(
@@ -106,7 +103,7 @@ def allow_loopback_webhooks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     ids=["429-seconds", "503-http-date", "429-short", "500-ignored"],
 )
 def test_webhook_job_waits_out_retry_after(
-    allow_loopback_webhooks: None,
+    allow_loopback_webhooks: Settings,
     database_url: str,
     conn: psycopg.Connection[Any],
     httpserver: HTTPServer,
@@ -122,7 +119,7 @@ def test_webhook_job_waits_out_retry_after(
     )
     job_id = crontick.enqueue(conn, "webhook", {"url": httpserver.url_for("/hook"), "json": {}})
     now = db_now(conn)
-    assert tick(database_url, now=now).jobs.retried == 1
+    assert tick(database_url, allow_loopback_webhooks, now=now).jobs.retried == 1
     row = job_row(conn, job_id)
     assert (row["status"], row["attempts"]) == ("pending", 1)
     assert now + timedelta(seconds=at_least) <= row["run_after"] <= now + timedelta(seconds=at_most), (
@@ -160,17 +157,17 @@ def test_retry_after_parsing() -> None:
 
 
 def test_after_failure_waits_the_longer_of_backoff_and_retry_after() -> None:
-    from crontick import backoff
+    from crontick import retry as backoff
 
     now = datetime(2026, 11, 30, 12, tzinfo=UTC)
-    policy = backoff.Schedule((60.0,), jitter_fraction=0.0)
-    assert backoff.after_failure(1, 4, policy, now, 0.5, retry_after_seconds=120) == backoff.Retry(
+    policy = backoff.Retry((60.0,), jitter_fraction=0.0)
+    assert backoff.after_failure(1, 4, policy, now, 0.5, retry_after_seconds=120) == backoff.RetryAt(
         now + timedelta(seconds=120)
     )
-    assert backoff.after_failure(1, 4, policy, now, 0.5, retry_after_seconds=5) == backoff.Retry(
+    assert backoff.after_failure(1, 4, policy, now, 0.5, retry_after_seconds=5) == backoff.RetryAt(
         now + timedelta(seconds=60)
     )
-    assert backoff.after_failure(1, 4, policy, now, 0.5) == backoff.Retry(now + timedelta(seconds=60))
+    assert backoff.after_failure(1, 4, policy, now, 0.5) == backoff.RetryAt(now + timedelta(seconds=60))
     assert (
-        backoff.after_failure(4, 4, policy, now, 0.5, retry_after_seconds=120) == backoff.Fail()
+        backoff.after_failure(4, 4, policy, now, 0.5, retry_after_seconds=120) == backoff.GiveUp()
     )  # the last attempt still fails

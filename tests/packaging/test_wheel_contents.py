@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import crontick
-from tests.conftest import ROOT
+from tests.support.constants import ROOT
 
 PACKAGE = ROOT / "lib" / "crontick"
 
@@ -57,6 +57,7 @@ def test_every_sql_file_ships_under_crontick_sql(wheel_names: set[str]) -> None:
         "crontick/sql/" + p.relative_to(ROOT / "sql").as_posix() for p in (ROOT / "sql").rglob("*") if p.is_file()
     )
     assert any(f.startswith("crontick/sql/migrations/") for f in sql)
+    assert any(f.startswith("crontick/sql/functions/") for f in sql)
     assert [f for f in sql if f not in wheel_names] == []
 
 
@@ -77,3 +78,4 @@ def test_the_suite_imports_the_installed_wheel_not_the_checkout() -> None:
     assert not here.is_relative_to(ROOT / "lib"), f"expected crontick from site-packages, got: {here}"
     assert "site-packages" in here.parts
     assert (here.parent / "sql" / "migrations").is_dir()
+    assert (here.parent / "sql" / "functions").is_dir()

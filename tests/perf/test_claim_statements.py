@@ -2,7 +2,7 @@
 
 The probe has to claim in its own round trip, while the rescue's second claim and a drain's later
 batches need the claim alone. Both statements are functions kept by the database
-(sql/migrations/0009_probe_function.sql), so this test reads them as migrated, from pg_proc: the
+(sql/functions/tick_probe.sql, job_claim_due.sql), so this test reads them as migrated, from pg_proc: the
 probe's function calls the claim's, no other statement of the two writes jobs, and the claim is
 the one (SKIP LOCKED, the attempt counted, the database's clock) the tick relies on. It fails
 the moment the probe claims in its own words again.

@@ -10,11 +10,11 @@ from typing import Any
 import psycopg
 
 import crontick
-from crontick.drain import drain
 from crontick.settings import Settings
-from crontick.tick import TickResult
-from tests.conftest import TEST_SECRET
-from tests.perf.wire import traced
+from crontick.tick.drain import drain
+from crontick.tick.pipeline import TickResult
+from tests.support.constants import TEST_SECRET
+from tests.support.wire import traced
 
 ran: list[int] = []
 
@@ -70,3 +70,22 @@ def test_a_drain_cut_short_by_max_ticks_leaves_no_batch_claimed(
     result, _ = traced_drain(database_url, settings, max_ticks=2)
     assert result.jobs.succeeded == 20 and sorted(ran) == list(range(30, 50))
     assert statuses(conn) == {"done": 50, "pending": 10}  # none left running under a lease
+
+
+def test_a_drain_over_groups_sends_only_the_drains_own_statements(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    """Groups are kept by the claim and by triggers in the database: no statement of their own on the wire, at
+    most two a batch (a batch claimed ahead comes back short: one job per group), and each batch takes one
+    job per group (30 jobs in 10 groups: three batches of 10)."""
+    ran.clear()
+    conn.execute(
+        "insert into jobs (type, payload, group_key) select 't_drain.noop', jsonb_build_object('n', g), 'g' || (g % 10)"
+        " from generate_series(0, 29) g order by g"
+    )
+    settings = Settings(database_url=database_url, cron_secret=TEST_SECRET, reminder_channel="console", batch_size=10)
+    result, statements = traced_drain(database_url, settings)
+    assert set(statements) == {"tick_probe", "job_record_outcomes", "job_claim_due", "job_record_and_claim"}
+    assert statements[0] == statements[-1] == "tick_probe" and len(statements) <= 2 * 3 + 2, statements
+    assert result.jobs.succeeded == 30 and statuses(conn) == {"done": 30}
+    assert [sorted(ran[i : i + 10]) for i in (0, 10, 20)] == [list(range(i, i + 10)) for i in (0, 10, 20)]

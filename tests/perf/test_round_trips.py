@@ -14,12 +14,15 @@ import psycopg
 import pytest
 
 import crontick
-from crontick import alerts as crontick_alerts
-from crontick import db, probe, retention
+from crontick import db
 from crontick.settings import Settings
-from crontick.tick import TickResult, run_tick
-from tests.conftest import TEST_SECRET, free_port, fresh_database
-from tests.perf.wire import traced
+from crontick.tick import alerts as crontick_alerts
+from crontick.tick import probe, retention
+from crontick.tick.pipeline import TickResult, run_tick
+from tests.support.constants import TEST_SECRET
+from tests.support.databases import fresh_database
+from tests.support.servers import free_port
+from tests.support.wire import traced
 
 BATCHES = (1, 100, 1000)
 ran: list[int] = []
@@ -116,6 +119,7 @@ def one_tick(
     ],
     ids=["jobs", "jobs+reminders", "jobs+expired-leases", "jobs+alerts", "jobs+retention"],
 )
+@pytest.mark.slow
 def test_statements_per_tick_do_not_grow_with_the_batch(
     admin_url: str, template_name: str, reminders: bool, expired: bool, alerts: bool, old_rows: bool
 ) -> None:
@@ -234,7 +238,7 @@ def test_the_idle_ticks_quick_commit_stays_inside_its_own_transaction(
 def test_a_declared_schedule_keeps_the_tick_idle_until_its_slot(
     database_url: str, conn: psycopg.Connection[Any]
 ) -> None:
-    from crontick import schedules
+    from crontick.schedules import registry as schedules
 
     schedules.unregister("t_perf-hourly")
     crontick.schedule("t_perf-hourly", "0 * * * *", "t_perf.noop", {"n": 0})
@@ -261,7 +265,7 @@ def declare_daily(count: int, hour: int) -> list[str]:
 
 def schedule_ticks(admin_url: str, template_name: str, count: int) -> dict[str, list[str]]:
     """The statements of the sync tick, an idle tick and a tick where all `count` schedules are due."""
-    from crontick import schedules
+    from crontick.schedules import registry as schedules
 
     with fresh_database(admin_url, template_name) as url, psycopg.connect(url, autocommit=True) as conn:
         now = db_now(conn)
@@ -297,7 +301,7 @@ def test_a_thousand_declared_schedules_cost_no_more_statements_than_one(admin_ur
 def test_the_declared_set_is_hashed_once_per_change_not_per_tick() -> None:
     """A tick asks whether this process's declarations are synced; with 1,000 of them, hashing the
     whole set on every idle tick cost it a third of its time. The digest is kept until the set changes."""
-    from crontick import schedules
+    from crontick.schedules import registry as schedules
 
     names = declare_daily(3, 5)
     try:

@@ -2,7 +2,7 @@
 
 A sync handler never runs on the event loop's thread; one slow sync handler holds only its own
 worker, never the others, and never the tick past its budget; jobs not started by the deadline
-are released. Driven through crontick.runner.run_batch with real threads, no database needed.
+are released. Driven through crontick.jobs.runner.run_batch with real threads, no database needed.
 """
 
 from __future__ import annotations
@@ -17,9 +17,8 @@ from typing import Any
 import pytest
 
 import crontick
-from crontick.handlers import Job
-from crontick.queue import Outcome
-from crontick.runner import run_batch
+from crontick.jobs.job import Job, Outcome
+from crontick.jobs.runner import run_batch
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 threads: list[str] = []

@@ -13,9 +13,10 @@ import pytest
 import crontick
 from crontick import db
 from crontick.settings import Settings
-from crontick.tick import TickResult, run_tick
-from tests.conftest import TEST_SECRET, fresh_database
-from tests.pooler.conftest import PgBouncer
+from crontick.tick.pipeline import TickResult, run_tick
+from tests.support.constants import TEST_SECRET
+from tests.support.databases import fresh_database
+from tests.support.pgbouncer import PgBouncer
 
 runs: Counter[int] = Counter()
 

@@ -15,13 +15,14 @@ import pytest
 from werkzeug import Response
 
 from crontick import db
-from crontick.tick import run_tick
-from tests.reminders.support import NOW, Provider, Received, add_due, ok, sends, settings_for, settings_values, tick
+from crontick.tick.pipeline import run_tick
 from tests.reminders.tick_worker import Workers
+from tests.support.reminders import NOW, Provider, Received, add_due, ok, sends, settings_for, settings_values, tick
 
 PROCESS_TIMEOUT_SECONDS = 60
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("round_", [1, 2, 3])
 def test_eight_processes_ticking_at_once_send_each_of_500_reminders_exactly_once(
     round_: int, database_url: str, conn: psycopg.Connection[Any], provider: Provider

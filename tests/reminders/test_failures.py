@@ -10,9 +10,9 @@ from typing import Any
 import psycopg
 from werkzeug import Response
 
-from crontick import db, reminders
-from tests.conftest import free_port
-from tests.reminders.support import (
+from crontick import db
+from crontick.reminders import send as reminders
+from tests.support.reminders import (
     NOW,
     Provider,
     add_bookings,
@@ -26,6 +26,7 @@ from tests.reminders.support import (
     slow,
     tick,
 )
+from tests.support.servers import free_port
 
 
 def one_booking(conn: psycopg.Connection[Any]) -> int:

@@ -16,9 +16,11 @@ from typing import Any
 import psycopg
 import pytest
 
-from crontick import db, probe, reminders
+from crontick import db
+from crontick.reminders import send as reminders
 from crontick.settings import Settings
-from tests.conftest import TEST_SECRET
+from crontick.tick import probe
+from tests.support.constants import TEST_SECRET
 
 HISTORY = 20_000
 UPCOMING = 50  # inside the 24 h window, already reminded

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -13,44 +12,23 @@ from psycopg.rows import dict_row
 from werkzeug import Response
 
 import crontick
-from crontick import builtin
-from tests.conftest import free_port
-from tests.reminders.support import EMAIL_KEY, TWILIO_SID, TWILIO_TOKEN, Provider, Received, settings_for, slow, tick
+from crontick.jobs import builtin
+from tests.support.reminders import EMAIL_KEY, TWILIO_SID, Provider, Received, settings_for, slow, tick
+from tests.support.servers import free_port
+
+# What the job types' tick is given: the test provider's credentials (settings_for), this sender and a short
+# timeout, and loopback allowed for webhooks (the provider listens on 127.0.0.1, which the webhook job refuses
+# by default; tests/security covers that). Built in code: the job types read the tick's Settings, not the env.
+CHANNELS = {
+    "email_from": "Shop <hello@shop.example>",
+    "delivery_timeout_seconds": 0.3,
+    "webhook_deny_private": False,
+}
 
 
-@pytest.fixture
-def channel_env(monkeypatch: pytest.MonkeyPatch, provider: Provider) -> Iterator[None]:
-    """The job types read their credentials from the environment, once per process."""
-    env = {
-        "RESEND_API_KEY": EMAIL_KEY,
-        "CRONTICK_EMAIL_FROM": "Shop <hello@shop.example>",
-        "CRONTICK_EMAIL_API_URL": provider.url,
-        "TWILIO_ACCOUNT_SID": TWILIO_SID,
-        "TWILIO_AUTH_TOKEN": TWILIO_TOKEN,
-        "CRONTICK_TWILIO_API_URL": provider.url,
-        "CRONTICK_SMS_FROM": "+15005550006",
-        "CRONTICK_WHATSAPP_FROM": "+14155238886",
-        "CRONTICK_DELIVERY_TIMEOUT_SECONDS": "0.3",
-    }
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    builtin.env_settings.cache_clear()
-    yield
-    builtin.env_settings.cache_clear()
-
-
-@pytest.fixture(autouse=True)
-def _allow_loopback_webhooks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The provider listens on 127.0.0.1, which the webhook job refuses by default (tests/security covers that)."""
-    monkeypatch.setenv("CRONTICK_WEBHOOK_DENY_PRIVATE", "0")
-    builtin.env_settings.cache_clear()
-    yield
-    builtin.env_settings.cache_clear()
-
-
-def run_jobs(database_url: str, conn: psycopg.Connection[Any], provider: Provider) -> None:
+def run_jobs(database_url: str, conn: psycopg.Connection[Any], provider: Provider, **changes: Any) -> None:
     now = conn.execute("select now() + interval '1 second'").fetchone()[0]  # type: ignore[index]
-    tick(database_url, settings_for(database_url, provider, "console"), now)
+    tick(database_url, settings_for(database_url, provider, "console", **{**CHANNELS, **changes}), now)
 
 
 def job(conn: psycopg.Connection[Any], job_id: int) -> dict[str, Any]:
@@ -60,7 +38,7 @@ def job(conn: psycopg.Connection[Any], job_id: int) -> dict[str, Any]:
 
 
 def test_welcome_email_enqueued_in_the_signup_transaction_is_sent(
-    database_url: str, conn: psycopg.Connection[Any], provider: Provider, channel_env: None
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
 ) -> None:
     conn.execute("create table users (id bigint generated always as identity primary key, email text not null)")
     with psycopg.connect(database_url) as app, app.transaction():
@@ -80,7 +58,7 @@ def test_welcome_email_enqueued_in_the_signup_transaction_is_sent(
 
     [r] = provider.requests
     assert (r.method, r.path, r.headers["authorization"]) == ("POST", "/emails", f"Bearer {EMAIL_KEY}")
-    assert r.headers["idempotency-key"] == f"job:{job_id}"
+    assert r.headers["idempotency-key"].startswith(f"crontick-{job_id}-")  # job.step_key("send")
     assert r.json == {
         "from": "Shop <hello@shop.example>",
         "to": ["ada@example.com"],
@@ -92,7 +70,7 @@ def test_welcome_email_enqueued_in_the_signup_transaction_is_sent(
 
 
 def test_a_rolled_back_signup_sends_nothing(
-    database_url: str, conn: psycopg.Connection[Any], provider: Provider, channel_env: None
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
 ) -> None:
     with psycopg.connect(database_url) as app:
         with app.transaction(force_rollback=True):
@@ -115,7 +93,6 @@ def test_sms_and_whatsapp_jobs_post_twilio_forms(
     database_url: str,
     conn: psycopg.Connection[Any],
     provider: Provider,
-    channel_env: None,
 ) -> None:
     job_id = crontick.enqueue(conn, job_type, {"to": "+31612345678", "body": "Your code is 1234"})
     run_jobs(database_url, conn, provider)
@@ -126,7 +103,7 @@ def test_sms_and_whatsapp_jobs_post_twilio_forms(
 
 
 def test_an_sms_job_that_times_out_fails_at_once_instead_of_risking_a_second_sms(
-    database_url: str, conn: psycopg.Connection[Any], provider: Provider, channel_env: None
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
 ) -> None:
     provider.behave = slow(0.8)
     job_id = crontick.enqueue(conn, "send_sms", {"to": "+31612345678", "body": "Hi"})
@@ -137,7 +114,7 @@ def test_an_sms_job_that_times_out_fails_at_once_instead_of_risking_a_second_sms
 
 
 def test_an_email_job_that_times_out_is_retried_under_its_idempotency_key(
-    database_url: str, conn: psycopg.Connection[Any], provider: Provider, channel_env: None
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
 ) -> None:
     provider.behave = slow(0.8)
     job_id = crontick.enqueue(conn, "send_email", {"to": "a@example.com", "subject": "S", "text": "T"})
@@ -150,13 +127,9 @@ def test_a_missing_credential_fails_the_job_naming_the_variable(
     database_url: str,
     conn: psycopg.Connection[Any],
     provider: Provider,
-    channel_env: None,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.delenv("RESEND_API_KEY")
-    builtin.env_settings.cache_clear()
     job_id = crontick.enqueue(conn, "send_email", {"to": "a@example.com", "subject": "S", "text": "T"})
-    run_jobs(database_url, conn, provider)
+    run_jobs(database_url, conn, provider, email_api_key=None)
     row = job(conn, job_id)
     assert row["status"] == "failed" and provider.requests == []
     assert row["last_error"].startswith("PermanentError: send_email: RESEND_API_KEY: expected your email API key")
@@ -166,7 +139,7 @@ def test_a_missing_credential_fails_the_job_naming_the_variable(
     "payload", [{"to": "a@example.com", "subject": "S"}, {"subject": "S", "text": "T"}, ["a@example.com"]]
 )
 def test_a_malformed_email_payload_fails_at_once(
-    payload: Any, database_url: str, conn: psycopg.Connection[Any], provider: Provider, channel_env: None
+    payload: Any, database_url: str, conn: psycopg.Connection[Any], provider: Provider
 ) -> None:
     job_id = crontick.enqueue(conn, "send_email", payload)
     run_jobs(database_url, conn, provider)
@@ -185,7 +158,8 @@ def test_webhook_job_posts_json_and_succeeds_on_2xx(
     job_id = webhook_job(conn, provider.url + "/hook")
     run_jobs(database_url, conn, provider)
     [r] = provider.requests
-    assert (r.path, r.json, r.headers["idempotency-key"]) == ("/hook", {"event": "signup", "user": 42}, f"job:{job_id}")
+    assert (r.path, r.json) == ("/hook", {"event": "signup", "user": 42})
+    assert r.headers["idempotency-key"] == r.headers["webhook-id"] != f"job:{job_id}"
     assert job(conn, job_id)["status"] == "done"
 
 
@@ -209,7 +183,6 @@ def test_webhook_job_retries_on_408_429_5xx_timeouts_and_refused_connections(
     database_url: str,
     conn: psycopg.Connection[Any],
     provider: Provider,
-    channel_env: None,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     def behave(r: Received, n: int) -> Response:
@@ -230,6 +203,6 @@ def test_webhook_job_retries_on_408_429_5xx_timeouts_and_refused_connections(
 
 
 def test_job_type_names_are_registered() -> None:
-    from crontick import handlers
+    from crontick.jobs import registry as handlers
 
     assert {"webhook", "send_email", "send_sms", "send_whatsapp"} <= set(handlers.registered_types())

@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
-from crontick import delivery, reminders
 from crontick.errors import ConfigError
-from crontick.reminders import Claimed, Failure
+from crontick.reminders import delivery
+from crontick.reminders import send as reminders
+from crontick.reminders.send import Claimed, Failure
 from crontick.settings import REMINDER_TEMPLATE_VARIABLES, Settings, kind_lead
-from tests.reminders.support import NOW, WEBHOOK_SECRET
+from tests.support.reminders import NOW, WEBHOOK_SECRET
 
 EMAIL_ENV = {"CRONTICK_REMINDER_CHANNEL": "email", "RESEND_API_KEY": "re_x", "CRONTICK_EMAIL_FROM": "a@b.example"}
 

@@ -9,9 +9,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from crontick import demo, reminders
+from crontick import demo
+from crontick.reminders import send as reminders
 from crontick.settings import REMINDER_CHANNELS, Settings
-from tests.reminders.support import NOW, add_bookings, sends, tick
+from tests.support.reminders import NOW, add_bookings, sends, tick
 
 
 def check_values(conn: psycopg.Connection[Any], constraint: str) -> set[str]:

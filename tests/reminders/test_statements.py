@@ -10,8 +10,8 @@ import psycopg
 from psycopg import AsyncCursor
 
 from crontick.db import QUERIES
-from crontick.tick import run_tick
-from tests.reminders.support import NOW, Provider, add_due, settings_for
+from crontick.tick.pipeline import run_tick
+from tests.support.reminders import NOW, Provider, add_due, settings_for
 
 NAMES = {text: name for name, text in QUERIES.items()}
 executed: list[str] = []

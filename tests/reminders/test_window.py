@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 import psycopg
 import pytest
 
-from tests.reminders.support import NOW, Provider, add_bookings, send_of, sends, settings_for, tick
+from tests.support.reminders import NOW, Provider, add_bookings, send_of, sends, settings_for, tick
 
 DAY = timedelta(hours=24)
 
@@ -66,7 +66,7 @@ def test_an_unknown_time_zone_falls_back_to_utc_and_says_so(
     assert sent_texts(provider) == ["Hi Ada, a reminder: your appointment is tomorrow, Tue 1 Dec at 08:30 (UTC)."]
     assert send_of(conn, b)["status"] == "sent"
     warnings = [r.getMessage() for r in caplog.records if "unknown_time_zone" in r.getMessage()]
-    assert warnings and f'"booking_id": {b}' in warnings[0] and "Mars/Olympus_Mons" in warnings[0]
+    assert warnings and f'"booking_id": "{b}"' in warnings[0] and "Mars/Olympus_Mons" in warnings[0]
 
 
 # (zone, local start, text expected) on the days the clocks change in 2026.

@@ -15,7 +15,7 @@ from typing import Any
 
 from crontick import db
 from crontick.settings import Settings
-from crontick.tick import run_tick
+from crontick.tick.pipeline import run_tick
 
 COUNTS = ("sent", "failed", "unknown", "retried")
 

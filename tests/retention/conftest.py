@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crontick import retention
+from crontick.tick import retention
 
 
 @pytest.fixture(autouse=True)

@@ -15,10 +15,11 @@ import pytest
 from psycopg.types.json import Jsonb
 
 import crontick
-from crontick import db, schedules
+from crontick import db
+from crontick.schedules import registry as schedules
 from crontick.settings import Settings
-from crontick.tick import run_tick
-from tests.conftest import TEST_SECRET
+from crontick.tick.pipeline import run_tick
+from tests.support.constants import TEST_SECRET
 
 
 @pytest.fixture

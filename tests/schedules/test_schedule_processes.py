@@ -6,13 +6,15 @@ import json
 from typing import Any
 
 import psycopg
+import pytest
 
-from tests.cli.run_cli import cli_env, crontick, spawn
-from tests.db.core_jobs import wait_for
+from tests.support.core_jobs import wait_for
+from tests.support.run_cli import cli_env, crontick, spawn
 
 PROCESSES = 8
 
 
+@pytest.mark.slow
 def test_eight_ticks_across_a_slot_boundary_enqueue_it_once(database_url: str, conn: psycopg.Connection[Any]) -> None:
     env = cli_env(database_url, CRONTICK_HANDLERS="tests.schedules.schedule_handlers")
     first = crontick("tick", env=env)

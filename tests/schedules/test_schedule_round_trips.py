@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import psycopg
 import pytest
 
 import crontick
-from crontick import schedules
+from crontick.schedules import registry as schedules
 from crontick.settings import Settings
-from crontick.tick import TickResult, run_tick
-from tests.conftest import TEST_SECRET
-from tests.perf.wire import traced
+from crontick.tick.pipeline import TickResult, run_tick
+from tests.support.constants import TEST_SECRET
+from tests.support.core_jobs import db_now
+from tests.support.wire import traced
 
 
-def traced_tick(url: str, settings: Settings) -> tuple[TickResult, list[str]]:
-    """One tick, and the schedule queries it sent, in order (read from libpq's trace of its connection)."""
-    result, names = traced(url, lambda conn: run_tick(conn, settings, source="test"))
+def traced_tick(url: str, settings: Settings, now: datetime) -> tuple[TickResult, list[str]]:
+    """One tick at `now`, and the schedule queries it sent, in order (read from libpq's trace of its connection)."""
+    result, names = traced(url, lambda conn: run_tick(conn, settings, now=now, source="test"))
     return result, [name for name in names if name.startswith("schedule_")]
 
 
@@ -49,15 +51,18 @@ def test_schedule_statements_do_not_grow_with_schedules_or_missed_slots(
 ) -> None:
     many(count)
     settings = Settings(database_url=database_url, cron_secret=TEST_SECRET, batch_size=1)
-    first, names = traced_tick(database_url, settings)  # syncs: new schedules start now
+    # One instant for every tick: two ticks a moment apart on the real clock may straddle a minute,
+    # and then the every-minute schedules are due in the second (CI saw it).
+    now = db_now(conn)
+    first, names = traced_tick(database_url, settings, now)  # syncs: new schedules start now
     assert names == ["schedule_due", "schedule_apply"] and first.schedules.enqueued == 0  # apply: the next_at of each
-    _idle, names = traced_tick(database_url, settings)
+    _idle, names = traced_tick(database_url, settings, now)
     assert names == [] and _idle.schedules.enqueued == 0  # nothing due: the tick's probe saw so, no schedule statement
     conn.execute(
         "update crontick_schedules set evaluated_until = evaluated_until - make_interval(secs => %(s)s), next_at = '-infinity'",
         {"s": sleep_hours * 3600},
     )
-    busy, names = traced_tick(database_url, settings)
+    busy, names = traced_tick(database_url, settings, now)
     assert names == ["schedule_due", "schedule_apply"]
     per_all = min(int(sleep_hours * 60), 100)
     assert busy.schedules.enqueued == (count // 2) * per_all + (count - count // 2)

@@ -6,8 +6,9 @@ import json
 from typing import Any
 
 import psycopg
+import pytest
 
-from tests.cli.run_cli import cli_env, crontick, crontick_many
+from tests.support.run_cli import cli_env, crontick, crontick_many
 
 HANDLERS = "tests.schedules.cli_schedules"
 
@@ -45,6 +46,7 @@ def test_window_json_shows_a_dst_week_without_a_database() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_window_errors_are_one_clear_line() -> None:
     env = cli_env(None, CRONTICK_HANDLERS=HANDLERS)
     bad_iso, backwards, half, dates, no_db = crontick_many(
@@ -87,6 +89,7 @@ def test_window_errors_are_one_clear_line() -> None:
     )
 
 
+@pytest.mark.slow
 def test_listing_shows_last_and_next_slot_in_utc_and_local_time(
     database_url: str, conn: psycopg.Connection[Any]
 ) -> None:
@@ -120,3 +123,30 @@ def test_listing_shows_last_and_next_slot_in_utc_and_local_time(
     assert lines[i] == "half-hourly  '*/30 * * * *'  Europe/Amsterdam  catch_up=all  job=t_cli.poll"
     assert lines[i + 1].startswith(f"  last: {half['last_slot']}") and lines[i + 1].endswith(("CET", "CEST"))
     assert lines[i + 2].startswith(f"  next: {half['next_slot']}")
+
+
+def test_enqueue_pause_and_resume_from_the_cli_are_audited_as_cli(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    env = cli_env(database_url, CRONTICK_HANDLERS=HANDLERS)
+    enqueued, unknown = crontick_many(  # at once; the pause and resume below in order
+        [["schedules", "enqueue", "nightly-report", "--json"], ["schedules", "pause", "no-such-schedule"]], env=env
+    )
+    paused, again, resumed = (
+        crontick("schedules", verb, "nightly-report", env=env) for verb in ("pause",) * 2 + ("resume",)
+    )
+    assert enqueued.returncode == 0, enqueued.stderr
+    job_id = json.loads(enqueued.stdout)["job_id"]
+    row = conn.execute("select type, payload, schedule, scheduled_for from jobs where id = %(id)s", {"id": job_id})
+    assert row.fetchone() == ("t_cli.report", {"kind": "daily"}, "nightly-report", None)
+    assert paused.returncode == 0 and "is paused" in paused.stdout, paused.stderr
+    assert again.returncode == 0 and resumed.returncode == 0 and "resumed" in resumed.stdout, resumed.stderr
+    assert unknown.returncode == 1 and "no-such-schedule" in unknown.stderr and "Traceback" not in unknown.stderr
+    audit = conn.execute("select role, action, rows from admin_audit order by id").fetchall()
+    assert audit == [
+        ("cli", "enqueue_schedule", 1),
+        ("cli", "pause_schedule", 1),
+        ("cli", "pause_schedule", 0),
+        ("cli", "resume_schedule", 1),
+    ]
+    assert conn.execute("select count(*) from crontick_pauses").fetchone() == (0,)

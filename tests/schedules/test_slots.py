@@ -8,8 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 import crontick
-from crontick import schedules, slots
 from crontick.errors import ConfigError
+from crontick.schedules import registry as schedules
+from crontick.schedules import slots
 
 AMS = "Europe/Amsterdam"
 NYC = "America/New_York"
@@ -224,3 +225,16 @@ def test_a_second_definition_under_one_name_is_refused_and_the_same_one_again_is
 def test_iso_z_is_utc_ending_in_z() -> None:
     assert slots.iso_z(datetime(2026, 3, 29, 3, 0, tzinfo=slots.zone(AMS))) == "2026-03-29T01:00:00Z"
     assert slots.iso_z(datetime(2026, 3, 29, 1, 0, tzinfo=UTC)) == "2026-03-29T01:00:00Z"
+
+
+def test_a_paused_schedule_enqueues_nothing_and_skips_every_slot_as_paused() -> None:
+    from crontick.schedules.slots import plan as plan_slots
+
+    cursor = datetime(2026, 3, 1, 0, 0, tzinfo=UTC)
+    now = datetime(2026, 3, 1, 5, 30, tzinfo=UTC)
+    for policy in ("latest", "all", "skip"):
+        p = plan_slots("0 * * * *", "UTC", policy, cursor, now, paused=True)
+        assert p.enqueue == []
+        assert [(k.reason, k.first.hour, k.last.hour, k.slot_count) for k in p.skipped] == [("paused", 1, 5, 5)]
+        assert p.next_at == datetime(2026, 3, 1, 6, 0, tzinfo=UTC)
+    assert plan_slots("0 * * * *", "UTC", "latest", now, now, paused=True).skipped == []

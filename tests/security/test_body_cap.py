@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import httpx
 
-from tests.conftest import TEST_SECRET
-from tests.security.server import peak_rss_bytes, served
+from tests.support.constants import TEST_SECRET
+from tests.support.crontick_serve import peak_rss_bytes, served
 
 QSTASH_KEY = "sig_7kYjw48mhY7kAjqNGcy6cr29RJ6r"
 UPLOAD_BYTES = 96 * 1024 * 1024

@@ -6,7 +6,7 @@ from typing import Any
 
 import psycopg
 
-from tests.db.core_jobs import (
+from tests.support.core_jobs import (
     db_now,
     ran_fixture,  # noqa: F401 (provides the `ran` fixture)
     tick,

@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.chaos.rig import raw_request
 from crontick.app import create_app
 from crontick.settings import Settings
-from tests.conftest import TEST_SECRET, fresh_database, serve
+from tests.support.constants import TEST_SECRET
+from tests.support.databases import fresh_database
+from tests.support.servers import raw_request, serve
 
 QSTASH_KEY = "sig_" + "z" * 28
 header_text = st.text(st.characters(min_codepoint=0x20, max_codepoint=0xFF, blacklist_characters="\x7f"), max_size=200)

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
+import json
 from typing import Any
 
 import httpx
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
+from werkzeug import Response
 
-from crontick import jwks
+from crontick.auth import jwks
 from crontick.settings import Settings
-from tests.auth.client import TICK_PATH, LogLines, assert_refused, bearer, tick
-from tests.auth.issuers import AUDIENCE, JWKS_PATH, REPOSITORY, OidcIssuer, github_claims
+from tests.support import bombs
+from tests.support.credentials import AUDIENCE, JWKS_PATH, REPOSITORY, OidcIssuer, github_claims
+from tests.support.http_checks import TICK_PATH, assert_refused, bearer, tick
+from tests.support.logs import LogLines
 
 
 def _settings(database_url: str, issuer: OidcIssuer) -> Settings:
@@ -73,3 +78,29 @@ def test_anonymous_jwt_shaped_bearers_cause_one_fetch(
         assert asyncio.run(attack(base)) == [401] * len(forged)
         assert tick(base, headers=bearer(issuer.token())).status_code == 200  # the real key still works
     assert issuer.jwks_fetches() == 1
+
+
+def test_a_jwks_answer_that_is_a_decompression_bomb_is_refused_unread(
+    database_url: str, issuer: OidcIssuer, live_app: Any, crontick_log: LogLines
+) -> None:
+    """A key set sent as `gzip, gzip` (64 MiB from 269 bytes) is not decoded: no keys, a 401, the reason logged."""
+    issuer.server.clear_all_handlers()
+    issuer.server.expect_request(JWKS_PATH, method="GET").respond_with_response(bombs.stacked_bomb(200))
+    with live_app(_settings(database_url, issuer)) as base:
+        assert_refused(tick(base, headers=bearer(issuer.token())), base)
+    [failed] = [json.loads(line) for line in crontick_log.lines if '"event": "jwks_fetch_failed"' in line]
+    assert "got: 'gzip, gzip'; its body was not read" in failed["detail"]
+    [(request, _)] = issuer.server.log
+    assert request.headers["Accept-Encoding"] == "identity"
+
+
+def test_an_honestly_gzipped_jwks_still_works(
+    database_url: str, issuer: OidcIssuer, rsa_key: rsa.RSAPrivateKey, live_app: Any
+) -> None:
+    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(rsa_key.public_key())) | {"kid": issuer.kid, "alg": "RS256"}
+    issuer.server.clear_all_handlers()
+    issuer.server.expect_request(JWKS_PATH, method="GET").respond_with_response(
+        Response(gzip.compress(json.dumps({"keys": [jwk]}).encode()), 200, headers={"Content-Encoding": "gzip"})
+    )
+    with live_app(_settings(database_url, issuer)) as base:
+        assert tick(base, headers=bearer(issuer.token())).status_code == 200

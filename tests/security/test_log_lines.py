@@ -11,11 +11,12 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 import crontick
-from crontick import runner
+from crontick.jobs import runner
 from crontick.settings import Settings
-from tests.auth.client import LogLines, assert_refused, bearer, tick
-from tests.auth.issuers import AUDIENCE, REPOSITORY, OidcIssuer
-from tests.conftest import TEST_SECRET, JsonLineCheck
+from tests.support.constants import TEST_SECRET
+from tests.support.credentials import AUDIENCE, REPOSITORY, OidcIssuer
+from tests.support.http_checks import assert_refused, bearer, tick
+from tests.support.logs import JsonLineCheck, LogLines
 
 FORGED = 'x", "event": "tick", "jobs": {"claimed": 999}, "y": "'
 QUOTED_TYPE = 't_sec.quote" , "event": "tick'

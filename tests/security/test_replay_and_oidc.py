@@ -8,8 +8,9 @@ from typing import Any
 import psycopg
 
 from crontick.settings import Settings
-from tests.auth.client import TICK_PATH, LogLines, assert_refused, bearer, tick
-from tests.auth.issuers import AUDIENCE, QSTASH_CURRENT, QSTASH_NEXT, REPOSITORY, OidcIssuer, qstash_signature
+from tests.support.credentials import AUDIENCE, QSTASH_CURRENT, QSTASH_NEXT, REPOSITORY, OidcIssuer, qstash_signature
+from tests.support.http_checks import TICK_PATH, assert_refused, bearer, tick
+from tests.support.logs import LogLines
 
 BODY = b'{"from": "qstash"}'
 

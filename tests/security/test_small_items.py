@@ -12,10 +12,10 @@ import httpx
 import psycopg
 import pytest
 
-from crontick import cli
+from crontick.cli import main as cli
 from crontick.errors import ConfigError
 from crontick.settings import Settings
-from tests.conftest import TEST_SECRET
+from tests.support.constants import TEST_SECRET
 
 AUTH = {"Authorization": f"Bearer {TEST_SECRET}"}
 

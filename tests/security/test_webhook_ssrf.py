@@ -12,36 +12,32 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Response
 
 import crontick
-from crontick import builtin, delivery
-from crontick.netguard import is_internal
-from tests.db.core_jobs import db_now, job_row, tick
+from crontick.http.netguard import is_internal
+from crontick.reminders import delivery
+from crontick.settings import Settings
+from tests.support.core_jobs import db_now, job_row, settings_for, tick
 
 
 @pytest.fixture
-def deny_private(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The default: CRONTICK_WEBHOOK_DENY_PRIVATE unset."""
-    monkeypatch.delenv("CRONTICK_WEBHOOK_DENY_PRIVATE", raising=False)
-    builtin.env_settings.cache_clear()
-    yield
-    builtin.env_settings.cache_clear()
+def deny_private() -> Settings:
+    """The default: CRONTICK_WEBHOOK_DENY_PRIVATE unset (the tick's default Settings)."""
+    return Settings.from_env({})
 
 
 @pytest.fixture
-def allow_private(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("CRONTICK_WEBHOOK_DENY_PRIVATE", "0")
-    builtin.env_settings.cache_clear()
-    yield
-    builtin.env_settings.cache_clear()
+def allow_private() -> Settings:
+    return Settings.from_env({"CRONTICK_WEBHOOK_DENY_PRIVATE": "0"})
 
 
-def _run(database_url: str, conn: psycopg.Connection[Any], url: str) -> dict[str, Any]:
+def _run(database_url: str, conn: psycopg.Connection[Any], url: str, read: Settings) -> dict[str, Any]:
+    """One webhook job to `url`, run by a tick whose Settings have the webhook_deny_private `read` has."""
     job_id = crontick.enqueue(conn, "webhook", {"url": url, "json": {"n": 1}})
-    tick(database_url, now=db_now(conn))
+    tick(database_url, settings_for(database_url, webhook_deny_private=read.webhook_deny_private), now=db_now(conn))
     return job_row(conn, job_id)
 
 
 def test_the_default_refuses_loopback_by_address_and_by_name(
-    database_url: str, conn: psycopg.Connection[Any], httpserver: HTTPServer, deny_private: None
+    database_url: str, conn: psycopg.Connection[Any], httpserver: HTTPServer, deny_private: Settings
 ) -> None:
     httpserver.expect_request("/hook").respond_with_data("", status=204)
     port = httpserver.port
@@ -51,7 +47,7 @@ def test_the_default_refuses_loopback_by_address_and_by_name(
         f"http://[::ffff:127.0.0.1]:{port}/hook",
         f"http://0x7f000001:{port}/hook",
     ):
-        row = _run(database_url, conn, url)
+        row = _run(database_url, conn, url, deny_private)
         assert row["status"] == "failed", (url, row)
         assert "which is internal" in row["last_error"] and "CRONTICK_WEBHOOK_DENY_PRIVATE" in row["last_error"], url
         assert row["attempts"] == 1, "a refused address is permanent, not retried"
@@ -59,10 +55,10 @@ def test_the_default_refuses_loopback_by_address_and_by_name(
 
 
 def test_with_the_flag_off_loopback_is_delivered(
-    database_url: str, conn: psycopg.Connection[Any], httpserver: HTTPServer, allow_private: None
+    database_url: str, conn: psycopg.Connection[Any], httpserver: HTTPServer, allow_private: Settings
 ) -> None:
     httpserver.expect_request("/hook").respond_with_data("", status=204)
-    row = _run(database_url, conn, f"http://localhost:{httpserver.port}/hook")
+    row = _run(database_url, conn, f"http://localhost:{httpserver.port}/hook", allow_private)
     assert row["status"] == "done", row
     assert len(httpserver.log) == 1
 
@@ -99,7 +95,7 @@ def test_public_addresses_pass(address: str) -> None:
 
 
 def test_a_huge_response_is_read_only_up_to_the_cap(
-    database_url: str, conn: psycopg.Connection[Any], httpserver: HTTPServer, allow_private: None
+    database_url: str, conn: psycopg.Connection[Any], httpserver: HTTPServer, allow_private: Settings
 ) -> None:
     sent = {"bytes": 0}
 
@@ -109,7 +105,7 @@ def test_a_huge_response_is_read_only_up_to_the_cap(
             yield b"e" * 65536
 
     httpserver.expect_request("/huge").respond_with_handler(lambda _: Response(endless(), status=500))
-    row = _run(database_url, conn, httpserver.url_for("/huge"))
+    row = _run(database_url, conn, httpserver.url_for("/huge"), allow_private)
     assert row["status"] == "pending" and "answered HTTP 500: eee" in row["last_error"], row
     assert len(row["last_error"]) < 1000
     assert sent["bytes"] < 64 * delivery.RESPONSE_MAX_BYTES, f"{sent['bytes']} bytes were pulled from the server"

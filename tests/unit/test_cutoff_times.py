@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crontick.cutoff import CUTOFF_MARGIN_SECONDS, cutoff_of
+from crontick.db.cutoff import CUTOFF_MARGIN_SECONDS, cutoff_of
 from crontick.settings import Settings
 
 

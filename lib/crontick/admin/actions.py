@@ -7,15 +7,29 @@ import base64
 import json
 import time
 from typing import Any
+from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from .. import logs
-from ..settings import Settings
-from . import render, session, store
-from .pages import MAX_ID, panel, parse_payload
-from .view import View, error, finish, form, gate
+from crontick import logs
+from crontick.admin import params, render, run_now, session, signouts, store
+from crontick.admin.pages import PAYLOAD_MAX_CHARS, panel, parse_payload
+from crontick.admin.params import BadParameter
+from crontick.admin.view import (
+    View,
+    bad_parameter,
+    error,
+    finish,
+    form,
+    form_too_large,
+    gate,
+    too_large,
+)
+from crontick.errors import ConfigError, DatabaseUnavailable, QueryTimeout
+from crontick.http import mount
+from crontick.http.body import BodyTooLarge
+from crontick.settings import Settings
 
 BULK_CHUNK = 500
 # The confirmation counts one page of matches exactly and says "500+" beyond it (no unbounded count).
@@ -26,15 +40,22 @@ VERBS = {
     "retry": ("Retry", "primary", "run it again (it keeps its attempt history and gets at least one more attempt)"),
     "cancel": ("Cancel job", "danger", "cancel it: it will not run"),
     "delete": ("Delete job", "danger", "delete it and its attempt history for good"),
+    "run-now": ("Run now", "primary", "make it due now (its attempts are untouched)"),
 }
 
 
-def safe_back(value: Any, default: str = "/admin") -> str:
-    """A return address inside the admin only (never another site)."""
+def safe_back(request: Request, value: Any, default: str = "/admin") -> str:
+    """A return address inside this admin only (never another site, nor the host app's own pages).
+
+    `value` is a path as the browser sees it (under the mount prefix, as every link of the admin
+    is); `default` is one of the admin's own paths, and is answered under the prefix.
+    """
+    admin = session.admin_path(request)
     text = value if isinstance(value, str) else ""
-    if text.startswith("/admin") and not text.startswith("//") and "\\" not in text and "\n" not in text:
+    inside = text.startswith(admin) and text[len(admin) : len(admin) + 1] in ("", "/", "?")
+    if inside and "\\" not in text and text.isprintable() and len(text) <= 2000:
         return text
-    return default
+    return mount.url(request, default)
 
 
 def _settings(request: Request) -> Settings:
@@ -52,8 +73,15 @@ async def login_form(request: Request) -> Response:
 
 
 def _login_page(request: Request, message: str | None, *, failed: bool, status: int) -> Response:
-    nxt = safe_back(request.query_params.get("next"))
-    html = render.render("login.html", {"message": message, "failed": failed, "next": nxt})
+    nxt = safe_back(request, request.query_params.get("next"))
+    context = {
+        "message": message,
+        "failed": failed,
+        "next": nxt,
+        "loopback": session.is_loopback_http(request),
+        "root": mount.prefix(request),
+    }
+    html = render.render("login.html", context)
     return finish(HTMLResponse(html, status), request)
 
 
@@ -65,7 +93,16 @@ async def login(request: Request) -> Response:
         )
     if not session.same_origin(request, settings):
         return error(request, 403, "cross_site_request", "sign in from the admin's own login page")
-    fields = await form(request)
+    # Anyone can get this far: the body is read under the cap, and a declared length over it is
+    # refused before a byte is read.
+    if form_too_large(request):
+        return too_large(request)
+    try:
+        fields = await form(request)
+    except BodyTooLarge:
+        return too_large(request)
+    except BadParameter as exc:
+        return bad_parameter(request, exc)
     given = fields.get("secret")
     role = session.match_secret(settings, given) if given else None
     if role is None:
@@ -73,16 +110,35 @@ async def login(request: Request) -> Response:
         logs.warning("admin_login_failed", client=request.client.host if request.client else "?")
         return _login_page(request, "That secret opens nothing here.", failed=True, status=401)
     logs.info("admin_login", role=role)
-    response = RedirectResponse(safe_back(fields.get("next")), 303)
+    response = RedirectResponse(safe_back(request, fields.get("next")), 303)
     session.set_session(response, request, session.issue(settings, role, time.time()))
     return finish(response, request)
 
 
 async def logout(request: Request) -> Response:
+    """Sign out: the session's id is recorded as ended, so every copy of its cookie stops working too."""
     settings = _settings(request)
     if not session.same_origin(request, settings):
         return error(request, 403, "cross_site_request", "sign out from the admin's own pages")
-    response = RedirectResponse("/admin/login?out=1", 303)
+    now = time.time()
+    values = session.cookie_values(request, session.cookie_name(request))
+    found = next(filter(None, (session.verified(settings, value, now) for value in values)), None)
+    response: Response = RedirectResponse(mount.url(request, "/admin/login?out=1"), 303)
+    if found is not None:
+        try:
+            async with store.connection(settings.require_database_url()) as conn:
+                await signouts.sign_out(conn, found[1], found[2])
+        except (DatabaseUnavailable, QueryTimeout, ConfigError) as exc:
+            logs.error("admin_sign_out_failed", detail=str(exc))
+            response = error(
+                request,
+                503,
+                "database_unavailable",
+                "signed out in this browser, but the database cannot be reached to end the session: a copy "
+                "of its cookie works until it expires. Try again, or rotate the secret to end every session",
+            )
+        else:
+            logs.info("admin_logout", role=found[0])
     session.clear_session(response, request)
     return finish(response, request)
 
@@ -103,63 +159,83 @@ def _confirm(view: View, **context: Any) -> Response:
 
 
 async def job_action(request: Request) -> Response:
-    job_id = int(request.path_params["id"])
+    found = params.row_id(request.path_params["id"])
     verb = request.path_params["verb"]
-    if job_id > MAX_ID:
-        return error(request, 404, "job_not_found", f"expected a job id, got: {job_id} (larger than any id)")
+    if found is None:
+        return error(
+            request, 404, "job_not_found", f"expected a job id, got: {params.shown(request.path_params['id'])}"
+        )
+    job_id = found
     if verb not in VERBS:
         return error(
-            request, 404, "not_found", f"expected one of {', '.join(VERBS)} after /admin/jobs/{job_id}/, got: {verb!r}"
+            request,
+            404,
+            "not_found",
+            f"expected one of {', '.join(VERBS)} after {mount.url(request, f'/admin/jobs/{job_id}/')}, "
+            f"got: {params.shown(verb)}",
         )
 
     async def act(view: View) -> Response:
         fields = await form(view.request)
-        back = safe_back(fields.get("back"), f"/admin/jobs/{job_id}")
+        back = safe_back(view.request, fields.get("back"), f"/admin/jobs/{job_id}")
         label, style, what = VERBS[verb]
         if fields.get("confirm") != "yes":
             return _confirm(
                 view,
                 heading=f"{label} job #{job_id}?",
                 question=f"This will {what}.",
-                action_url=f"/admin/jobs/{job_id}/{verb}",
+                action_url=view.url(f"/admin/jobs/{job_id}/{verb}"),
                 fields={"back": back},
                 button=label,
                 button_class=style,
                 back=back,
             )
-        act_fn = {"retry": store.retry_job, "cancel": store.cancel_job, "delete": store.delete_job}[verb]
+        act_fn = {
+            "retry": store.retry_job,
+            "cancel": store.cancel_job,
+            "delete": store.delete_job,
+            "run-now": run_now.run_now_job,
+        }[verb]
         async with view.connection() as conn:
             result = await act_fn(conn, job_id, role=view.session.role)
         if result.error == "not_found":
-            return _done(view, f"Job #{job_id} no longer exists.", "/admin/jobs")
+            return _done(view, f"Job #{job_id} no longer exists.", view.url("/admin/jobs"))
         if not result.ok:
             return _done(view, f"Job #{job_id} was not changed: {result.detail}", back)
-        past = {"retry": "is pending again", "cancel": "is cancelled", "delete": "is deleted"}[verb]
-        if verb == "delete" and back.startswith(f"/admin/jobs/{job_id}"):
-            back = "/admin/jobs"
+        past = {"retry": "is pending again", "cancel": "is cancelled", "delete": "is deleted", "run-now": "is due now"}[
+            verb
+        ]
+        if verb == "delete" and back.partition("?")[0] == view.url(f"/admin/jobs/{job_id}"):
+            back = view.url("/admin/jobs")  # the deleted job's own page is gone
         return _done(view, f"Job #{job_id} {past}.", back)
 
     return await gate(request, act, action=True)
 
 
 async def reminder_retry(request: Request) -> Response:
-    booking_id = int(request.path_params["booking_id"])
+    # The reminder source's id as text (a uuid, a number, anything: reminder_sends.booking_id).
+    found = request.path_params["booking_id"]
     kind = request.path_params["kind"]
-    if booking_id > MAX_ID:
+    if not found or len(found) > 200 or not params.storable(found) or len(kind) > 63 or not params.storable(kind):
         return error(
-            request, 404, "reminder_not_found", f"expected a booking id, got: {booking_id} (larger than any id)"
+            request,
+            404,
+            "reminder_not_found",
+            "expected a booking id and a reminder kind, got: "
+            f"{params.shown(request.path_params['booking_id'])} and {params.shown(kind)}",
         )
+    booking_id = found
 
     async def act(view: View) -> Response:
         fields = await form(view.request)
-        back = safe_back(fields.get("back"), "/admin/reminders")
+        back = safe_back(view.request, fields.get("back"), "/admin/reminders")
         if fields.get("confirm") != "yes":
             return _confirm(
                 view,
                 heading=f"Retry the {kind} reminder of booking #{booking_id}?",
                 question="Check the provider's log first: an 'unknown' reminder may already have "
                 "reached the customer, and a retry sends it again.",
-                action_url=f"/admin/reminders/{booking_id}/{kind}/retry",
+                action_url=view.url(f"/admin/reminders/{quote(booking_id, safe='')}/{quote(kind, safe='')}/retry"),
                 fields={"back": back},
                 button="Retry reminder",
                 back=back,
@@ -174,20 +250,31 @@ async def reminder_retry(request: Request) -> Response:
     return await gate(request, act, action=True)
 
 
-def _int(text: str | None) -> int:
-    return int(text) if text and text.isdigit() else 0
-
-
 def _pack(state: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(json.dumps(state, separators=(",", ":")).encode()).decode().rstrip("=")
 
 
+_STATE = {
+    "type": str,
+    "payload": str,
+    "max_id": int,
+    "after": int,
+    "done": int,
+    "skipped": int,
+    "hop": int,
+    "back": str,
+}
+
+
 def _unpack(text: str) -> dict[str, Any] | None:
+    """The state of a bulk retry that `_pack` made (its signature already checked), or None."""
     try:
         value = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
-    return value if isinstance(value, dict) else None
+    if not isinstance(value, dict) or set(value) != set(_STATE):
+        return None
+    return value if all(type(value[k]) is t for k, t in _STATE.items()) else None
 
 
 async def bulk_retry(request: Request) -> Response:
@@ -195,9 +282,9 @@ async def bulk_retry(request: Request) -> Response:
 
     async def act(view: View) -> Response:
         fields = await form(view.request)
-        job_type = fields.get("type", "").strip()
-        payload_text = fields.get("payload", "").strip()
-        back = safe_back(fields.get("back"), "/admin/jobs?status=failed")
+        job_type = params.text(fields.get("type"), "type")
+        payload_text = params.text(fields.get("payload"), "payload", max_chars=PAYLOAD_MAX_CHARS)
+        back = safe_back(view.request, fields.get("back"), "/admin/jobs?status=failed")
         contains, problem = parse_payload(payload_text)
         if problem:
             return error(view.request, 400, "bad_payload_filter", problem)
@@ -224,7 +311,7 @@ async def bulk_retry(request: Request) -> Response:
                 question=f"Every failed job this filter matches, up to job #{max_id}, gets one more "
                 "attempt, 500 at a time. Jobs that fail after now are left alone.",
                 details=details,
-                action_url="/admin/jobs/bulk-retry",
+                action_url=view.url("/admin/jobs/bulk-retry"),
                 fields={"type": job_type, "payload": payload_text, "max_id": max_id, "back": back},
                 button=f"Retry {matched} jobs",
                 back=back,
@@ -232,7 +319,7 @@ async def bulk_retry(request: Request) -> Response:
         state = {
             "type": job_type,
             "payload": payload_text,
-            "max_id": _int(fields.get("max_id")),
+            "max_id": params.required_id(fields.get("max_id"), "max_id"),
             "after": 0,
             "done": 0,
             "skipped": 0,
@@ -253,10 +340,12 @@ async def bulk_continue(request: Request) -> Response:
 
     async def act(view: View) -> Response:
         packed = view.request.query_params.get("state", "")
-        state = _unpack(packed)
-        if state is None or not session.sign_ok(
+        # The signature first: only a state this session was given is parsed at all.
+        signed = session.sign_ok(
             view.settings, view.session, "bulk." + packed, view.request.query_params.get("sig", "")
-        ):
+        )
+        state = _unpack(packed) if signed else None
+        if state is None:
             return error(
                 view.request,
                 403,
@@ -293,7 +382,7 @@ async def _bulk_step(view: View, state: dict[str, Any]) -> Response:
     state = {**state, "after": next_after, "hop": state["hop"] + 1}
     packed = _pack(state)
     url = render.link(
-        "/admin/jobs/bulk-retry/continue",
+        view.url("/admin/jobs/bulk-retry/continue"),
         {"state": packed, "sig": session.sign(view.settings, view.session, "bulk." + packed)},
     )
     if state["hop"] % HOPS_PER_PAGE:

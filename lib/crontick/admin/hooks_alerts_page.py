@@ -7,15 +7,18 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..errors import BadCursor
-from . import hooks_alerts_store as feeds
-from .pages import PAGE_ROWS, _cursor, panel
-from .view import View, gate
+from crontick.admin import hooks_alerts_store as feeds
+from crontick.admin import params
+from crontick.admin.pages import PAGE_ROWS, _cursor, panel
+from crontick.admin.view import View, gate
+from crontick.errors import BadCursor
+
+HOOK_MAX_CHARS = 63  # crontick.inbound's longest name
 
 
 def declared_hooks() -> list[dict[str, str]]:
     """The hooks `crontick.inbound(...)` declared in this process, by name: never their secrets."""
-    from ..inbound import hooks as declared
+    from crontick.hooks.inbound import hooks as declared
 
     return [
         {"name": h.name, "verify": h.verify, "job_type": h.job_type}
@@ -33,7 +36,7 @@ def _event_cursor(view: View) -> feeds.EventCursor | None:
 
 async def hooks(request: Request) -> Response:
     async def build(view: View) -> Response:
-        hook = view.request.query_params.get("hook", "").strip()[:63]
+        hook = params.text(view.request.query_params.get("hook"), "hook", max_chars=HOOK_MAX_CHARS)
         before = _event_cursor(view)
         result = await panel(view, lambda tx: feeds.list_events(tx, hook=hook or None, before=before, limit=PAGE_ROWS))
         rows, next_cursor = result if result is not None else (None, None)
@@ -45,8 +48,7 @@ async def hooks(request: Request) -> Response:
 
 async def alerts(request: Request) -> Response:
     async def build(view: View) -> Response:
-        status = view.request.query_params.get("status", "")
-        status = status if status in feeds.ALERT_STATUSES else ""
+        status = params.choice(view.request.query_params.get("status"), "status", feeds.ALERT_STATUSES)
         before = _cursor(view)
         result = await panel(
             view, lambda tx: feeds.list_alerts(tx, status=status or None, before_id=before, limit=PAGE_ROWS)

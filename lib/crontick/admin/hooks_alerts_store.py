@@ -5,12 +5,13 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 
-from ..alerts import STATUSES as ALERT_STATUSES
-from ..db import query
-from ..errors import BadCursor, CrontickError
-from .store import MAX_LIMIT, Conn, Row, encode_cursor, read
+from crontick.admin.params import storable
+from crontick.admin.store import MAX_LIMIT, Conn, Row, encode_cursor, read
+from crontick.db import query
+from crontick.errors import BadCursor, CrontickError
+from crontick.tick.alerts import STATUSES as ALERT_STATUSES
 
 __all__ = ["ALERT_STATUSES", "EventCursor", "decode_event_cursor", "encode_event_cursor", "list_alerts", "list_events"]
 
@@ -38,9 +39,13 @@ def decode_event_cursor(cursor: str | None) -> EventCursor | None:
         value = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode())
         version, at, hook, event_id = value
         when = datetime.fromisoformat(at)
-    except (binascii.Error, UnicodeDecodeError, ValueError, TypeError):
+        # In UTC: PostgreSQL refuses offsets past ±15:59 that Python takes (OverflowError near year 1).
+        when = when.astimezone(UTC) if when.tzinfo is not None else when
+    except (binascii.Error, UnicodeDecodeError, ValueError, TypeError, RecursionError, OverflowError):
         raise BadCursor(cursor) from None
-    if version != "e1" or when.tzinfo is None or not isinstance(hook, str) or not isinstance(event_id, str):
+    # The cursor's text goes back to PostgreSQL, which cannot store a NUL or a lone surrogate.
+    texts_ok = isinstance(hook, str) and isinstance(event_id, str) and storable(hook) and storable(event_id)
+    if version != "e1" or when.tzinfo is None or not texts_ok:
         raise BadCursor(cursor)
     return when, hook, event_id
 

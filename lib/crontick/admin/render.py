@@ -9,7 +9,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlencode
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 COUNT_CAP = 10_000
 ERROR_PREVIEW_CHARS = 200
@@ -35,16 +35,6 @@ def environment() -> Any:
 
 def render(template: str, context: Mapping[str, Any]) -> str:
     return str(environment().get_template(template).render(**context))
-
-
-def zone(name: str | None) -> tuple[ZoneInfo | timezone, str | None]:
-    """The display zone named by ?tz=, or UTC plus a message a person can act on."""
-    if not name:
-        return UTC, None
-    try:
-        return ZoneInfo(name), None
-    except (ZoneInfoNotFoundError, ValueError):
-        return UTC, f"Unknown time zone {name!r}: times are shown in UTC. Use an IANA name such as Europe/Amsterdam."
 
 
 def relative(then: datetime, now: datetime) -> str:

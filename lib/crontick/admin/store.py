@@ -9,10 +9,8 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from ..db import query
-from ..errors import CrontickError
-from ..queue import STATUSES
-from .tx import (
+from crontick.admin import job_steps
+from crontick.admin.tx import (
     ACTION_TIMEOUT,
     READ_TIMEOUT,
     Conn,
@@ -23,6 +21,10 @@ from .tx import (
     encode_cursor,
     read,
 )
+from crontick.db import query
+from crontick.db.schema import Source
+from crontick.errors import CrontickError
+from crontick.jobs.queue import STATUSES
 
 __all__ = [
     "ACTION_TIMEOUT",
@@ -88,9 +90,8 @@ async def list_jobs(
 ) -> tuple[list[Row], str | None]:
     """Jobs newest first below `before_id`, and the cursor of the next page (None at the end).
 
-    Without a payload filter a page reads at most `limit + 1` index entries. With one, it reads
-    at most SEARCH_WINDOW_IDS ids: a page may then hold fewer rows than `limit` and still have
-    a next cursor, where the search goes on below the window.
+    Without a payload filter a page reads at most `limit + 1` index entries. With one, at most
+    SEARCH_WINDOW_IDS ids: a page may hold fewer rows than `limit` and still have a next cursor.
     """
     _limit(limit)
     _status(status)
@@ -137,7 +138,7 @@ async def list_jobs(
 
 
 async def get_job(conn: Conn, job_id: int) -> Row | None:
-    """One job, whole, with "history": every attempt (start, end, outcome, error), oldest first."""
+    """One job, whole, with "history" (every attempt, oldest first), "steps" and "waiting_for" (crontick.admin.job_steps)."""
     async with read(conn, f"job {job_id}") as cur:
         await cur.execute(query("admin_job_get"), {"id": job_id})
         job = await cur.fetchone()
@@ -145,6 +146,7 @@ async def get_job(conn: Conn, job_id: int) -> Row | None:
             return None
         await cur.execute(query("admin_job_attempts"), {"id": job_id})
         job["history"] = await cur.fetchall()
+        await job_steps.add_steps(cur, job)  # durable steps: "steps" and "waiting_for"
     return job
 
 
@@ -177,26 +179,26 @@ async def stats(conn: Conn, *, expected_interval_seconds: float = DEFAULT_EXPECT
 
 
 async def list_reminders(
-    conn: Conn, *, status: str | None = None, before: int | None = None, limit: int = 50
+    conn: Conn, *, status: str | None = None, before: int | None = None, limit: int = 50, source: Source | None = None
 ) -> tuple[list[Row], str | None]:
-    """The reminder send log newest first, and the next page's cursor (`before` is a decoded cursor)."""
-    from ..reminders import STATUSES as REMINDER_STATUSES
+    """The reminder send log newest first (bookings from `source`), and the next page's cursor."""
+    from crontick.reminders.send import STATUSES as REMINDER_STATUSES
 
     _limit(limit)
     _status(status, REMINDER_STATUSES)
     params = {"status": status, "before_id": before or _NO_CURSOR, "limit": limit + 1}
     async with read(conn, "reminders list") as cur:
-        await cur.execute(query("admin_reminders_by_status" if status else "admin_reminders"), params)
+        await cur.execute(query("admin_reminders_by_status" if status else "admin_reminders", source), params)
         rows = await cur.fetchall()
     if len(rows) > limit:
         return rows[:limit], encode_cursor(rows[limit - 1]["id"])
     return rows, None
 
 
-async def due_reminders(conn: Conn, limit: int = 50) -> list[Row]:
-    """Confirmed bookings starting in the next 24 hours, soonest first, with their sends so far."""
+async def due_reminders(conn: Conn, limit: int = 50, source: Source | None = None) -> list[Row]:
+    """Confirmed bookings starting in the next 24 hours, soonest first, with their sends so far (from `source`)."""
     async with read(conn, "due reminders") as cur:
-        await cur.execute(query("admin_reminders_due"), {"limit": _limit(limit)})
+        await cur.execute(query("admin_reminders_due", source), {"limit": _limit(limit)})
         return await cur.fetchall()
 
 
@@ -300,11 +302,11 @@ async def _retry_job(conn: Conn, job_id: int, role: str) -> ActionResult:
 
 
 async def cancel_job(conn: Conn, job_id: int, *, role: str) -> ActionResult:
-    """A pending job becomes cancelled and never runs; any other status is a conflict."""
+    """A pending or waiting job becomes cancelled and never runs; any other status is a conflict."""
     _check_role(role)
     async with action(conn, f"cancel job {job_id}") as cur:
         lock = await _locked_job(
-            cur, job_id, ("pending",), "a pending job", "only a job that has not started can be cancelled"
+            cur, job_id, job_steps.CANCELLABLE, "a pending or waiting job", "only a job not yet run can be cancelled"
         )
         if isinstance(lock, ActionResult):
             return lock
@@ -365,7 +367,7 @@ async def bulk_retry(
     return retried, chosen - retried, (last_id if chosen == chunk else None)
 
 
-async def retry_reminder(conn: Conn, booking_id: int, kind: str, *, role: str = "admin") -> ActionResult:
+async def retry_reminder(conn: Conn, booking_id: str, kind: str, *, role: str = "admin") -> ActionResult:
     """A failed or unknown reminder is due again now, with one more attempt (after a person has
     checked with the provider that it did not go out)."""
     _check_role(role)
@@ -378,12 +380,12 @@ async def retry_reminder(conn: Conn, booking_id: int, kind: str, *, role: str = 
             current = await cur.fetchone()
             if current is None:
                 return ActionResult(
-                    False, "not_found", f"expected a reminder send for booking {booking_id} kind {kind!r}, got none"
+                    False, "not_found", f"expected a reminder send for booking {booking_id!r} kind {kind!r}, got none"
                 )
             return ActionResult(
                 False,
                 "conflict",
-                f"expected a failed or unknown reminder, got booking {booking_id} "
+                f"expected a failed or unknown reminder, got booking {booking_id!r} "
                 f"kind {kind!r} with status {current['status']!r}",
             )
         await audit(cur, role, "retry_reminder", params, 1)

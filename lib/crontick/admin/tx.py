@@ -13,9 +13,8 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from .. import cutoff
-from ..db import Database, query
-from ..errors import BadCursor, DatabaseUnavailable, QueryTimeout
+from crontick.db import Database, cutoff, query
+from crontick.errors import BadCursor, DatabaseUnavailable, QueryTimeout
 
 READ_TIMEOUT = "2s"  # admin_read_begin
 ACTION_TIMEOUT = "5s"  # admin_action_begin

@@ -1,0 +1,30 @@
+"""Signed-out admin sessions (crontick_admin_signouts): sign-out records a cookie's session id, and the gate refuses it.
+
+The cookie stays signed and self-contained, so signing in writes nothing and a deploy signs
+nobody out. What a signature cannot say is that its session has ended: a copy of the cookie
+(a shared machine, a proxy's log, another server on loopback) would open the admin until it
+expires. So sign-out records the session id until then, in one row per sign-out.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from crontick.admin.tx import Conn, action, read
+from crontick.db import query
+
+
+async def signed_out(conn: Conn, session_id: str) -> bool:
+    """True when this session was signed out (its cookie, and every copy of it, opens nothing)."""
+    async with read(conn, "admin session") as cur:
+        await cur.execute(query("admin_session_signed_out"), {"session": session_id})
+        return await cur.fetchone() is not None
+
+
+async def sign_out(conn: Conn, session_id: str, expires: int) -> None:
+    """Record the session as ended until its cookie's own expiry (a Unix time)."""
+    async with action(conn, "admin sign-out") as cur:
+        await cur.execute(
+            query("admin_session_sign_out"),
+            {"session": session_id, "expires_at": datetime.fromtimestamp(expires, UTC)},
+        )

@@ -1,0 +1,1 @@
+"""The `crontick` command line: `main` parses and dispatches; one module per group of subcommands."""

@@ -1,0 +1,177 @@
+"""`crontick init`: write into an existing repository what a Vercel + GitHub Actions deploy needs, never overwriting silently.
+
+It writes the four Vercel function files (each only imports `crontick.app.app`), the GitHub
+workflow that ticks every 15 minutes, and merges crontick's functions, cron and rewrites into the
+repository's `vercel.json` without removing or changing anything of the user's. A file that exists
+with other content is left alone unless `--force`; then nothing at all is written, so a refused
+run changes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from crontick.errors import ConfigError
+
+FUNCTION = '''"""Vercel function for {route}: only exposes the crontick ASGI app (written by `crontick init`)."""
+
+from crontick.app import app
+
+__all__ = ["app"]
+'''
+FUNCTIONS = {
+    "api/cron/tick.py": "/api/cron/tick",
+    "api/health.py": "/api/health",
+    "api/hooks/[name].py": "/api/hooks/{name} (inbound webhooks)",
+    "api/admin.py": "/admin and /api/admin (vercel.json rewrites them here)",
+}
+# vercel.json `functions` keys are globs, where `[name]` would be a character class: the hook function's key
+# names its folder instead.
+FUNCTION_KEYS = {path: "api/hooks/*.py" if "[" in path else path for path in FUNCTIONS}
+WORKFLOW = ".github/workflows/tick.yml"
+VERCEL_JSON = "vercel.json"
+MAX_DURATION_SECONDS = 60
+# A daily backstop: Vercel's Hobby plan refuses anything more frequent; the GitHub workflow ticks every 15 minutes.
+VERCEL_CRON = {"path": "/api/cron/tick", "schedule": "17 4 * * *"}
+# The admin is one function: its pages and its JSON API are routed to it. Never "/": that is the app's own.
+REWRITES = [
+    {"source": "/admin", "destination": "/api/admin"},
+    {"source": "/admin/:path*", "destination": "/api/admin"},
+    {"source": "/api/admin/:path*", "destination": "/api/admin"},
+]
+NEXT_STEPS = """next:
+  1. Set in the Vercel project's environment: DATABASE_URL, CRON_SECRET (32+ characters),
+     CRONTICK_HANDLERS (your modules with @crontick.handler, e.g. myapp.jobs) and, for the admin,
+     CRONTICK_ADMIN_SECRET (32+ characters, not CRON_SECRET).
+  2. Run `crontick migrate` against DATABASE_URL before the first deploy.
+  3. In the GitHub repository, add the secrets CRONTICK_URL (the deployment's base URL) and
+     CRON_SECRET. On a private repository a 15-minute schedule bills about 2,880 Actions minutes a
+     month (the Deploy > GitHub Actions page says how to stay within the free 2,000)."""
+
+
+@dataclass(frozen=True)
+class Planned:
+    path: str
+    text: str
+    action: str  # "create", "update" (a merge into an existing file), "unchanged" or "conflict"
+    note: str = ""
+
+
+def add_parser(sub: Any, func: Any) -> None:
+    p = sub.add_parser(
+        "init", help="write the Vercel functions, vercel.json entries and the tick workflow into this repository"
+    )
+    p.add_argument("--dir", type=Path, default=Path("."), help="the repository's root (default: here)")
+    p.add_argument("--force", action="store_true", help="overwrite files that exist with other content")
+    p.set_defaults(func=func)
+
+
+def plan(root: Path, *, force: bool) -> list[Planned]:
+    """What `init` would do to each file under `root`; pure apart from reading the files."""
+    wanted = {path: FUNCTION.format(route=route) for path, route in FUNCTIONS.items()}
+    wanted[WORKFLOW] = resources.files("crontick.cli").joinpath("deploy", "tick.yml").read_text(encoding="utf-8")
+    planned = [_whole_file(root, path, text, force=force) for path, text in wanted.items()]
+    planned.append(_merged_vercel_json(root))
+    return planned
+
+
+def run(args: argparse.Namespace) -> int:
+    root: Path = args.dir
+    if not root.is_dir():
+        raise ConfigError(f"init: expected --dir to be an existing directory, got {str(root)!r}")
+    planned = plan(root, force=args.force)
+    conflicts = [p for p in planned if p.action == "conflict"]
+    if conflicts:
+        for p in conflicts:
+            print(f"exists, differs: {p.path} (not overwritten; --force replaces it)")
+        print("crontick init wrote nothing")
+        return 1
+    for p in planned:
+        if p.action in ("create", "update"):
+            target = root / p.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(p.text, encoding="utf-8")
+        print(f"{p.action:<9} {p.path}{'  (' + p.note + ')' if p.note else ''}")
+    print(NEXT_STEPS)
+    return 0
+
+
+def merge_vercel(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`config` with crontick's functions, cron and rewrites added, nothing of the user's removed; and what was added."""
+    merged = dict(config)
+    added: list[str] = []
+    functions = dict(merged.get("functions") or {})
+    for path, key in FUNCTION_KEYS.items():
+        if not any(_glob_matches(pattern, path) for pattern in functions):
+            functions[key] = {"maxDuration": MAX_DURATION_SECONDS}
+            added.append(f"function {key}")
+    merged["functions"] = functions
+    crons = list(merged.get("crons") or [])
+    if not any(isinstance(c, dict) and c.get("path") == VERCEL_CRON["path"] for c in crons):
+        crons.append(dict(VERCEL_CRON))
+        added.append(f"cron {VERCEL_CRON['path']}")
+    merged["crons"] = crons
+    rewrites = list(merged.get("rewrites") or [])
+    sources = {r.get("source") for r in rewrites if isinstance(r, dict)}
+    for rewrite in REWRITES:
+        if rewrite["source"] not in sources:
+            rewrites.append(dict(rewrite))
+            added.append(f"rewrite {rewrite['source']}")
+    merged["rewrites"] = rewrites
+    return merged, added
+
+
+def _glob_matches(pattern: str, path: str) -> bool:
+    """Whether a vercel.json `functions` key (a glob such as `api/**/*.py`) already covers `path`."""
+    regex = "".join(
+        "(?:.*/)?" if part == "**/" else ".*" if part == "**" else "[^/]*" if part == "*" else _literal(part)
+        for part in re.split(r"(\*\*/?|\*)", pattern)
+    )
+    return re.fullmatch(regex, path) is not None
+
+
+def _literal(text: str) -> str:
+    """A glob's text between wildcards: `[abc]` is a character class, as Vercel reads it; the rest is literal."""
+    return "".join(
+        f"[{re.escape(m[1])}]" if m[1] is not None else re.escape(m[2])
+        for m in re.finditer(r"\[([^\]]*)\]|([^\[]+|\[)", text)
+    )
+
+
+def _whole_file(root: Path, path: str, text: str, *, force: bool) -> Planned:
+    target = root / path
+    if not target.exists():
+        return Planned(path, text, "create")
+    if target.read_text(encoding="utf-8") == text:
+        return Planned(path, text, "unchanged")
+    return Planned(path, text, "create" if force else "conflict", "replaced" if force else "")
+
+
+def _merged_vercel_json(root: Path) -> Planned:
+    target = root / VERCEL_JSON
+    config: Any = {"$schema": "https://openapi.vercel.sh/vercel.json"}
+    if target.exists():
+        try:
+            config = json.loads(target.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ConfigError(f"init: expected {VERCEL_JSON} to be JSON, got {type(exc).__name__}: {exc}") from None
+        if not isinstance(config, dict):
+            raise ConfigError(f"init: expected {VERCEL_JSON} to hold a JSON object, got {type(config).__name__}")
+        for key in ("functions", "crons", "rewrites"):
+            kind = dict if key == "functions" else list
+            if key in config and not isinstance(config[key], kind):
+                raise ConfigError(
+                    f"init: expected {VERCEL_JSON} {key!r} to be a {kind.__name__}, got {config[key]!r:.60}"
+                )
+    merged, added = merge_vercel(config)
+    text = json.dumps(merged, indent=2, ensure_ascii=False) + "\n"
+    if not added:
+        return Planned(VERCEL_JSON, text, "unchanged")
+    action = "update" if target.exists() else "create"
+    return Planned(VERCEL_JSON, text, action, "added " + ", ".join(added))

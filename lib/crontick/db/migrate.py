@@ -1,0 +1,176 @@
+"""`crontick migrate`: apply each numbered migration once, then every SQL function's live definition, in one transaction."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, NamedTuple
+
+import psycopg
+from psycopg.rows import dict_row
+
+from crontick.db import schema as schemas
+from crontick.db import source as reminder_source
+from crontick.db.connection import connect
+from crontick.db.queries import current_schema, sql_dir
+from crontick.errors import CrontickError, DatabaseUnavailable
+
+# Transaction-scoped, so it is safe behind a transaction-mode pooler.
+MIGRATION_LOCK_KEY = 0x63726F6E7469636B  # "crontick"
+
+# Tables and functions are kept apart. sql/migrations/NNNN_*.sql change tables (and what hangs on
+# them: indexes, constraints, triggers) and run once each. sql/functions/<name>.sql holds the live
+# definition of the function crontick_<name> as `create or replace function`, and every migrate
+# applies all of them (in name order) after the pending migrations, in the same transaction under
+# the same lock: a changed body ships by editing its file, and a fresh install and an upgrade from
+# any version end with the same functions (tests/db/test_migrate_functions.py).
+#
+# Functions come after the migrations because a function may read what a migration adds (a column,
+# a type). DDL that needs a function to exist already (a trigger executing it, a default calling it)
+# names it in its migration with a line `-- requires: sql/functions/<name>.sql`; that file is
+# applied just before the migration, and again at the end. A migration never calls a crontick
+# function to move data: on a fresh install it would not exist yet, on an upgrade it would be the
+# previous body.
+#
+# `create or replace` keeps a function's argument types and result type. A change of either needs
+# a migration that drops the old signature (`drop function if exists crontick_x(<old types>)`); the
+# file then creates the new one. Forgetting it leaves an old overload behind, or fails the migrate
+# on upgrade, and the upgrade test fails both ways.
+_REQUIRES = re.compile(r"^--\s*requires:\s*sql/functions/(\w+)\.sql\s*$", re.MULTILINE)
+
+
+def migration_files() -> list[tuple[str, str]]:
+    """(version, sql) for each sql/migrations/NNNN_name.sql, in order."""
+    return _sql_files("migrations")
+
+
+def function_files() -> list[tuple[str, str]]:
+    """(name, sql) for each sql/functions/<name>.sql, in name order; it defines crontick_<name>."""
+    return _sql_files("functions")
+
+
+def required_functions(migration_sql: str) -> list[str]:
+    """The function files a migration names in `-- requires: sql/functions/<name>.sql` lines."""
+    return _REQUIRES.findall(migration_sql)
+
+
+def _sql_files(folder_name: str) -> list[tuple[str, str]]:
+    folder = sql_dir().joinpath(folder_name)
+    files = sorted((f.name, f) for f in folder.iterdir() if f.name.endswith(".sql"))
+    return [(name.removesuffix(".sql"), f.read_text(encoding="utf-8")) for name, f in files]
+
+
+class Step(NamedTuple):
+    """One statement of a migrate: a function file, a migration (then recorded as `version`), in order."""
+
+    sql: str
+    version: str | None = None  # set on a migration's own statement
+
+
+def plan(schema: str, done: set[str], source: schemas.Source | None = None) -> list[Step]:
+    """The statements that bring `schema` from the migrations in `done` to today: pure, no database.
+
+    Each pending migration, preceded by the function files it names in `requires` lines; then
+    every function file, whatever was pending. The functions read the reminder source `source`
+    (default crontick's own bookings): the probe is built for it (sql/functions/tick_probe.sql).
+    """
+    functions = {name: schemas.compose_script(text, schema, source) for name, text in function_files()}
+    steps: list[Step] = []
+    for version, sql_text in migration_files():
+        if version in done:
+            continue
+        for name in required_functions(sql_text):
+            if name not in functions:
+                raise CrontickError(f"expected sql/functions/{name}.sql (required by {version}), got no such file")
+            steps.append(Step(functions[name]))
+        steps.append(Step(schemas.compose_script(sql_text, schema), version))
+    steps.extend(Step(text) for text in functions.values())
+    return steps
+
+
+def _preamble(schema: str) -> list[str]:
+    return [
+        schemas.compose("create schema if not exists {schema}", schema),
+        schemas.compose(
+            "create table if not exists {schema}.crontick_migrations ("
+            " version text primary key, applied_at timestamptz not null default now())",
+            schema,
+        ),
+    ]
+
+
+def script(schema: str, after: str | None = None, source: schemas.Source | None = None) -> str:
+    """`crontick migrate --sql`: the SQL of a migrate from `after` (a version; None: from nothing), for
+    teams that apply migrations with their own tool (Alembic, Django, the Supabase CLI). One
+    transaction, recording each migration as `crontick migrate` does, so either can take over later."""
+    versions = [version for version, _ in migration_files()]
+    if after is not None and after not in versions:
+        raise CrontickError(f"migrate --after: expected one of {', '.join(versions)}, got: {after!r}")
+    done = set(versions[: versions.index(after) + 1]) if after is not None else set()
+    out = ["begin;", f"select pg_advisory_xact_lock({MIGRATION_LOCK_KEY});", *(s + ";" for s in _preamble(schema))]
+    for step in plan(schema, done, source):
+        out.append(step.sql.strip().rstrip(";") + ";")
+        if step.version is not None:
+            record = "insert into {schema}.crontick_migrations (version) values ({version});"
+            out.append(schemas.compose_values(record, schema, version=step.version))
+    out.append("commit;")
+    return "\n\n".join(out) + "\n"
+
+
+async def migrate(url: str, schema: str | None = None, source: schemas.Source | None = None) -> list[str]:
+    """Apply each migration not yet recorded, then every function file, in one transaction under an advisory lock.
+
+    Everything goes into `schema` (default: the process's, CRONTICK_SCHEMA), which is created if
+    missing; nothing outside it is touched. Two processes migrating at once serialise on the
+    lock; the second sees the first's records and applies no migration (it applies the functions
+    again, which changes nothing). Returns the versions this call applied.
+    `source` is the reminder source (CRONTICK_REMINDER_SOURCE; default `schema`.bookings): the
+    functions are built for it, and it is checked last, so a source that lacks a column or cannot be
+    read fails the migrate with one line naming it and the column (ReminderSourceError).
+    """
+    schema = schemas.checked(schema) if schema else current_schema()
+    conn = await connect(url)
+    try:
+        async with conn.transaction():
+            await conn.execute("select pg_advisory_xact_lock(%(key)s)", {"key": MIGRATION_LOCK_KEY})
+            await _refuse_a_moved_install(conn, schema)
+            for statement in _preamble(schema):
+                await conn.execute(statement.encode())
+            cur = conn.cursor(row_factory=dict_row)
+            await cur.execute(schemas.compose("select version from {schema}.crontick_migrations", schema).encode())
+            done = {row["version"] for row in await cur.fetchall()}
+            record = schemas.compose("insert into {schema}.crontick_migrations (version) values (%(v)s)", schema)
+            applied = []
+            for step in plan(schema, done, source):
+                await conn.execute(step.sql.encode())
+                if step.version is not None:
+                    await conn.execute(record.encode(), {"v": step.version})
+                    applied.append(step.version)
+            await reminder_source.check(conn, source or schemas.default_source(schema))
+        return applied
+    except psycopg.OperationalError as exc:
+        raise DatabaseUnavailable(exc) from exc
+    except psycopg.Error as exc:
+        raise CrontickError(f"migration failed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        await conn.close()
+
+
+async def _refuse_a_moved_install(conn: psycopg.AsyncConnection[Any], schema: str) -> None:
+    """Refuse to start an empty `schema` beside an install from before 0.2, whose tables are in `public`.
+
+    Its jobs and bookings would be left behind unseen; the user chooses: keep `public`, or move it.
+    """
+    if schema == "public":
+        return
+    cur = await conn.execute(
+        "select to_regclass('public.crontick_migrations') is not null,"
+        " to_regclass(quote_ident(%(schema)s) || '.crontick_migrations') is not null",
+        {"schema": schema},
+    )
+    row = await cur.fetchone()
+    if row is not None and row[0] and not row[1]:
+        raise CrontickError(
+            f"migrate: expected crontick's tables in schema {schema!r}, got an install in schema 'public' "
+            f"(from before 0.2): set CRONTICK_SCHEMA=public to keep using it, or move it into {schema!r} "
+            "as the Upgrading page shows, then migrate again"
+        )

@@ -1,0 +1,117 @@
+"""The reminder source's shape (CRONTICK_REMINDER_SOURCE): checked by `crontick migrate`, and asked only
+when a tick's statement that reads the source has failed, to say in one line what is wrong.
+
+The hot path never pays for it: the tick reads the source in its probe and its reminder claim, and
+only when one of them fails does `explain` look at the catalogue (a few statements, once).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from crontick.db.schema import Source, source_label
+from crontick.errors import ReminderSourceError
+
+# What crontick reads from the source (CONTRACT.md "Reminders from your own table"); `language` is optional.
+COLUMNS = ("id", "customer_name", "email", "phone", "starts_at", "time_zone", "status")
+OPTIONAL = ("language",)
+TIMESTAMPTZ = "timestamp with time zone"
+# The errors of a statement that reads a source which lacks a column or cannot be read.
+SHAPE_ERRORS = (
+    psycopg.errors.UndefinedColumn,
+    psycopg.errors.UndefinedTable,
+    psycopg.errors.InvalidSchemaName,
+    psycopg.errors.InsufficientPrivilege,
+    psycopg.errors.UndefinedFunction,  # an operator the source's column types lack (status = 'confirmed')
+    psycopg.errors.DatatypeMismatch,
+    psycopg.errors.InvalidTextRepresentation,  # status an enum without 'confirmed'
+)
+# Raised by the probe (sql/functions/tick_probe.sql) when this process's source is not the one migrate built it for.
+OTHER_SOURCE_STATE = "CTRS0"
+
+_CATALOGUE = """
+select c.oid is not null, coalesce(has_schema_privilege(n.oid, 'USAGE'), false),
+    a.attname, format_type(a.atttypid, a.atttypmod), has_column_privilege(c.oid, a.attnum, 'SELECT')
+from (select to_regnamespace(%(schema)s) as oid) s
+left join pg_namespace n on n.oid = s.oid
+left join pg_class c on c.relnamespace = n.oid and c.relname = %(name)s and c.relkind in ('r', 'v', 'm', 'p', 'f')
+left join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+"""
+
+
+def _error(source: Source, expected: str, got: str) -> ReminderSourceError:
+    return ReminderSourceError(f"CRONTICK_REMINDER_SOURCE {source_label(source)}: expected {expected}, got: {got}")
+
+
+async def problem(conn: psycopg.AsyncConnection[Any], source: Source) -> ReminderSourceError | None:
+    """What is wrong with `source` for this connection's role, or None: the first missing or unreadable
+    column, a starts_at that is not timestamptz, or a table that is not there or cannot be read."""
+    schema, name = source
+    cur = await conn.execute(_CATALOGUE, {"schema": _regnamespace_arg(schema), "name": name})
+    rows = await cur.fetchall()
+    found, usage = rows[0][0], rows[0][1]
+    if not found:
+        return _error(source, "a table or view crontick can read", "no such table or view")
+    if not usage:
+        return _error(source, "USAGE on its schema for this role", f"permission denied for schema {schema}")
+    columns = {r[2]: (r[3], r[4]) for r in rows if r[2] is not None}
+    for column in COLUMNS:
+        if column not in columns:
+            return _error(source, f"a column {column}", f"no such column (it has {', '.join(columns) or 'none'})")
+    for column in (*COLUMNS, *OPTIONAL):
+        if column in columns and not columns[column][1]:
+            return _error(source, f"SELECT on column {column} for this role", f"permission denied for {column}")
+    if columns["starts_at"][0] != TIMESTAMPTZ:
+        return _error(source, "starts_at of type timestamptz", columns["starts_at"][0])
+    # The catalogue looks right: read it as the claim does (a view's own tables, row-level security, types).
+    probe = sql.SQL(
+        "select b.id::text, b.customer_name, b.email, b.phone, b.starts_at, b.time_zone, b.status"
+        " from {} b where b.status = 'confirmed' limit 0"
+    ).format(sql.Identifier(*source))
+    try:
+        async with conn.transaction():  # a savepoint inside migrate's transaction
+            await conn.execute(probe)
+    except psycopg.errors.OperationalError:
+        raise
+    except psycopg.Error as exc:
+        first = (exc.diag.message_primary or str(exc)).splitlines()[0]
+        return _error(source, "a table or view crontick can read", f"{type(exc).__name__}: {first}")
+    return None
+
+
+def _regnamespace_arg(schema: str) -> str:
+    """to_regnamespace's argument: the name as an identifier (quoted), so case and dots survive."""
+    return sql.Identifier(schema).as_string(None)
+
+
+async def check(conn: psycopg.AsyncConnection[Any], source: Source) -> None:
+    """ReminderSourceError naming the source and the column when `problem` finds one (crontick migrate)."""
+    found = await problem(conn, source)
+    if found is not None:
+        raise found
+
+
+async def explain(conn: psycopg.AsyncConnection[Any], source: Source, schema: str, exc: psycopg.Error) -> None:
+    """After a tick's statement that reads the source failed with `exc`: ReminderSourceError when the
+    source is to blame (the probe's refusal of another source, or what `problem` finds), else nothing
+    (the caller handles `exc` as before: an unmigrated `schema`, crontick's own, is not the source's fault)."""
+    if exc.sqlstate == OTHER_SOURCE_STATE:
+        raise ReminderSourceError(exc.diag.message_primary or str(exc)) from exc
+    if not isinstance(exc, SHAPE_ERRORS):
+        return
+    try:
+        migrated = await conn.execute(
+            "select to_regclass(%s) is not null", [sql.Identifier(schema, "crontick_migrations").as_string(None)]
+        )
+        if not (await migrated.fetchone() or (False,))[0]:
+            return
+        found = await problem(conn, source)
+    except psycopg.errors.OperationalError:
+        raise
+    except psycopg.Error:
+        return
+    if found is not None:
+        raise found from exc

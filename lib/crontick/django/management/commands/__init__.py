@@ -1,0 +1,1 @@
+"""`manage.py crontick_migrate` and `manage.py crontick_tick`."""

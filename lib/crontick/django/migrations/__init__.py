@@ -1,0 +1,1 @@
+"""Django migrations of crontick.django: `manage.py migrate` installs crontick's schema (into test databases too)."""

@@ -1,0 +1,243 @@
+"""Prompt start: after a commit that enqueued due work, start a tick now (in process or over HTTP), coalesced."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from crontick import logs
+from crontick.db import query
+from crontick.errors import CrontickError
+
+if TYPE_CHECKING:
+    from crontick.runtime import Runtime
+    from crontick.settings import Settings
+
+# A burst's kicks run one after another in a process, never side by side: at most this many
+# ticks follow one kick (each tick takes a batch; the rest waits for the scheduled tick).
+MAX_TICKS_PER_KICK = 20
+# Kicks that arrive while a tick runs make one more tick, started at least this long after the
+# previous one: a burst of 500 webhooks in a second starts a handful of ticks, each taking what
+# has arrived, while a lone event is still started at once.
+MIN_KICK_INTERVAL_SECONDS = 0.25
+# The http kick waits this long for the tick's answer, then lets it run on without us: the
+# webhook that caused it must answer fast, and on Lambda Mangum holds the answer until we return.
+HTTP_KICK_WAIT_SECONDS = 1.0
+
+
+class Coalescer:
+    """One kick runs at a time per process; kicks that arrive meanwhile become one more round."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running = False
+        self._again = False
+
+    def begin(self) -> bool:
+        """True when the caller should run the kick; False when one is running (it will run again)."""
+        with self._lock:
+            if self._running:
+                self._again = True
+                return False
+            self._running, self._again = True, False
+            return True
+
+    def again(self) -> bool:
+        """After a round: True to run one more (kicks came in meanwhile); False ends the kick."""
+        with self._lock:
+            if self._again:
+                self._again = False
+                return True
+            self._running = False
+            return False
+
+    def end(self) -> None:
+        with self._lock:
+            self._running, self._again = False, False
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+
+coalescer = Coalescer()
+_runtime: Runtime | None = None
+# The kick threads still running (each removes itself when it ends), for wait_for_threads.
+_threads: set[threading.Thread] = set()
+_threads_lock = threading.Lock()
+
+
+def attach(runtime: Runtime | None) -> None:
+    """The app's runtime, so `crontick.kick()` from user code uses its settings and connection (None: read the env)."""
+    global _runtime
+    _runtime = runtime
+
+
+async def after_commit(rt: Runtime) -> None:
+    """Run (or send) a coalesced kick; never raises: a failed kick only leaves work for the scheduled tick."""
+    mode = rt.settings.kick
+    if mode == "off" or rt.db is None:
+        return
+    if rt.settings.refuses_ticks:  # a preview deployment: its work waits for production's ticks
+        logs.info("kick_skipped", reason="preview deployment (VERCEL_ENV=preview, CRONTICK_ALLOW_PREVIEW unset)")
+        return
+    one_round: Callable[[], Awaitable[bool]] = (
+        (lambda: _tick_inline(rt)) if mode == "inline" else (lambda: _tick_http(rt.settings))
+    )
+    await _coalesced(one_round, mode)
+
+
+async def _coalesced(one_round: Callable[[], Awaitable[bool]], mode: str) -> None:
+    if not coalescer.begin():
+        return
+    rounds = 0
+    loop = asyncio.get_running_loop()
+    try:
+        while True:
+            rounds += 1
+            started = loop.time()
+            more = await one_round()
+            if rounds >= MAX_TICKS_PER_KICK:
+                coalescer.end()
+                return
+            if more:  # a full batch: a backlog is waiting, take the next batch now
+                continue
+            if not coalescer.again():
+                return
+            await asyncio.sleep(max(0.0, started + MIN_KICK_INTERVAL_SECONDS - loop.time()))
+    except Exception as exc:  # noqa: BLE001 - a kick must never fail the request that caused it
+        coalescer.end()
+        logs.warning("kick_failed", mode=mode, error=f"{type(exc).__name__}: {exc}")
+
+
+async def _tick_inline(rt: Runtime) -> bool:
+    result = await rt.run(source="kick")
+    return result.jobs.claimed >= rt.settings.batch_size  # a full batch: a backlog is waiting
+
+
+async def _tick_http(settings: Settings) -> bool:
+    """POST this app's own tick URL with a one-use token (signed with CRON_SECRET, audience = public URL)."""
+    import httpx
+
+    from crontick.auth.tick import mint_token
+    from crontick.http import client as http
+
+    if not settings.cron_secret or not settings.public_url:
+        raise CrontickError(
+            "the http kick needs CRON_SECRET and CRONTICK_PUBLIC_URL; the scheduled tick will run the work"
+        )
+    token = mint_token(settings.cron_secret, settings.public_url)
+    # CRONTICK_PUBLIC_URL is where crontick's app is reached, a mount prefix included
+    # (https://app.example.com/ops): a kick has no request to learn the prefix from.
+    url = settings.public_url + "/api/cron/tick"
+    try:
+        # Read through the capped reader, as every outbound answer is: a tick's summary is small.
+        response = await http.bounded_request(
+            "POST", url, headers={"Authorization": f"Bearer {token}"}, timeout=HTTP_KICK_WAIT_SECONDS
+        )
+    except httpx.ReadTimeout:
+        logs.info("kick_sent", mode="http", detail=f"no answer within {HTTP_KICK_WAIT_SECONDS} s; the tick runs on")
+        return False
+    if not response.is_success:
+        raise CrontickError(f"expected 2xx from {url}, got HTTP {response.status_code}: {response.text[:200]}")
+    return int(response.json().get("jobs", {}).get("claimed", 0)) >= settings.batch_size
+
+
+async def kick_async() -> None:
+    """After your own transaction commits: start a tick now instead of at the next scheduled one.
+
+    It runs the tick (inline) or sends it (http) before returning, so call it after the
+    response where you can (FastAPI/Starlette BackgroundTasks; Vercel waits for those).
+    """
+    rt = _current_runtime()
+    if rt is not None:
+        await after_commit(rt)
+
+
+def kick() -> None:
+    """Like kick_async, for sync code (a Django view's transaction.on_commit): runs in a thread, returns at once."""
+    rt = _current_runtime()
+    if rt is None:
+        return
+    if coalescer.running:
+        coalescer.begin()  # marks one more round for the kick in flight
+        return
+    _in_thread(rt, None)
+
+
+# The longest kick_after_commit's thread waits for the caller's transaction to end.
+COMMIT_WAIT_SECONDS = 60
+
+
+def kick_after_commit(lock: str, params: dict[str, Any]) -> None:
+    """kick(), once the caller's open transaction has ended (crontick.signal inside `with conn.transaction()`).
+
+    psycopg has no commit hook, so the thread waits on a connection of its own for the
+    transaction-scoped advisory lock that the caller's transaction took (the named query `lock`,
+    e.g. sql/workflows.sql signal_committed): granted once that transaction commits or rolls back.
+    After a rollback the tick finds nothing new, which costs an idle tick.
+    """
+    rt = _current_runtime()
+    if rt is not None:
+        _in_thread(rt, (lock, params))
+
+
+def _in_thread(rt: Runtime, after: tuple[str, dict[str, Any]] | None) -> None:
+    def run() -> None:
+        from crontick.runtime import Runtime
+
+        # A thread has its own event loop, and a connection belongs to one loop: open our own.
+        own = Runtime(rt.settings)
+        try:
+            asyncio.run(_with_close(own, after))
+        except Exception as exc:  # noqa: BLE001 - logged; the scheduled tick still runs the work
+            logs.warning("kick_failed", mode="thread", error=f"{type(exc).__name__}: {exc}")
+        finally:
+            with _threads_lock:
+                _threads.discard(threading.current_thread())
+
+    thread = threading.Thread(target=run, name="crontick-kick", daemon=True)
+    with _threads_lock:
+        _threads.add(thread)
+    thread.start()
+
+
+async def _with_close(rt: Runtime, after: tuple[str, dict[str, Any]] | None = None) -> None:
+    try:
+        if after is not None and rt.db is not None:
+            conn = await rt.db.connection()
+            await conn.execute(query(after[0]), after[1])
+        await after_commit(rt)
+    finally:
+        if rt.db is not None:
+            await rt.db.close()
+
+
+def wait_for_threads(timeout: float = 10.0) -> None:
+    """Join the kick threads still running, and those they start meanwhile, each once (tests, and a
+    CLI that exits right after kicking)."""
+    joined: set[threading.Thread] = set()
+    while True:
+        with _threads_lock:
+            pending = _threads - joined
+        if not pending:
+            return
+        for thread in pending:
+            thread.join(timeout)
+        joined |= pending
+
+
+def _current_runtime() -> Runtime | None:
+    """The attached app's runtime, else one read from the environment; None (logged) when misconfigured:
+    a kick runs after the caller's commit, so it must never fail the caller."""
+    global _runtime
+    if _runtime is None:
+        from crontick.runtime import Runtime
+
+        _runtime = Runtime(None)
+    if _runtime.problem:
+        logs.warning("kick_failed", mode="none", error=f"crontick is not configured: {_runtime.problem}")
+        return None
+    return _runtime

@@ -1,0 +1,48 @@
+"""crontick.signal: wake the job that waits on an event key (job.wait_for), inside the caller's transaction, and kick a tick once it commits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg import pq
+from psycopg.types.json import Jsonb
+
+from crontick.db import query
+from crontick.errors import CrontickError
+from crontick.hooks import kick
+
+
+def signal(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], event_key: str, payload: Any = None) -> Any:
+    """Wake the oldest job waiting on `event_key` with `payload` (JSON); its job.wait_for returns it.
+
+    Runs inside the caller's transaction (a psycopg 3 connection; any other driver calls the SQL
+    function `crontick.signal(event_key, payload)`): a rolled-back transaction wakes nothing. With
+    no job waiting, the signal is kept for the next wait that begins on the key (7 days:
+    crontick.workflows.steps.SIGNAL_KEEP_DAYS). Returns the woken job's id, or None when kept
+    (awaitable for an AsyncConnection). A tick is kicked once the transaction commits (at once on
+    an autocommit connection), as crontick.kick() does.
+    """
+    if not isinstance(event_key, str) or not event_key:
+        raise CrontickError(f"crontick.signal: expected a non-empty event key, got {event_key!r}")
+    params = {"event_key": event_key, "payload": None if payload is None else Jsonb(payload)}
+    if isinstance(conn, psycopg.AsyncConnection):
+        return _signal_async(conn, params)
+    row = conn.execute(query("job_signal"), params).fetchone()
+    _kick(conn, event_key)
+    return row[0] if row else None
+
+
+async def _signal_async(conn: psycopg.AsyncConnection[Any], params: dict[str, Any]) -> int | None:
+    cur = await conn.execute(query("job_signal"), params)
+    row = await cur.fetchone()
+    _kick(conn, params["event_key"])
+    return row[0] if row else None
+
+
+def _kick(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], event_key: str) -> None:
+    """Kick now when the signal is committed already (autocommit), else once the caller's transaction ends."""
+    if conn.info.transaction_status == pq.TransactionStatus.IDLE:
+        kick.kick()
+    else:
+        kick.kick_after_commit("signal_committed", {"event_key": event_key})

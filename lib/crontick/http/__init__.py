@@ -1,0 +1,1 @@
+"""HTTP plumbing: capped reads of inbound bodies, the outbound client, the network guard for users' URLs, the mount prefix."""

@@ -1,0 +1,112 @@
+"""The values of one job's run: the Job a handler is told, its decoded payload, and the Outcome of an attempt."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from crontick.workflows import steps as _steps
+
+
+class Job(NamedTuple):
+    """What a handler is told about the job it runs.
+
+    A NamedTuple (immutable, read by attribute), like the tick's other per-job values: a tick
+    makes one per job, and a frozen dataclass took four times as long to build.
+    """
+
+    id: int
+    type: str
+    payload: Any
+    attempt: int
+    max_attempts: int
+    created_at: datetime
+    # Set on jobs a schedule enqueued: the slot (a UTC instant) it runs for, and the schedule's name.
+    scheduled_for: datetime | None = None
+    schedule: str | None = None
+    snoozes: int = 0  # times this job has snoozed (raise crontick.Snooze) so far
+    # Debounce: every payload merged into this job, oldest first (the jobs.payloads column, as the
+    # claim returns it); None when it merged nothing. Read it as `payloads`.
+    merged_payloads: Any = None
+
+    @property
+    def payloads(self) -> list[Any]:
+        """Every payload merged into this job by a debounced enqueue, oldest first (the newest 100 are
+        kept; see crontick.Debounce); `[payload]` for a job that merged nothing. `payload` is the newest."""
+        merged = self.merged_payloads
+        return merged if isinstance(merged, list) else [self.payload]
+
+    # Durable steps (issue 21): the methods a handler calls; crontick.workflows.steps does the work.
+    def step(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """Run `fn(*args, **kwargs)` once for this job and record its JSON result; on every later run of the
+        handler (a retry, a rescue, after a sleep or a wait) return the recorded result without calling `fn`.
+
+        `fn` may be sync or async. In an `async def` handler, await it (`await job.step(...)`). The result
+        must be JSON (at most crontick.workflows.steps.STEP_RESULT_MAX_BYTES as JSON text) and comes back
+        as JSON gives it (a tuple as a list). A step that raises is not recorded: the attempt fails as
+        usual. A name may be used once per run. A step whose `fn` finished but whose result was not yet
+        recorded (a crash in between) runs again: pass `job.step_key(name)` to the provider.
+        """
+        return _steps.step(self, name, fn, args, kwargs)
+
+    def step_key(self, name: str) -> str:
+        """A key for step `name` of this job, the same on every attempt: a provider call's idempotency key."""
+        return _steps.step_key(self, name)
+
+    def sleep(self, name: str, seconds: float) -> Any:
+        """Park the job as pending for `seconds`, spending no attempt and holding no lease; the handler runs again
+        then, and this call returns None (awaited in an `async def` handler)."""
+        return _steps.sleep(self, name, seconds)
+
+    def wait_for(self, name: str, event_key: str, *, timeout_seconds: float) -> Any:
+        """Park the job as waiting until `crontick.signal(conn, event_key, payload)` commits, then return the
+        payload; None once `timeout_seconds` have passed (awaited in an `async def` handler)."""
+        return _steps.wait_for(self, name, event_key, timeout_seconds)
+
+
+class Outcome(NamedTuple):
+    """How one claimed attempt ended, as the record statement writes it.
+
+    A NamedTuple, like the other values here: a tick makes one per job, and both building one
+    and defining the class (at import, so on every cold start) cost a fraction of a frozen
+    dataclass's.
+    """
+
+    job_id: int
+    claimed_attempt: int
+    status: str  # done | failed | pending (retry, or released unstarted)
+    attempts: int
+    run_after: datetime | None = None
+    last_error: str | None = None
+    snoozed: bool = False  # a snooze: pending again with its attempt handed back, and counted in jobs.snoozes
+    traceback: str | None = None  # a failed attempt's, scrubbed and bounded (crontick.text.traceback_of)
+    # Durable steps: the job.sleep or job.wait_for that parked it (crontick.workflows.steps.Parked.park).
+    park: list[Any] | None = None
+
+
+class UndecodablePayload(NamedTuple):
+    """A payload Python cannot decode (nested deeper than its recursion limit): its job fails, alone."""
+
+    reason: str
+
+
+# json.loads without its per-call set-up (most payloads are tiny): the decoder's own scanner.
+_scan_json: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def decode_payload(text: str) -> Any:
+    try:
+        value, end = _scan_json(text, 0)
+        if end == len(text):
+            return value
+        return json.loads(text)  # not one whole JSON value (cannot come from jsonb): json says why
+    except StopIteration:
+        return json.loads(text)
+    except RecursionError:
+        return UndecodablePayload(
+            f"expected a payload Python can decode, got JSON nested deeper than "
+            f"{sys.getrecursionlimit()} levels ({len(text)} characters)"
+        )

@@ -1,0 +1,154 @@
+"""The handler registry: job type -> function, filled by @crontick.handler and CRONTICK_HANDLERS."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from crontick.errors import ConfigError
+from crontick.jobs.job import Job
+from crontick.retry import DEFAULT_POLICY, RetryPolicy
+
+HandlerFunc = Callable[[Any, Job], Awaitable[None] | None]
+
+
+@dataclass(frozen=True)
+class Handler:
+    type: str
+    func: HandlerFunc
+    is_async: bool
+    retry: RetryPolicy
+    timeout_seconds: float | None
+    # Flow control (CONTRACT.md "Flow control"): the priority a job of this type gets when
+    # crontick.enqueue is not given one, how many jobs of one group may run at once, and the
+    # declared rate limit (crontick.rate_limit) every start of this type counts against.
+    priority: int = 0
+    group_concurrency: int = 1
+    rate_limit: str | None = None
+
+
+_registry: dict[str, Handler] = {}
+_loaded_modules: list[str] = []
+_builtins_loaded = False
+
+
+def _load_builtins() -> None:
+    """Register crontick's own job types (webhook, send_email, …) on the registry's first use, not at
+    import: a cold start that serves an idle tick never loads them. Before the app's own handlers,
+    so a type declared twice is refused in the app's module, as it always was."""
+    global _builtins_loaded
+    if not _builtins_loaded:
+        _builtins_loaded = True
+        from crontick.jobs import builtin
+
+        for type, func in builtin.TYPES.items():
+            handler(type)(func)
+
+
+def handler(
+    type: str,
+    *,
+    retry: RetryPolicy | None = None,
+    timeout_seconds: float | None = None,
+    priority: int = 0,
+    group_concurrency: int = 1,
+    rate_limit: str | None = None,
+) -> Callable[[HandlerFunc], HandlerFunc]:
+    """Register `func(payload, job)` (def or async def) as the handler for jobs of `type`.
+
+    `retry` overrides the default 1/5/30-minute schedule for this type; `timeout_seconds`
+    caps one attempt (it is always also capped by what is left of the tick's budget).
+    `priority` is what `crontick.enqueue` gives a job of this type when the call names none
+    (smaller is claimed first); `group_concurrency` is how many jobs of one `group_key` may run at
+    once (default 1: one at a time, in enqueue order); `rate_limit` names a limit declared with
+    `crontick.rate_limit`, which every start of a job of this type counts against.
+    """
+    _load_builtins()
+    if not type or not isinstance(type, str):
+        raise ConfigError(f"@crontick.handler: expected a non-empty job type string, got: {type!r}")
+    if isinstance(priority, bool) or not isinstance(priority, int) or not -(2**31) <= priority < 2**31:
+        raise ConfigError(f"@crontick.handler({type!r}): expected priority as a 32-bit integer, got {priority!r}")
+    if isinstance(group_concurrency, bool) or not isinstance(group_concurrency, int) or group_concurrency < 1:
+        raise ConfigError(
+            f"@crontick.handler({type!r}): expected group_concurrency as an integer >= 1, got {group_concurrency!r}"
+        )
+    if rate_limit is not None and (not isinstance(rate_limit, str) or not rate_limit):
+        raise ConfigError(f"@crontick.handler({type!r}): expected rate_limit as a limit's name, got {rate_limit!r}")
+
+    def register(func: HandlerFunc) -> HandlerFunc:
+        existing = _registry.get(type)
+        if existing is not None and existing.func is not func and _qualname(existing.func) != _qualname(func):
+            raise ConfigError(
+                f"@crontick.handler({type!r}): expected one handler per type, got a second one: "
+                f"{_qualname(func)} (the first is {_qualname(existing.func)})"
+            )
+        _registry[type] = Handler(
+            type=type,
+            func=func,
+            is_async=inspect.iscoroutinefunction(func),
+            retry=retry or DEFAULT_POLICY,
+            timeout_seconds=timeout_seconds,
+            priority=priority,
+            group_concurrency=group_concurrency,
+            rate_limit=rate_limit,
+        )
+        return func
+
+    return register
+
+
+def get(type: str) -> Handler | None:
+    _load_builtins()
+    return _registry.get(type)
+
+
+def declared_priority(type: str) -> int:
+    """The `priority=` the handler of `type` declares in this process, else 0 (crontick.enqueue's default).
+
+    Read without loading the built-in types (their priority is 0): an app that only enqueues never loads them.
+    """
+    entry = _registry.get(type)
+    return entry.priority if entry is not None else 0
+
+
+def rate_limited() -> list[tuple[str, str]]:
+    """(type, limit name) of each handler that names a rate limit, without loading the built-ins (none does)."""
+    return sorted((h.type, h.rate_limit) for h in _registry.values() if h.rate_limit is not None)
+
+
+def group_wide() -> list[tuple[str, int]]:
+    """(type, group_concurrency) of each handler that lets more than one job of a group run at once."""
+    return sorted((h.type, h.group_concurrency) for h in _registry.values() if h.group_concurrency > 1)
+
+
+def registered_types() -> list[str]:
+    _load_builtins()
+    return sorted(_registry)
+
+
+def loaded_modules() -> list[str]:
+    return list(_loaded_modules)
+
+
+def load_modules(modules: Iterable[str]) -> None:
+    """Import the modules named in CRONTICK_HANDLERS so their @handler decorators run."""
+    for name in modules:
+        if name in _loaded_modules:
+            continue
+        try:
+            importlib.import_module(name)
+        except ConfigError:
+            raise  # already one line naming what is wrong (a bad crontick.schedule, say)
+        except Exception as exc:  # not found, or the module's own code failed (a missing env var, a typo)
+            raise ConfigError(
+                f"CRONTICK_HANDLERS: expected importable module names, got {name!r}, which fails to import: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        _loaded_modules.append(name)
+
+
+def _qualname(func: Callable[..., Any]) -> str:
+    return f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', repr(func))}"

@@ -1,0 +1,364 @@
+"""Runs a claimed batch of jobs concurrently, within the tick's deadline, and decides each outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import os
+import random
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple
+
+import psycopg
+
+from crontick import logs
+from crontick import retry as backoff
+from crontick.errors import PermanentError, RetryableError, Snooze
+from crontick.jobs import builtin
+from crontick.jobs import registry as handlers
+from crontick.jobs.job import Job, Outcome, UndecodablePayload
+from crontick.jobs.registry import Handler
+from crontick.settings import Settings
+from crontick.text import TRACEBACK_MAX_CHARS, describe, scrub, storable, traceback_of
+from crontick.workflows import steps
+from crontick.workflows.steps import Parked
+
+SLOW_JOB_SECONDS = 8.0
+# How soon a job of a type this process does not know is claimed again (by whichever process comes next).
+UNKNOWN_TYPE_RECHECK_SECONDS = 60.0
+# How many times one job may snooze (raise crontick.Snooze); after that a snooze counts as a failed attempt.
+MAX_SNOOZES = 100
+
+
+class Ended(NamedTuple):
+    """How one handler call ended: error None is success; a snooze asks to run again later, uncounted."""
+
+    error: str | None = None
+    permanent: bool = False
+    retry_after_seconds: float | None = None
+    snooze_seconds: float | None = None
+    traceback: str | None = None  # of the exception the handler raised, as Python prints it
+    unknown_type: bool = False  # no handler for the job's type in this process (another deployment may know it)
+    throttle: backoff.Throttle | None = (
+        None  # the exception carried a provider's 429 or 503 (crontick.retry.throttle_of)
+    )
+    parked: Parked | None = None  # durable steps: job.sleep or job.wait_for parked the job
+
+
+SUCCEEDED = Ended()  # one value for every success: the common case builds nothing
+
+
+async def run_batch(
+    jobs: Sequence[Job],
+    *,
+    now: datetime,
+    deadline: float,
+    concurrency: int,
+    settings: Settings | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    rand: Callable[[], float] = random.random,
+    conn: psycopg.AsyncConnection[Any] | None = None,
+) -> list[Outcome]:
+    """Run each job at most `concurrency` at a time and return one Outcome per job, in order.
+
+    A job not yet started when the deadline passes is released (pending again, its attempt
+    not counted). A running handler is cancelled at the deadline and counts as a failure.
+    Sync (`def`) handlers run in worker threads, several jobs per thread hop (see _ThreadRun).
+    `settings` are the tick's: their secrets are scrubbed from each error, and the built-in job
+    types read them (crontick.jobs.builtin.SETTINGS, set for the batch); None: the defaults.
+    `conn` (the tick's) is where the handlers' durable steps are loaded and recorded
+    (crontick.workflows.steps); None: job.step raises.
+    """
+    settings = settings if settings is not None else builtin.SETTINGS.get()
+    secrets = settings.secrets
+    started_at = clock()
+    budget_end = asyncio.get_running_loop().time() + (deadline - started_at)
+    outcomes: dict[int, Outcome] = {}
+
+    def finish(index: int, job: Job, ended: Ended) -> None:
+        outcomes[index] = decide(job, ended)
+
+    def decide(job: Job, ended: Ended) -> Outcome:
+        if ended is SUCCEEDED:
+            return Outcome(job.id, job.attempt, "done", job.attempt)
+        finished = now + timedelta(seconds=clock() - started_at)
+        if ended.parked is not None:  # durable steps: pending (a sleep) or waiting, the attempt handed back
+            until = steps.until_of(finished, ended.parked.seconds)
+            park = ended.parked.park(until)
+            return Outcome(job.id, job.attempt, ended.parked.status, job.attempt - 1, until, None, True, None, park)
+        if ended.unknown_type:
+            waiting = _wait_for_a_process_that_knows(job, finished, settings.unknown_type_grace_seconds)
+            if waiting is not None:
+                return waiting
+        if ended.snooze_seconds is not None:
+            if job.snoozes < MAX_SNOOZES:  # pending again, its attempt handed back
+                return Outcome(
+                    job.id,
+                    job.attempt,
+                    "pending",
+                    job.attempt - 1,
+                    finished + timedelta(seconds=ended.snooze_seconds),
+                    None,
+                    True,
+                )
+            ended = Ended(
+                f"SnoozeLimit: job {job.id} ({job.type}) asked to snooze after {job.snoozes} snoozes, the most "
+                f"allowed (crontick.jobs.runner.MAX_SNOOZES = {MAX_SNOOZES}); this attempt counts as failed"
+            )
+        if ended.error is None:
+            return Outcome(job.id, job.attempt, "done", job.attempt)
+        retry_after = ended.retry_after_seconds
+        if ended.throttle is not None:
+            wait = backoff.throttle_snooze_seconds(ended.throttle, finished, rand())
+            if wait is not None and job.snoozes < MAX_SNOOZES:  # snoozed as by crontick.Snooze, saying why
+                text = storable(
+                    f"Throttled: {scrub(ended.error, secrets)}; put back for {wait:.1f} s (the provider's "
+                    f"Retry-After), attempt not counted (snooze {job.snoozes + 1} of {MAX_SNOOZES})"
+                )
+                return Outcome(
+                    job.id, job.attempt, "pending", job.attempt - 1, finished + timedelta(seconds=wait), text, True
+                )
+            retry_after = wait if retry_after is None else retry_after  # past MAX_SNOOZES: a failed attempt
+        entry = handlers.get(job.type)
+        policy = entry.retry if entry else backoff.DEFAULT_POLICY
+        decision = backoff.after_failure(
+            job.attempt, job.max_attempts, policy, finished, rand(), ended.permanent, retry_after
+        )
+        text = scrub(ended.error, secrets)
+        trace = ended.traceback and scrub(ended.traceback, secrets, max_chars=TRACEBACK_MAX_CHARS)
+        if isinstance(decision, backoff.RetryAt):
+            return Outcome(job.id, job.attempt, "pending", job.attempt, decision.run_after, text, traceback=trace)
+        return Outcome(job.id, job.attempt, "failed", job.attempt, None, text, traceback=trace)
+
+    # `concurrency` workers share one queue, and each holds one timer for the budget: a task,
+    # semaphore or timer per job would cost more than a quick handler itself.
+    pending = _Pending(jobs)
+
+    async def worker() -> None:
+        if not pending:  # the workers before it took every job without ever waiting (quick handlers)
+            return
+        running: Running | _ThreadRun | None = None
+        try:
+            async with asyncio.timeout_at(budget_end):
+                while clock() < deadline and (item := pending.take()) is not None:
+                    index, job = item
+                    if _in_thread_run(job):
+                        running = run = _ThreadRun(pending, finish, clock, deadline)
+                        await asyncio.to_thread(run.run, index, job)
+                    else:
+                        running = (index, job, clock())
+                        finish(index, job, await _attempt(job, clock))
+                    running = None
+        except TimeoutError:
+            stopped = running.stop() if isinstance(running, _ThreadRun) else running
+            if stopped is not None:  # the budget ran out inside this handler
+                index, job, began = stopped
+                text = f"TimeoutError: job {job.id} ({job.type}) was stopped after {clock() - began:.1f} s (the tick's time budget)"
+                finish(index, job, Ended(text))
+
+    workers = min(concurrency, len(jobs))
+    # Each worker task (and each thread hop it makes) copies this context when it starts: every handler
+    # of the batch, however it runs, sees the batch's Settings.
+    token = builtin.SETTINGS.set(settings)
+    batch = steps.begin(conn, jobs) if conn is not None else None  # durable steps: sends nothing until one is used
+    try:
+        if workers == 1:
+            await worker()
+        elif workers > 1:
+            await asyncio.gather(*(worker() for _ in range(workers)))
+    finally:
+        builtin.SETTINGS.reset(token)
+        if batch is not None:
+            steps.end(batch)
+    # Whatever no worker reached before the deadline goes back, its attempt not counted.
+    return [outcomes.get(i) or Outcome(job.id, job.attempt, "pending", job.attempt - 1) for i, job in enumerate(jobs)]
+
+
+Running = tuple[int, Job, float]  # (index in the batch, job, when it started)
+
+
+class _Pending:
+    """The batch's jobs not yet started, shared by the workers on the loop and their threads."""
+
+    def __init__(self, jobs: Sequence[Job]) -> None:
+        self._items = deque(enumerate(jobs))
+        self._lock = threading.Lock()
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    def take(self, *, thread_run_only: bool = False) -> tuple[int, Job] | None:
+        with self._lock:
+            if not self._items or (thread_run_only and not _in_thread_run(self._items[0][1])):
+                return None
+            return self._items.popleft()
+
+
+def _in_thread_run(job: Job) -> bool:
+    """A sync handler without its own timeout_seconds can share a thread hop with the jobs after it.
+
+    One with a timeout_seconds keeps a hop of its own, so that the timeout can stop waiting for it.
+    """
+    entry = handlers.get(job.type)
+    return entry is not None and not entry.is_async and entry.timeout_seconds is None
+
+
+class _ThreadRun:
+    """Sync jobs run back to back in one worker thread: one thread hop for a run of them, not one per job.
+
+    The guarantees stay those of a hop per job. The event loop never runs a sync handler. The
+    thread takes a job from the shared queue only while the next one is a sync one and the
+    deadline has not passed, so jobs it never reaches stay for the other workers, or are
+    released. At the budget the worker on the loop calls stop(): the job running in the
+    thread is recorded as stopped (the thread cannot be killed; it is left to finish, as a
+    hop per job would leave it) and the thread takes nothing more. `lock` orders the two, so
+    a job gets either its own outcome or the timeout, never both.
+    """
+
+    def __init__(
+        self,
+        pending: _Pending,
+        finish: Callable[[int, Job, Ended], None],
+        clock: Callable[[], float],
+        deadline: float,
+    ) -> None:
+        self.pending, self.finish, self.clock, self.deadline = pending, finish, clock, deadline
+        self.lock = threading.Lock()
+        self.current: Running | None = None
+        self.stopped = False
+
+    def run(self, index: int, job: Job) -> None:
+        """In the worker thread: this job, then each next sync job until the queue, the run or the time ends."""
+        item: tuple[int, Job] | None = (index, job)
+        while item is not None:
+            index, job = item
+            with self.lock:
+                if self.halted():
+                    return
+                self.current = (index, job, self.clock())
+            ended = _attempt_in_thread(job, self.clock)
+            with self.lock:
+                if self.halted():  # the budget ran out meanwhile: the timeout recorded for it stands
+                    return
+                self.current = None
+                self.finish(index, job, ended)
+            item = self.pending.take(thread_run_only=True) if self.clock() < self.deadline else None
+
+    def halted(self) -> bool:
+        """Whether stop() was called (read under `lock`; the loop's thread sets it)."""
+        return self.stopped
+
+    def stop(self) -> Running | None:
+        """On the loop, at the budget: the job still running in the thread, if any; nothing more starts."""
+        with self.lock:
+            self.stopped = True
+            return self.current
+
+
+async def _attempt(job: Job, clock: Callable[[], float]) -> Ended:
+    """Run one handler and say how it ended."""
+    entry = handlers.get(job.type)
+    if entry is None:
+        return Ended(_unknown_type(job), True, unknown_type=True)
+    if isinstance(job.payload, UndecodablePayload):
+        return Ended(f"PermanentError: job {job.id} ({job.type}): {job.payload.reason}", True)
+    began = clock()
+    limit = None if entry.timeout_seconds is None else asyncio.timeout(entry.timeout_seconds)
+    try:
+        if limit is None and entry.is_async:  # the common case, without a frame of its own
+            await entry.func(job.payload, job)  # type: ignore[misc]  # the tick's budget, held by the worker, still bounds it
+        elif limit is None:
+            await _call(entry, job)
+        else:
+            async with limit:
+                await _call(entry, job)
+    except TimeoutError as exc:
+        if limit is None or not limit.expired():  # the handler's own timeout (a socket's, say)
+            return Ended(_describe(exc))
+        return Ended(
+            f"TimeoutError: job {job.id} ({job.type}) was stopped after {entry.timeout_seconds:.1f} s (its handler's timeout_seconds)"
+        )
+    except (Exception, SystemExit, Parked) as exc:  # noqa: BLE001 - any failure, even sys.exit() in a handler, is recorded and retried
+        return _ended(exc)
+    finally:
+        if clock() - began > SLOW_JOB_SECONDS:
+            _note_slow(job, clock() - began)
+    return SUCCEEDED
+
+
+def _attempt_in_thread(job: Job, clock: Callable[[], float]) -> Ended:
+    """_attempt for a sync handler in a _ThreadRun (which only takes jobs whose handler exists)."""
+    entry = handlers.get(job.type)
+    assert entry is not None
+    began = clock()
+    try:
+        # Each job in its own copy of the context, as a hop per job would give it.
+        contextvars.copy_context().run(entry.func, job.payload, job)
+    except (Exception, SystemExit, Parked) as exc:  # noqa: BLE001 - as in _attempt
+        return _ended(exc)
+    finally:
+        if clock() - began > SLOW_JOB_SECONDS:
+            _note_slow(job, clock() - began)
+    return SUCCEEDED
+
+
+def _ended(exc: BaseException) -> Ended:
+    """How a handler that raised `exc` ended: a snooze, a permanent or a retryable failure."""
+    if isinstance(exc, Snooze):
+        return Ended(snooze_seconds=exc.seconds)
+    if isinstance(exc, Parked):
+        return Ended(parked=exc)
+    trace = traceback_of(exc)
+    if isinstance(exc, PermanentError):
+        return Ended(_describe(exc), True, traceback=trace)
+    if isinstance(exc, RetryableError):  # a provider's 429 or 503 may say how long to wait
+        return Ended(_describe(exc), retry_after_seconds=exc.retry_after_seconds, traceback=trace)
+    # An exception carrying a provider's 429 or 503 (httpx, the OpenAI and Anthropic SDKs): with a
+    # Retry-After, decide() snoozes the job for it; without one it is an ordinary failure.
+    return Ended(_describe(exc), traceback=trace, throttle=backoff.throttle_of(exc))
+
+
+def _note_slow(job: Job, seconds: float) -> None:
+    logs.warning("slow_job", job_id=job.id, type=job.type, seconds=round(seconds, 1))
+
+
+async def _call(entry: Handler, job: Job) -> None:
+    if entry.is_async:
+        await entry.func(job.payload, job)  # type: ignore[misc]
+    else:
+        await asyncio.to_thread(entry.func, job.payload, job)
+
+
+def _wait_for_a_process_that_knows(job: Job, now: datetime, grace_seconds: float) -> Outcome | None:
+    """A job of a type this process does not know, put back (its attempt handed back, like a snooze) until one that
+    knows it claims it: a rolling deploy, an old revision or a weighted alias may still serve the old code. None
+    once CRONTICK_UNKNOWN_TYPE_GRACE_SECONDS have passed since it was created: then it fails, naming the type."""
+    give_up_at = job.created_at + timedelta(seconds=grace_seconds)
+    if now >= give_up_at:
+        return None
+    again = min(now + timedelta(seconds=UNKNOWN_TYPE_RECHECK_SECONDS), give_up_at)
+    process = f"{socket.gethostname()} pid {os.getpid()}"
+    text = (
+        f"UnknownJobType: job {job.id} has type {job.type!r}, which the process that claimed it ({process}) has no "
+        f"handler for; waiting for one that does until {give_up_at.isoformat()} "
+        f"(CRONTICK_UNKNOWN_TYPE_GRACE_SECONDS), then it fails"
+    )
+    return Outcome(job.id, job.attempt, "pending", job.attempt - 1, again, storable(text), True)
+
+
+def _unknown_type(job: Job) -> str:
+    modules = ", ".join(handlers.loaded_modules()) or "none (set CRONTICK_HANDLERS)"
+    known = ", ".join(handlers.registered_types())
+    return (
+        f"UnknownJobType: job {job.id} has type {job.type!r}, which no handler is registered for "
+        f"(handler modules loaded: {modules}; registered types: {known})"
+    )
+
+
+def _describe(exc: BaseException) -> str:
+    return describe(exc)  # a handler's exception may be odd (a __str__ that raises): its job is still recorded

@@ -1,0 +1,318 @@
+"""Booking reminders: claim the due ones in one statement, send them concurrently, record every outcome in one."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import psycopg
+from psycopg.rows import kwargs_row
+
+from crontick import logs
+from crontick import retry as backoff
+from crontick.db import query
+from crontick.db import source as reminder_source
+from crontick.errors import ConfigError, PermanentError
+from crontick.reminders import delivery, templates
+from crontick.reminders.window import ReminderCounts, reminder_windows
+from crontick.settings import Settings
+from crontick.text import describe, scrub, storable
+
+STATUSES = ("sending", "sent", "failed", "unknown")
+MAX_ATTEMPTS = backoff.DEFAULT_MAX_ATTEMPTS
+UTC_ZONE = ZoneInfo("UTC")
+PROVIDER_ID_MAX_CHARS = 200  # of a provider's message id, stored as it came (Resend and Twilio ids are ~40)
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A reminder_sends row as the claim returns it, with its booking (read from the reminder source)."""
+
+    id: int
+    booking_id: str  # the source's id as text, whatever its type (migration 0016)
+    kind: str
+    channel: str
+    status: str  # 'sending' to send now; 'unknown' or 'failed' when the claim settled an earlier attempt
+    attempts: int
+    max_attempts: int
+    maybe_delivered: bool  # an earlier attempt ended ambiguously
+    idempotency_key: str
+    created_at: datetime
+    customer_name: str | None
+    email: str | None
+    phone: str | None
+    starts_at: datetime
+    time_zone: str | None  # null means UTC
+    language: str | None = None  # the source's optional `language` column (crontick.reminders.templates)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why an attempt did not deliver: 'permanent' (never retried), 'definite' (nothing was delivered,
+    retry later) or 'ambiguous' (it may have been delivered)."""
+
+    kind: str
+    error: str
+    retry_after_seconds: float | None = None  # the provider's Retry-After on a 429 or 503
+
+
+@dataclass(frozen=True)
+class Outcome:
+    id: int
+    claimed_attempt: int
+    status: str  # sent | failed | unknown | released (not started before the deadline)
+    next_attempt_at: datetime | None = None
+    last_error: str | None = None
+    provider_message_id: str | None = None
+    ambiguous: bool = False  # this attempt may have reached the customer
+
+
+async def send_due(
+    conn: psycopg.AsyncConnection[Any],
+    settings: Settings,
+    *,
+    now: datetime,
+    deadline: float,
+    clock: Callable[[], float],
+) -> ReminderCounts:
+    """Send the reminders due at `now`, at most a batch, in exactly two statements whatever the batch."""
+    began = clock()
+    if began >= deadline:
+        return ReminderCounts(more=True)
+    channels = {name: delivery.channel(name, settings) for name in settings.reminder_channels}
+    claimed = await claim(conn, settings, now)
+    to_send = [c for c in claimed if c.status == "sending"]
+    outcomes = await send_all(to_send, channels, settings, now=now, deadline=deadline, clock=clock)
+    written = await record(conn, outcomes, now + timedelta(seconds=clock() - began))
+    counts = _count(claimed, outcomes, written, more=len(claimed) >= settings.batch_size or clock() >= deadline)
+    fenced = [o.id for o in outcomes if o.id not in written]
+    if fenced:
+        logs.warning("reminders_fenced", reminder_send_ids=fenced)
+    return counts
+
+
+async def claim(conn: psycopg.AsyncConnection[Any], settings: Settings, now: datetime) -> list[Claimed]:
+    params = {
+        "now": now,
+        "limit": settings.batch_size,
+        "lease_until": now + timedelta(seconds=settings.lease_seconds),
+        **reminder_windows(settings),
+        # The widest window's end (the longest lead: leads come longest first), as an index range.
+        "window_end": now + settings.reminder_leads[0][1],
+        "channels": list(settings.reminder_channels),
+        "idempotent": sorted(delivery.IDEMPOTENT_CHANNELS),
+        "max_attempts": MAX_ATTEMPTS,
+    }
+    cur = conn.cursor(row_factory=kwargs_row(_claimed))
+    source = settings.reminder_source_parts
+    try:
+        await cur.execute(query("reminder_claim_due", source), params)
+    except psycopg.Error as exc:  # a source that lacks a column or cannot be read: one line, the tick's 503
+        await reminder_source.explain(conn, source, settings.schema, exc)
+        raise
+    return await cur.fetchall()
+
+
+_CLAIMED_FIELDS = frozenset(Claimed.__dataclass_fields__)
+
+
+def _claimed(**row: Any) -> Claimed:
+    """A claim's row (every reminder_sends column, then the booking's) as a Claimed."""
+    return Claimed(**{k: v for k, v in row.items() if k in _CLAIMED_FIELDS})
+
+
+async def send_all(
+    claimed: Sequence[Claimed],
+    channels: Mapping[str, delivery.Channel],
+    settings: Settings,
+    *,
+    now: datetime,
+    deadline: float,
+    clock: Callable[[], float],
+    rand: Callable[[], float] = random.random,
+) -> list[Outcome]:
+    """Send each claimed reminder, `settings.concurrency` at a time; none starts once the deadline has passed."""
+    gate = asyncio.Semaphore(settings.concurrency)
+    began = clock()
+
+    async def one(c: Claimed) -> Outcome:
+        async with gate:
+            remaining = deadline - clock()
+            if remaining <= 0:
+                return Outcome(c.id, c.attempts, "released")
+            result = await attempt(c, channels, settings, remaining)
+        if isinstance(result, delivery.Delivered):
+            # The id is the provider's text: made storable first, like every error.
+            pid = result.provider_message_id
+            stored_id = None if pid is None else storable(pid, PROVIDER_ID_MAX_CHARS)
+            return Outcome(c.id, c.attempts, "sent", provider_message_id=stored_id)
+        finished = now + timedelta(seconds=clock() - began)
+        return decide(
+            c, Failure(result.kind, scrub(result.error, settings.secrets), result.retry_after_seconds), finished, rand()
+        )
+
+    return list(await asyncio.gather(*(one(c) for c in claimed)))
+
+
+async def attempt(
+    c: Claimed, channels: Mapping[str, delivery.Channel], settings: Settings, remaining: float
+) -> delivery.Delivered | Failure:
+    """Render and send one reminder, turning every way it can end into Delivered or a Failure."""
+    try:
+        # A retry keeps the channel of its first attempt, which may since have left the configuration.
+        channel = channels.get(c.channel) or delivery.channel(c.channel, settings)
+        message = render(c, channel.name, settings)
+    except ConfigError as exc:
+        return Failure("permanent", f"booking {c.booking_id}: {exc}")
+    except (KeyError, ValueError, IndexError) as exc:  # a template that Settings.from_env did not vet
+        return Failure("permanent", f"RenderError: booking {c.booking_id}: {type(exc).__name__}: {exc}")
+    timeout = min(settings.delivery_timeout_seconds, remaining)
+    try:
+        return await asyncio.wait_for(channel.send(message, timeout), remaining)
+    except PermanentError as exc:
+        return Failure("permanent", f"booking {c.booking_id}: {exc}")
+    except delivery.DeliveryFailed as exc:
+        return Failure("definite", f"booking {c.booking_id}: {exc}", exc.retry_after_seconds)
+    except TimeoutError:
+        return Failure(
+            "ambiguous", f"booking {c.booking_id}: {channel.name}: stopped mid-call at the tick's time budget"
+        )
+    except Exception as exc:  # DeliveryUnknown, or anything else once the request may have left  # noqa: BLE001
+        return Failure("ambiguous", f"booking {c.booking_id}: {describe(exc)}")
+
+
+def decide(c: Claimed, failure: Failure, finished: datetime, rand: float) -> Outcome:
+    """What a failed attempt leads to (a pure function):
+
+    - permanent: over at once;
+    - definite (the provider refused, or no connection was made): retried with backoff;
+    - ambiguous, on a channel whose idempotency key the provider honours: retried the same way;
+    - ambiguous otherwise: 'unknown' at once and never resent.
+    When it is over, it is 'failed' only if no attempt may have delivered it, else 'unknown'.
+    """
+    ambiguous = failure.kind == "ambiguous"
+    if ambiguous and c.channel not in delivery.IDEMPOTENT_CHANNELS:
+        error = f"{failure.error}; not resent: the {c.channel} channel has no idempotency key"
+        return Outcome(c.id, c.attempts, "unknown", None, error, ambiguous=True)
+    permanent = failure.kind == "permanent"
+    decision = backoff.after_failure(
+        c.attempts, c.max_attempts, backoff.DEFAULT_POLICY, finished, rand, permanent, failure.retry_after_seconds
+    )
+    if isinstance(decision, backoff.RetryAt):
+        return Outcome(c.id, c.attempts, "failed", decision.run_after, failure.error, ambiguous=ambiguous)
+    final = "unknown" if ambiguous or c.maybe_delivered else "failed"
+    return Outcome(c.id, c.attempts, final, None, failure.error, ambiguous=ambiguous)
+
+
+async def record(conn: psycopg.AsyncConnection[Any], outcomes: Sequence[Outcome], now: datetime) -> set[int]:
+    """Write every outcome in one statement; returns the ids written (the rest were fenced off)."""
+    if not outcomes:
+        return set()
+    params = {
+        "now": now,
+        "ids": [o.id for o in outcomes],
+        "claimed_attempts": [o.claimed_attempt for o in outcomes],
+        "statuses": [o.status for o in outcomes],
+        "next_attempt_ats": [o.next_attempt_at for o in outcomes],
+        "errors": [o.last_error for o in outcomes],
+        "provider_ids": [o.provider_message_id for o in outcomes],
+        "ambiguous": [o.ambiguous for o in outcomes],
+    }
+    cur = await conn.execute(query("reminder_record_outcomes"), params)
+    return {row[0] for row in await cur.fetchall()}
+
+
+def render(c: Claimed, channel: str, settings: Settings) -> delivery.Message:
+    """The message for one reminder, its time shown in the booking's own time zone.
+
+    "today"/"tomorrow" count from the reminder's first claim (created_at), not from this attempt, so
+    every retry sends the same bytes under the same idempotency key (Resend rejects a key reused
+    with a different body).
+    """
+    template = templates.choose(c.kind, c.language, settings)
+    variables = template_variables(c, c.created_at, templates.words(template.language))
+    subject = template.subject.format(**variables)
+    text = template.text.format(**variables)
+    to = {"email": c.email, "sms": c.phone, "whatsapp": c.phone}.get(channel, c.email or c.phone or c.customer_name)
+    data = {
+        "type": "booking.reminder",
+        "timestamp": c.created_at.isoformat(),
+        "data": {
+            "kind": c.kind,
+            "idempotency_key": c.idempotency_key,
+            "booking": {
+                "id": c.booking_id,
+                "customer_name": c.customer_name,
+                "email": c.email,
+                "phone": c.phone,
+                "starts_at": variables["starts_at_utc"],
+                "starts_at_local": variables["starts_at"],
+                "time_zone": variables["time_zone"],
+                "language": c.language,
+            },
+            "message": {"subject": subject, "text": text},
+        },
+    }
+    return delivery.Message(to=to or "", subject=subject, text=text, idempotency_key=c.idempotency_key, data=data)
+
+
+def template_variables(
+    c: Claimed, now: datetime, words: templates.ReminderWords = templates.WORDS[templates.ENGLISH]
+) -> dict[str, str]:
+    """Every variable a template may use (settings.REMINDER_TEMPLATE_VARIABLES, listed in the README),
+    `{day}`, `{date}` and `{zone}` in the template's language (`words`)."""
+    zone = booking_zone(c.booking_id, c.time_zone or "UTC")
+    local = c.starts_at.astimezone(zone)
+    days = (local.date() - now.astimezone(zone).date()).days
+    name = (c.customer_name or "").strip()
+    date = words.date.format(
+        weekday=words.weekdays[local.weekday()], day=local.day, month=words.months[local.month - 1]
+    )
+    return {
+        "customer_name": name,
+        "first_name": name.split()[0] if name else "",
+        "booking_id": str(c.booking_id),
+        "kind": c.kind,
+        "day": words.today if days <= 0 else words.tomorrow if days == 1 else words.in_days.format(n=days),
+        "date": date,
+        "time": f"{local:%H:%M}",
+        "zone": zone_label(zone.key, words.zone),
+        "time_zone": zone.key,
+        "starts_at": local.isoformat(),
+        "starts_at_utc": c.starts_at.astimezone(UTC_ZONE).isoformat(),
+    }
+
+
+def booking_zone(booking_id: str, name: str) -> ZoneInfo:
+    """The booking's zone; an unknown name falls back to UTC with a log line, never an error."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        logs.warning("unknown_time_zone", booking_id=booking_id, time_zone=name, fallback="UTC")
+        return UTC_ZONE
+
+
+def zone_label(key: str, pattern: str = "{city} time") -> str:
+    """'Europe/Amsterdam' -> 'Amsterdam time'; 'America/Argentina/Buenos_Aires' -> 'Buenos Aires time'; UTC stays."""
+    if key in ("UTC", "Etc/UTC", "Etc/UCT", "UCT", "Zulu", "Etc/Zulu", "Universal", "Etc/Universal"):
+        return "UTC"
+    return pattern.format(city=key.rsplit("/", 1)[-1].replace("_", " "))
+
+
+def _count(claimed: Sequence[Claimed], outcomes: Sequence[Outcome], written: set[int], *, more: bool) -> ReminderCounts:
+    statuses = [c.status for c in claimed if c.status != "sending"]  # settled by the claim itself
+    for o in outcomes:
+        if o.id in written:
+            statuses.append("retried" if o.status == "failed" and o.next_attempt_at else o.status)
+    return ReminderCounts(
+        sent=statuses.count("sent"),
+        failed=statuses.count("failed"),
+        unknown=statuses.count("unknown"),
+        retried=statuses.count("retried"),
+        more=more or "released" in statuses,
+    )

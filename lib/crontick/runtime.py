@@ -1,0 +1,96 @@
+"""The one wiring of a tick: settings and database loaded once, the cut-off, the tick or drain, and an outage's clean-up.
+
+The ASGI app (`crontick.app`), the kick (`crontick.hooks.kick`), the CLI (`crontick tick`) and
+the Lambda handler (`crontick.aws`) all tick through a `Runtime`; none assembles a connection,
+a cut-off or a tick of its own. Each maps `DatabaseUnavailable` to its own answer (a 503 with
+Retry-After, a log line, exit 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING
+
+from crontick import logs
+from crontick.db import Database, cutoff, queries
+from crontick.errors import ConfigError, DatabaseUnavailable
+from crontick.settings import Settings
+
+if TYPE_CHECKING:
+    from crontick.tick.pipeline import TickResult
+
+
+class Runtime:
+    """Settings and the database, loaded once per process (a Vercel or Lambda instance, a CLI run).
+
+    A bad configuration does not raise here: it is kept in `problem` (and logged), so an HTTP
+    entry point can answer 503 with the reason on every request instead of failing to start.
+    `strict=True` (the CLI) raises the ConfigError instead, for the caller to print once.
+    """
+
+    def __init__(self, settings: Settings | None = None, *, strict: bool = False) -> None:
+        self.problem: str | None = None
+        self.settings = Settings()
+        self.db: Database | None = None
+        try:
+            self.settings = settings or Settings.from_env()
+            if self.settings.handler_modules:  # the registry (and its retry policies) only when there are handlers
+                from crontick.jobs import registry
+
+                registry.load_modules(self.settings.handler_modules)
+            queries.use_schema(self.settings.schema)
+            self.db = Database(self.settings.require_database_url())
+        except ConfigError as exc:
+            if strict:
+                raise
+            self.problem = str(exc)
+            logs.error("misconfigured", detail=str(exc))
+
+    def database(self) -> Database:
+        """The database, or ConfigError with the reason crontick is not configured."""
+        if self.problem or self.db is None:
+            raise ConfigError(f"crontick is not configured: {self.problem}")
+        return self.db
+
+    def bound(self) -> AbstractAsyncContextManager[None]:
+        """One step's window with the database: it ends at the cut-off (crontick.db.cutoff)."""
+        return cutoff.bounded(self.database(), cutoff.cutoff_of(self.settings))
+
+    @asynccontextmanager
+    async def bounded(self) -> AsyncIterator[Database]:
+        """`bound()`, and on an outage inside it, this request's connection dropped before DatabaseUnavailable goes on."""
+        db = self.database()
+        try:
+            async with self.bound():
+                yield db
+        except DatabaseUnavailable as exc:
+            await cutoff.discard_after(db, exc)
+            raise
+
+    async def tick(self, *, source: str, execution_id: str | None = None) -> TickResult:
+        """One tick on this request's connection; call it inside `bounded()` (the app authorises in the same window)."""
+        from crontick.tick.pipeline import run_tick
+
+        conn = await self.database().connection()
+        return await run_tick(conn, self.settings, source=source, execution_id=execution_id)
+
+    async def run(self, *, source: str, drain: bool = False, max_ticks: int | None = None) -> TickResult:
+        """A whole tick (or, with `drain`, ticks until nothing is due or `max_ticks` ran), each step within the cut-off."""
+        if not drain:
+            async with self.bounded():
+                return await self.tick(source=source)
+        from crontick.tick.drain import drain as drain_ticks
+
+        async with self.bounded() as db:
+            conn = await db.connection()
+        limit = {} if max_ticks is None else {"max_ticks": max_ticks}
+        try:
+            return await drain_ticks(conn, self.settings, source=source, bound=self.bound, **limit)
+        except DatabaseUnavailable as exc:
+            await cutoff.discard_after(db, exc)
+            raise
+
+    async def close(self) -> None:
+        if self.db is not None:
+            await self.db.close()

@@ -1,0 +1,150 @@
+"""Record: write a whole batch's outcomes (fenced), its counts and the tick's log row in one statement."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple
+
+import psycopg
+from psycopg.types.json import Json, Jsonb
+
+from crontick.db import query
+from crontick.flow.claim_args import claim_flow
+from crontick.jobs.job import Outcome
+from crontick.tick.claim import Claim, claimed_jobs
+
+
+class TickLog(NamedTuple):
+    """The crontick_ticks row that the record statement writes along with the outcomes."""
+
+    started_at: datetime
+    source: str
+    summary: dict[str, Any]  # the tick's JSON summary; its job counts are filled in by the statement
+    claimed: int
+    rescued: int
+    next_other_at: datetime | None = None  # when reminders or slots are next due; the statement adds the jobs'
+
+
+class Recorded(NamedTuple):
+    written: set[int]
+    succeeded: int
+    retried: int
+    failed: int
+    released: int
+    fenced: int  # outcomes not written: another tick had taken the job over
+    jobs_due: bool  # pending jobs are due at `now`, so the caller has more to do
+    next_job_at: datetime | None  # the earliest run_after of a pending job, this batch's retries included
+    snoozed: int = 0  # handlers that raised crontick.Snooze
+    alerts_due: bool = False  # this statement raised an alert, or pending ones are due: the tick sends them
+    next_claim: Claim | None = None  # the next batch, when record() was asked to claim it
+
+
+def _int_array(values: list[int]) -> str:
+    """A PostgreSQL array literal (the statement casts it): psycopg dumps a list element by element in Python."""
+    return "{" + ",".join(map(str, values)) + "}"
+
+
+class Statement(NamedTuple):
+    """A named query with its parameters, built before it is sent (crontick.tick.drain builds one while another runs)."""
+
+    name: str
+    params: dict[str, Any]
+
+
+async def record_batch(
+    conn: psycopg.AsyncConnection[Any],
+    outcomes: Sequence[Outcome],
+    now: datetime,
+    tick: TickLog | None = None,
+    *,
+    claim_next: tuple[int, float] | None = None,
+) -> Recorded:
+    """Write every outcome (fenced) and, given `tick`, its log row: one statement either way.
+
+    `claim_next` (limit, lease seconds): the same statement then claims the next batch, returned
+    in Recorded.next_claim, by the database's clock (a drain's next tick: one round trip a batch).
+    """
+    statement = outcomes_statement(outcomes, now, tick, claim_next=claim_next)
+    return read_recorded(statement, await fetch_row(conn, statement))
+
+
+def outcomes_statement(
+    outcomes: Sequence[Outcome],
+    now: datetime,
+    tick: TickLog | None = None,
+    *,
+    claim_next: tuple[int, float] | None = None,
+) -> Statement:
+    """record()'s statement. Succeeded attempts, most of a batch, go as two integer arrays (ids,
+    claimed attempts) that the server reads without parsing; the others as one JSON array of rows."""
+    done_ids: list[int] = []
+    done_attempts: list[int] = []
+    others: list[list[Any]] = []
+    for o in outcomes:
+        if o.status == "done" and o.attempts == o.claimed_attempt and o.last_error is None and not o.snoozed:
+            done_ids.append(o.job_id)
+            done_attempts.append(o.claimed_attempt)
+        else:
+            others.append(
+                [
+                    o.job_id,
+                    o.claimed_attempt,
+                    o.status,
+                    o.attempts,
+                    o.run_after and o.run_after.isoformat(),
+                    o.last_error,
+                    o.snoozed,
+                    o.traceback,
+                    o.park,  # durable steps: the sleep or wait that parked the job (crontick.workflows)
+                ]
+            )
+    params: dict[str, Any] = {
+        "now": now,
+        "done_ids": _int_array(done_ids),
+        "done_attempts": _int_array(done_attempts),
+        "others": Json(others),
+        "log": False,
+        "started_at": None,
+        "source": None,
+        "summary": None,
+        "jobs": None,
+        "next_other_at": None,
+    }
+    if tick is not None:
+        params.update(
+            log=True,
+            started_at=tick.started_at,
+            source=tick.source,
+            summary=Jsonb(tick.summary),
+            jobs=Jsonb({"claimed": tick.claimed, "rescued": tick.rescued}),
+            next_other_at=tick.next_other_at,
+        )
+    if claim_next is None:
+        return Statement("job_record_outcomes", params)
+    params.update(limit=claim_next[0], lease=timedelta(seconds=claim_next[1]), flow=claim_flow())
+    return Statement("job_record_and_claim", params)
+
+
+async def fetch_row(conn: psycopg.AsyncConnection[Any], statement: Statement) -> tuple[Any, ...]:
+    """Run a statement that answers one row, and return that row as it came (decoding is the caller's)."""
+    cur = await conn.execute(query(statement.name), statement.params)
+    row: tuple[Any, ...] | None = await cur.fetchone()
+    assert row is not None  # the statements run this way always return their one row
+    return row
+
+
+def read_recorded(statement: Statement, row: tuple[Any, ...]) -> Recorded:
+    """The counts of a record statement's row, and the batch it claimed, if it claimed one."""
+    if statement.name == "job_record_outcomes":
+        return Recorded(set(row[0]), *row[1:])
+    return Recorded(set(row[0]), *row[1:10])._replace(
+        next_claim=Claim(claimed_jobs(row[10]), row[11], row[12], row[13])
+    )
+
+
+async def record_outcomes(conn: psycopg.AsyncConnection[Any], outcomes: Sequence[Outcome], now: datetime) -> set[int]:
+    """Write every outcome in one statement; returns the ids written (the rest were fenced off)."""
+    if not outcomes:
+        return set()
+    return (await record_batch(conn, outcomes, now)).written

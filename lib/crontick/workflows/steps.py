@@ -1,0 +1,345 @@
+"""A batch's durable steps: each finished step recorded once, before the next runs; a later run returns it instead.
+
+How it talks to the database. The runner opens one StepBatch per batch, on the tick's own
+connection (autocommit, no prepared statement: the same connection model as every other tick
+statement, so it works behind a transaction pooler), and no transaction is ever held across a
+step's function. A batch whose handlers call no step sends nothing: the statements below are
+sent only once a handler asks.
+- Loading: the first job.step, job.sleep or job.wait_for of a job loads the recorded steps of
+  every job in the batch of that job's type, in one statement (sql/workflows.sql job_steps_load),
+  shared by the jobs that ask meanwhile.
+- Recording: a finished step's JSON result is written, fenced on the attempt the tick claimed,
+  before job.step returns. Steps that finish while a write is on the wire go together in the next
+  one (group commit, sql/workflows.sql job_steps_record): one statement per finished step at most,
+  far fewer when many jobs run at once.
+- Parking: job.sleep and job.wait_for raise Parked out of the handler; the runner turns it into
+  the job's outcome, and the batch's one record statement writes the sleep or wait as a step with
+  it (sql/functions/job_record_outcomes.sql).
+
+What is and is not exactly-once: a step whose function finished but whose result was not
+recorded yet (the process killed in between, the write lost) runs again on the next attempt.
+job.step_key gives the provider a key to drop that duplicate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import json
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from contextvars import ContextVar, Token
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple, Protocol
+
+import psycopg
+from psycopg.types.json import Json
+
+from crontick.db import query
+from crontick.errors import CrontickError, StepError, StepFenced
+
+# The most a step's result may take as JSON text (UTF-8 bytes). Keep big things (documents,
+# audio) in your own storage and return their key.
+STEP_RESULT_MAX_BYTES = 64 * 1024
+STEP_NAME_MAX_CHARS = 200
+# The longest one job.sleep or one job.wait_for may park a job.
+MAX_PARK_SECONDS = 365 * 86400
+# How long a signal sent before any job waits on its key is kept for the wait that begins on it
+# (sql/functions/job_begin_waits.sql; the retention run deletes older ones).
+SIGNAL_KEEP_DAYS = 7
+
+
+class StepJob(Protocol):
+    """What a step needs of its job (crontick.jobs.job.Job)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def attempt(self) -> int: ...
+    @property
+    def created_at(self) -> datetime: ...
+
+
+class Recorded(NamedTuple):
+    """One row of job_steps, as a later run of the handler reads it."""
+
+    kind: str  # step | sleep | wait
+    status: str  # done | waiting | signalled | timed_out
+    result: str | None  # JSON text
+
+
+class Parked(BaseException):
+    """Raised out of a handler by job.sleep and job.wait_for; the runner parks the job (crontick.jobs.runner).
+
+    A BaseException, like asyncio.CancelledError: a handler's `except Exception` must not swallow it.
+    """
+
+    def __init__(self, name: str, kind: str, seconds: float, event_key: str | None = None) -> None:
+        super().__init__(f"{kind} {name!r} for {seconds:g} s")
+        self.name, self.kind, self.seconds, self.event_key = name, kind, seconds, event_key
+
+    @property
+    def status(self) -> str:
+        """The job's status while parked: a sleep is pending (due later), a wait is waiting."""
+        return "pending" if self.kind == "sleep" else "waiting"
+
+    def park(self, until: datetime) -> list[Any]:
+        """The record statement's park element: [name, kind, event_key, step status, result, wait_until]."""
+        if self.kind == "sleep":
+            return [self.name, "sleep", None, "done", {"until": until.isoformat()}, None]
+        return [self.name, "wait", self.event_key, "waiting", None, until.isoformat()]
+
+
+def step_key(job: StepJob, name: str) -> str:
+    """A key for step `name` of `job`, the same on every attempt, for a provider's idempotency key.
+
+    `crontick-<job id>-<24 hex digits>`: the digits hash the job's id, its creation time and the
+    step's name, so two databases (staging and production on one provider account) whose job ids
+    meet do not share keys. 46 characters at most for ids below 10^15: within Stripe's 255 and
+    every provider's limit we know of.
+    """
+    _check_name(job, name, "job.step_key")
+    digest = hashlib.sha256(f"{job.id}\x00{job.created_at.isoformat()}\x00{name}".encode()).hexdigest()[:24]
+    return f"crontick-{job.id}-{digest}"
+
+
+_BATCH: ContextVar[StepBatch | None] = ContextVar("crontick_step_batch", default=None)
+
+
+def begin(conn: psycopg.AsyncConnection[Any], jobs: Sequence[StepJob]) -> Token[StepBatch | None]:
+    """The runner, before a batch runs: its handlers' steps use `conn` (the tick's). Reset the token after."""
+    return _BATCH.set(StepBatch(conn, jobs))
+
+
+def end(token: Token[StepBatch | None]) -> None:
+    _BATCH.reset(token)
+
+
+def step(job: StepJob, name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """job.step: the recorded result of step `name`, else fn's, recorded (awaitable in an async handler)."""
+    batch = _batch(job, "job.step")
+    if not callable(fn):
+        raise StepError(f"job {job.id} ({job.type}) step {name!r}: expected a function to call, got {fn!r}")
+    batch.use_name(job, name)
+    if _on_loop():
+        return batch.step(job, name, fn, args, kwargs)
+    return batch.step_in_thread(job, name, fn, args, kwargs)
+
+
+def sleep(job: StepJob, name: str, seconds: float) -> Any:
+    """job.sleep: park the job for `seconds` the first time; nothing once it has slept."""
+    return _park(job, Parked(name, "sleep", _seconds(job, name, seconds, "job.sleep")))
+
+
+def wait_for(job: StepJob, name: str, event_key: str, timeout_seconds: float) -> Any:
+    """job.wait_for: park the job until a signal on `event_key` or the timeout; then the payload, or None."""
+    if not isinstance(event_key, str) or not event_key:
+        raise StepError(
+            f"job {job.id} ({job.type}) job.wait_for({name!r}): expected a non-empty event key, got {event_key!r}"
+        )
+    seconds = _seconds(job, name, timeout_seconds, "job.wait_for timeout_seconds")
+    return _park(job, Parked(name, "wait", seconds, event_key))
+
+
+def _park(job: StepJob, parked: Parked) -> Any:
+    batch = _batch(job, f"job.{'sleep' if parked.kind == 'sleep' else 'wait_for'}")
+    batch.use_name(job, parked.name)
+    if _on_loop():
+        return batch.resume(job, parked)
+    return batch.blocking(batch.resume(job, parked))
+
+
+class StepBatch:
+    """The steps of one batch's jobs: what each has recorded (loaded on first use), the names each run used,
+    and the writes waiting for the next group commit."""
+
+    def __init__(self, conn: psycopg.AsyncConnection[Any], jobs: Sequence[StepJob]) -> None:
+        self.conn = conn
+        self.jobs = jobs
+        self.loop = asyncio.get_running_loop()
+        self._lock = threading.Lock()  # sync handlers' threads add names; the rest happens on the loop
+        self._names: dict[int, set[str]] = {}
+        self._recorded: dict[int, dict[str, Recorded]] = {}
+        self._loads: dict[str, asyncio.Task[dict[int, dict[str, Recorded]]]] = {}
+        self._queue: list[tuple[int, int, str, str, asyncio.Future[bool]]] = []
+        self._flusher: asyncio.Task[None] | None = None
+
+    def use_name(self, job: StepJob, name: str) -> None:
+        """Claim `name` for this run of `job`'s handler; a second use is a StepError, not a silent reuse."""
+        _check_name(job, name, "job.step")
+        with self._lock:
+            names = self._names.setdefault(job.id, set())
+            if name in names:
+                raise StepError(
+                    f"job {job.id} ({job.type}): expected each step name once per run, got {name!r} twice "
+                    "(give each step, sleep and wait its own name)"
+                )
+            names.add(name)
+
+    def blocking(self, work: Coroutine[Any, Any, Any]) -> Any:
+        """Run `work` on the tick's loop from a sync handler's thread, and wait for it."""
+        return asyncio.run_coroutine_threadsafe(work, self.loop).result()
+
+    async def step(
+        self, job: StepJob, name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        """In an async handler: the recorded result, else fn's (awaited when it is async), recorded."""
+        hit = (await self.recorded(job)).get(name)
+        if hit is not None:
+            return _replayed(job, name, hit)
+        value = fn(*args, **kwargs)
+        if inspect.isawaitable(value):
+            value = await value
+        text = _encoded(job, name, value)
+        await self.record(job, name, text)
+        return json.loads(text)  # as a later run gets it (a tuple comes back a list either way)
+
+    def step_in_thread(
+        self, job: StepJob, name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        """In a sync handler's thread: as step(), fn called in this thread (an async fn on the tick's loop), the
+        database reached through the loop."""
+        hit = self.blocking(self.recorded(job)).get(name)
+        if hit is not None:
+            return _replayed(job, name, hit)
+        value = fn(*args, **kwargs)
+        if inspect.isawaitable(value):
+            value = self.blocking(_awaited(value))
+        text = _encoded(job, name, value)
+        self.blocking(self.record(job, name, text))
+        return json.loads(text)
+
+    async def resume(self, job: StepJob, parked: Parked) -> Any:
+        """A sleep or wait: Parked the first time; after it, None (a sleep, a timed-out wait) or the signal's payload."""
+        hit = (await self.recorded(job)).get(parked.name)
+        if hit is None:
+            raise parked
+        if hit.kind != parked.kind:
+            raise StepError(
+                f"job {job.id} ({job.type}): {parked.name!r} is a {hit.kind}'s name, used for a {parked.kind}"
+            )
+        if hit.kind == "wait" and hit.status == "signalled" and hit.result is not None:
+            return json.loads(hit.result)
+        return None
+
+    async def recorded(self, job: StepJob) -> dict[str, Recorded]:
+        """The steps `job` recorded in earlier runs: loaded with those of its batch's jobs of the same type."""
+        found = self._recorded.get(job.id)
+        if found is not None:
+            return found
+        load = self._loads.get(job.type)
+        if load is None:
+            load = self._loads[job.type] = self.loop.create_task(self._load(job.type))
+        loaded = await asyncio.shield(
+            load
+        )  # one caller cancelled (a handler's timeout) must not cancel the others' load
+        return self._recorded.setdefault(job.id, loaded.get(job.id, {}))
+
+    async def _load(self, type: str) -> dict[int, dict[str, Recorded]]:
+        ids = "{" + ",".join(str(j.id) for j in self.jobs if j.type == type) + "}"
+        cur = await self.conn.execute(query("job_steps_load"), {"ids": ids})
+        found: dict[int, dict[str, Recorded]] = {}
+        for job_id, name, kind, status, result in await cur.fetchall():
+            found.setdefault(job_id, {})[name] = Recorded(kind, status, result)
+        return found
+
+    async def record(self, job: StepJob, name: str, text: str) -> None:
+        """Write one finished step, in the next group commit, and return once it is committed."""
+        done: asyncio.Future[bool] = self.loop.create_future()
+        self._queue.append((job.id, job.attempt, name, text, done))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = self.loop.create_task(self._flush())
+        if not await asyncio.shield(done):
+            raise StepFenced(
+                f"job {job.id} ({job.type}) step {name!r}: expected the job still running attempt {job.attempt} to "
+                "record the step, got it taken over (its lease ended and another tick rescued it); not recorded"
+            )
+
+    async def _flush(self) -> None:
+        """Send what has queued, then what queued meanwhile, until nothing is left: one statement per round."""
+        while self._queue:
+            batch, self._queue = self._queue, []
+            steps = [[job_id, attempt, name, text] for job_id, attempt, name, text, _ in batch]
+            try:
+                cur = await self.conn.execute(query("job_steps_record"), {"steps": Json(steps)})
+                written = {(job_id, name) for job_id, name in await cur.fetchall()}
+            except Exception as exc:  # noqa: BLE001 - each step waiting on this write fails with the reason
+                for *_, done in batch:
+                    if not done.done():
+                        done.set_exception(exc)
+                continue
+            for job_id, _, name, _, done in batch:
+                if not done.done():
+                    done.set_result((job_id, name) in written)
+
+
+def until_of(now: datetime, seconds: float) -> datetime:
+    """When a park of `seconds` from `now` (the tick's time: the database's clock) ends."""
+    return now + timedelta(seconds=seconds)
+
+
+def _batch(job: StepJob, what: str) -> StepBatch:
+    batch = _BATCH.get()
+    if batch is None:
+        raise CrontickError(
+            f"job {job.id} ({job.type}): expected {what} inside a handler run by a tick (it records on the tick's "
+            "connection), got a call outside one"
+        )
+    return batch
+
+
+def _on_loop() -> bool:
+    """Whether the caller runs on an event loop (an async handler), not in a sync handler's thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+async def _awaited(value: Awaitable[Any]) -> Any:
+    return await value
+
+
+def _replayed(job: StepJob, name: str, hit: Recorded) -> Any:
+    """A step recorded by an earlier run: its result, decoded."""
+    if hit.kind != "step":
+        raise StepError(f"job {job.id} ({job.type}): {name!r} is a {hit.kind}'s name, called as a step")
+    return None if hit.result is None else json.loads(hit.result)
+
+
+def _check_name(job: StepJob, name: Any, what: str) -> None:
+    if not isinstance(name, str) or not name or len(name) > STEP_NAME_MAX_CHARS:
+        raise StepError(
+            f"job {job.id} ({job.type}) {what}: expected a name of 1 to {STEP_NAME_MAX_CHARS} characters, "
+            f"got {name!r:.80}"
+        )
+
+
+def _seconds(job: StepJob, name: str, seconds: Any, what: str) -> float:
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds <= MAX_PARK_SECONDS:
+        raise StepError(
+            f"job {job.id} ({job.type}) {what} {name!r}: expected seconds between 0 and {MAX_PARK_SECONDS}, got {seconds!r}"
+        )
+    return float(seconds)
+
+
+def _encoded(job: StepJob, name: str, value: Any) -> str:
+    """The step's result as JSON text, or a StepError naming the step."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise StepError(
+            f"job {job.id} ({job.type}) step {name!r}: expected a JSON result (dict, list, str, number, bool or "
+            f"None), got {type(value).__name__}: {exc}"
+        ) from None
+    size = len(text.encode())
+    if size > STEP_RESULT_MAX_BYTES:
+        raise StepError(
+            f"job {job.id} ({job.type}) step {name!r}: expected a result of at most {STEP_RESULT_MAX_BYTES} bytes "
+            f"of JSON (crontick.workflows.steps.STEP_RESULT_MAX_BYTES), got {size}; store it elsewhere and return its key"
+        )
+    return text

@@ -1,0 +1,77 @@
+-- enqueue: crontick's SQL API for adding a job, for any driver or language on the same database
+-- (psycopg2, SQLAlchemy, asyncpg, Django, Prisma, node-postgres), inside the caller's own
+-- transaction: a rolled-back transaction enqueues nothing. crontick.enqueue() in Python calls it
+-- too (sql/queries.sql job_insert), so both share one implementation. Named arguments, defaults as
+-- in Python:
+--   select crontick.enqueue('send_email', '{"to": "ada@example.com"}', key => 'welcome:42');
+--   select crontick.enqueue('whatsapp_reply', '{"text": "hi"}', group_key => 'conv:42', priority => -10,
+--                           debounce_key => 'reply:42', debounce_seconds => 3, debounce_max_seconds => 20);
+-- With `key`, a job already pending, running or waiting with that key wins and its id is returned (the
+-- partial unique index jobs_key_active). With `debounce_key` (and debounce_seconds), a job of the
+-- same type with that key that has not started (pending, never claimed: jobs_debounce_open) takes
+-- this enqueue instead of a new job: its payload becomes this one, `payloads` appends it (oldest
+-- first, the newest 100 kept), and its run_after moves to now + debounce_seconds, never past its
+-- debounce_until (its first enqueue + debounce_max_seconds). The merged job keeps its group_key,
+-- priority and max_attempts. Returns the job's id (the merged job's, on a merge). In its own schema
+-- it is crontick.enqueue; under CRONTICK_SCHEMA=public it is public.crontick_enqueue (a plain
+-- `enqueue` there would sit among the app's own functions).
+create or replace function {schema}.{api_enqueue}(
+    type text,
+    payload jsonb default '{{}}'::jsonb,
+    run_after timestamptz default null,
+    max_attempts integer default null,
+    key text default null,
+    group_key text default null,
+    priority integer default null,
+    debounce_key text default null,
+    debounce_seconds double precision default null,
+    debounce_max_seconds double precision default null
+) returns bigint
+language plpgsql
+as $$
+#variable_conflict use_column
+declare
+    _id bigint;
+    _job text := quote_literal({api_enqueue}.type);
+begin
+    if {api_enqueue}.type is null or {api_enqueue}.type = '' then
+        raise exception 'crontick.enqueue: expected a non-empty job type, got %', coalesce(quote_literal({api_enqueue}.type), 'null')
+            using errcode = '22023';
+    end if;
+    if {api_enqueue}.max_attempts is not null and {api_enqueue}.max_attempts < 1 then
+        raise exception 'crontick.enqueue(%): expected max_attempts >= 1, got %', _job, {api_enqueue}.max_attempts
+            using errcode = '22023';
+    end if;
+    if {api_enqueue}.group_key = '' then
+        raise exception 'crontick.enqueue(%): expected a non-empty group_key or null, got %', _job, quote_literal('')
+            using errcode = '22023';
+    end if;
+    if {api_enqueue}.debounce_key is not null or {api_enqueue}.debounce_seconds is not null
+       or {api_enqueue}.debounce_max_seconds is not null then
+        return {schema}.crontick_job_debounce(
+            {api_enqueue}.type, coalesce({api_enqueue}.payload, '{{}}'::jsonb), {api_enqueue}.run_after,
+            {api_enqueue}.max_attempts, {api_enqueue}.key, {api_enqueue}.group_key, {api_enqueue}.priority,
+            {api_enqueue}.debounce_key, {api_enqueue}.debounce_seconds, {api_enqueue}.debounce_max_seconds);
+    end if;
+    -- Twice at most: the job holding the key may finish between the insert that yields to it and
+    -- the select that looks for it; the second insert then succeeds.
+    for _ in 1..2 loop
+        insert into {schema}.jobs (type, payload, run_after, max_attempts, key, group_key, priority)
+        values ({api_enqueue}.type, coalesce({api_enqueue}.payload, '{{}}'::jsonb), coalesce({api_enqueue}.run_after, now()),
+                coalesce({api_enqueue}.max_attempts, 4), {api_enqueue}.key, {api_enqueue}.group_key,
+                coalesce({api_enqueue}.priority, 0))
+        on conflict (key) where key is not null and status in ('pending', 'running', 'waiting') do nothing
+        returning id into _id;
+        if _id is not null then
+            return _id;
+        end if;
+        select id into _id from {schema}.jobs
+        where key = {api_enqueue}.key and status in ('pending', 'running', 'waiting');
+        if _id is not null then
+            return _id;
+        end if;
+    end loop;
+    raise exception 'crontick.enqueue(%): expected a job id, got none (key % contended)', _job, quote_literal({api_enqueue}.key)
+        using errcode = '40001';
+end;
+$$;

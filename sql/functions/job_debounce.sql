@@ -1,0 +1,77 @@
+-- crontick_job_debounce: the debounced half of crontick.enqueue (sql/functions/enqueue.sql calls it
+-- when a debounce_key is given; crontick.enqueue(..., debounce=crontick.Debounce(...)) in Python
+-- and debounced inbound hooks reach it that way). One upsert on jobs_debounce_open
+-- (sql/migrations/0018_enqueue_flow.sql): the first enqueue of a key inserts the job, due in
+-- `_seconds`, with debounce_until = now + `_max_seconds` (null: no cap); every later enqueue of
+-- the same (type, key) while that job is pending and was never claimed merges into it:
+--   payload   becomes the newest payload;
+--   payloads  appends it, oldest first; it starts as [first payload], and past 100 entries the
+--             oldest is dropped (one per merge: an enqueue adds one), so the newest 100 are kept;
+--   run_after moves to now + `_seconds`, never past debounce_until;
+-- group_key, priority and max_attempts stay the first enqueue's. Concurrent enqueues of one key
+-- serialise on the index entry: one inserts, the others wait for it and then merge. A claim that
+-- locked the job first wins: the merging enqueue then finds no open job (the claimed row left the
+-- index) and inserts a new one, which (with a group_key) runs after the claimed one.
+-- Returns the job's id: the new job's, or the one merged into.
+create or replace function {schema}.crontick_job_debounce(
+    _type text,
+    _payload jsonb,
+    _run_after timestamptz,
+    _max_attempts integer,
+    _key text,
+    _group_key text,
+    _priority integer,
+    _debounce_key text,
+    _seconds double precision,
+    _max_seconds double precision
+) returns bigint
+language plpgsql
+as $$
+#variable_conflict use_column
+declare
+    _id bigint;
+    _job text := quote_literal(_type);
+begin
+    if _debounce_key is null or _debounce_key = '' then
+        raise exception 'crontick.enqueue(%): expected a non-empty debounce_key with debounce_seconds, got %', _job,
+            coalesce(quote_literal(_debounce_key), 'null') using errcode = '22023';
+    end if;
+    if _seconds is null or not (_seconds >= 0 and _seconds <= 2592000) then
+        raise exception 'crontick.enqueue(%): expected debounce_seconds between 0 and 2592000 (30 days), got %', _job,
+            coalesce(_seconds::text, 'null') using errcode = '22023';
+    end if;
+    if _max_seconds is not null and not (_max_seconds >= _seconds and _max_seconds <= 2592000) then
+        raise exception 'crontick.enqueue(%): expected debounce_max_seconds between debounce_seconds (%) and 2592000, got %',
+            _job, _seconds, _max_seconds using errcode = '22023';
+    end if;
+    if _key is not null then
+        raise exception 'crontick.enqueue(%): expected key or a debounce, got both (key %)', _job, quote_literal(_key)
+            using errcode = '22023';
+    end if;
+    if _run_after is not null then
+        raise exception 'crontick.enqueue(%): expected run_after or a debounce (which sets run_after), got both', _job
+            using errcode = '22023';
+    end if;
+    -- Twice at most: the merge's WHERE is false only if the open job changed between the conflict
+    -- and its lock (PostgreSQL then retries the conflict itself), so the second pass inserts or merges.
+    for _ in 1..2 loop
+        insert into {schema}.jobs as j (type, payload, run_after, max_attempts, group_key, priority, debounce_key, debounce_until)
+        values (_type, _payload, now() + make_interval(secs => _seconds), coalesce(_max_attempts, 4), _group_key,
+                coalesce(_priority, 0), _debounce_key, now() + make_interval(secs => _max_seconds))
+        on conflict (type, debounce_key) where debounce_key is not null and status = 'pending' and started_at is null
+        do update set
+            payload = excluded.payload,
+            payloads = (select case when jsonb_array_length(m.merged) > 100 then m.merged - 0 else m.merged end
+                        from (select coalesce(j.payloads, jsonb_build_array(j.payload)) || jsonb_build_array(excluded.payload) as merged) m),
+            run_after = least(excluded.run_after, coalesce(j.debounce_until, 'infinity')),
+            updated_at = now()
+        where j.status = 'pending' and j.started_at is null
+        returning id into _id;
+        if _id is not null then
+            return _id;
+        end if;
+    end loop;
+    raise exception 'crontick.enqueue(%): expected a job id, got none (debounce key % contended)', _job,
+        quote_literal(_debounce_key) using errcode = '40001';
+end;
+$$;

@@ -1,0 +1,279 @@
+-- crontick_job_record_outcomes: every outcome of a batch and the tick's log row, in one
+-- statement. Called by sql/queries.sql job_record_outcomes (crontick.tick.record.record_batch: the
+-- tick's last step; crontick.tick.record.record_outcomes runs it without the log row) and by
+-- crontick_job_record_and_claim (the drain).
+-- A function because crontick sends no prepared statement (it must work through transaction
+-- poolers), so a plain statement this size is planned again on every call (issue 13: 2-2.5 ms of
+-- planning per batch of 100, against 4-6 ms of execution); PL/pgSQL keeps the plan of its
+-- statement for the life of the connection (a server-side cache that a pooler never sees), and
+-- force_generic_plan makes it one plan from the first call on (the arguments never change its
+-- shape).
+--
+-- Fenced: a row changes only while it is still running the attempt this tick claimed, so a late
+-- finisher whose job was rescued and re-claimed by another tick changes nothing. The counts are
+-- made here from what was written, so a fenced outcome counts only as fenced. A job written
+-- 'failed' raises its job_failed alert in this statement (an outbox), and every attempt that ran
+-- and did not finish its job well gets its job_attempts row here too: the attempt that succeeded
+-- is the done job's own row (attempts, started_at, finished_at; sql/admin.sql admin_job_attempts
+-- shows it), which keeps a third of the writes off the drain's record step
+-- (sql/migrations/0010_attempt_in_job_row.sql).
+--
+-- The outcomes arrive in two parts: succeeded attempts (most of a batch) as two arrays, ids and
+-- claimed attempts, which the server reads without parsing; every other outcome as one JSON
+-- array of [id, claimed_attempt, status, attempts, run_after, last_error, snoozed]. A batch whose
+-- attempts all succeeded takes a shorter statement (tests/db/test_record_paths.py holds the two
+-- to the same rows and answers).
+-- Durable steps (issue 21, crontick.workflows; the parts marked "steps:" below): an outcome may
+-- carry a ninth element, park ([name, kind, event_key, step status, result, wait_until]), for a
+-- job.sleep (pending, due later) or a job.wait_for (waiting until its deadline, run_after) that
+-- parked the job: its step row is written here, fenced like the outcome, and the attempt is handed
+-- back without counting a snooze. Every record statement also wakes waits whose deadline passed
+-- (back to pending, due now; their wait step timed_out), a bounded batch at a time, so that no
+-- other statement is needed for timeouts: the probe counts a waiting job's deadline in
+-- next_job_at, so the tick after a deadline is never idle and ends here.
+-- `and not held`: a group's jobs behind its head are not due (sql/migrations/0017_flow_claim.sql).
+-- The live definition: `crontick migrate` applies this file after the migrations, every time
+-- (lib/crontick/db/migrate.py says how a changed signature ships).
+create or replace function {schema}.crontick_job_record_outcomes(
+    _now timestamptz,
+    _done_ids bigint[],
+    _done_attempts int[],
+    _others json,
+    _log boolean,           -- write the tick's crontick_ticks row (false: outcomes only)
+    _started_at timestamptz,
+    _source text,
+    _summary jsonb,         -- the tick's summary; its job counts are added here
+    _jobs jsonb,            -- the claimed and rescued counts, as a JSON object
+    _next_other_at timestamptz  -- when reminders or slots are next due; the jobs' own is added here
+)
+returns table (
+    written bigint[], succeeded bigint, retried bigint, failed bigint, released bigint, fenced bigint,
+    jobs_due boolean, next_job_at timestamptz, snoozed bigint, alerts_due boolean
+)
+language plpgsql
+set plan_cache_mode = force_generic_plan
+as $$
+#variable_conflict use_column
+begin
+if json_array_length(_others) = 0 then
+    -- Every attempt succeeded, as in most batches: the same writes and counts as the statement
+    -- below gives them, without its outcome table, joins and inserts that can only be empty here
+    -- (a third of the statement's time for a batch of 100; tests/db/test_record_paths.py holds
+    -- the two to the same rows and answers).
+    return query
+    with written as (
+        update {schema}.jobs j set
+            status = 'done',
+            last_error = null,
+            locked_until = null,
+            finished_at = _now,
+            updated_at = _now
+        from unnest(_done_ids, _done_attempts) as d(id, claimed_attempt)
+        where j.id = d.id and j.status = 'running' and j.attempts = d.claimed_attempt
+        returning j.id, j.type, j.started_at, j.group_key  -- type, started_at: type_rollup (issue 23); group_key: flow
+    ), woken as (
+        -- steps: waits past their deadline go back to pending (as in the statement below).
+        update {schema}.jobs j set status = 'pending', run_after = _now, updated_at = _now
+        where j.id = any(array(
+            select id from {schema}.jobs where status = 'waiting' and run_after <= _now
+            order by run_after, id limit 1000 for update skip locked))
+        returning j.id
+    ), timed_out as (
+        update {schema}.job_steps s set status = 'timed_out', finished_at = _now
+        from woken w where s.job_id = w.id and s.status = 'waiting'
+    ), type_rollup as (
+        -- Issue 23, the admin's per-type figures (crontick.admin.figures; the ring table is
+        -- migration 0020's): as type_rollup in the statement below, every attempt done here.
+        -- A batch's jobs share their claim's started_at: counted per (type, started_at) first, so the
+        -- bucket's arithmetic runs once per claim, not once per job.
+        insert into {schema}.crontick_type_minutes as m (type, slot, shard, bucket, minute, done, failed, retried)
+        select w.type, (floor(extract(epoch from _now) / 60)::bigint % 1500)::smallint, (pg_backend_pid() % 4)::smallint,
+            least(floor(2 * ln(greatest(extract(epoch from _now - coalesce(w.started_at, _now)) * 1000, 1)) / ln(2)), 47)::smallint,
+            date_trunc('minute', _now), sum(w.n), 0, 0
+        from (select w.type, w.started_at, count(*) as n from written w group by 1, 2) w
+        group by 1, 2, 3, 4, 5
+        order by 1, 4
+        on conflict (type, slot, shard, bucket) do update set
+            done = case when m.minute = excluded.minute then m.done + excluded.done else excluded.done end,
+            failed = case when m.minute = excluded.minute then m.failed else 0 end,
+            retried = case when m.minute = excluded.minute then m.retried else 0 end,
+            minute = excluded.minute
+    ), counts as (
+        select count(*) as succeeded, 0::bigint as retried, 0::bigint as failed, 0::bigint as released,
+            coalesce(cardinality(_done_ids), 0) - count(*) as fenced, 0::bigint as snoozed
+        from written
+    ), next_job as (
+        -- steps: a waiting job's deadline counts too. flow: a grouped job that ended here lets its
+        -- group's next job start (unheld by this statement's trigger, after this snapshot): due now.
+        select least((select min(run_after) from {schema}.jobs where status = 'pending' and not held),
+                     (select min(run_after) from {schema}.jobs where status = 'waiting'),
+                     (select _now from written w where w.group_key is not null limit 1)) as at
+    ), logged as (
+        insert into {schema}.crontick_ticks (started_at, finished_at, source, summary)
+        select _started_at, _now, _source,
+            _summary || jsonb_build_object('jobs', _jobs || to_jsonb(c), 'next_due_at', least(n.at, _next_other_at))
+        from counts c, next_job n
+        where _log
+    )
+    select array(select w.id from written w),
+        c.succeeded, c.retried, c.failed, c.released, c.fenced,
+        -- Pending jobs or waits due, or a group moved on (next_job); with a type or group paused, its
+        -- due jobs do not count (as in the statement below).
+        case when not exists (select 1 from {schema}.crontick_pauses p where p.kind in ('type', 'group'))
+            then coalesce(n.at <= _now, false)
+            else {schema}.crontick_job_due_unpaused(_now)
+                or coalesce((select min(run_after) from {schema}.jobs where status = 'waiting') <= _now, false)
+                or exists (select 1 from written w where w.group_key is not null)
+        end or exists (select 1 from woken),
+        n.at,
+        c.snoozed,
+        coalesce((select min(next_attempt_at) from {schema}.crontick_alerts where status = 'pending') <= _now, false)
+    from counts c, next_job n;
+    return;
+end if;
+-- steps: a wait beginning takes its key's lock and any signal kept for it (crontick_job_begin_waits).
+if exists (select 1 from json_array_elements(_others) o where o -> 8 ->> 1 = 'wait') then
+    _others := {schema}.crontick_job_begin_waits(_now, _others);
+end if;
+return query
+with outcome as materialized (
+    select d.id, d.claimed_attempt, 'done'::text as status, d.claimed_attempt as attempts,
+        null::timestamptz as run_after, null::text as last_error, false as snoozed, null::text as traceback,
+        null::json as park
+    from unnest(_done_ids, _done_attempts) as d(id, claimed_attempt)
+    union all
+    select (o ->> 0)::bigint, (o ->> 1)::int, o ->> 2, (o ->> 3)::int, (o ->> 4)::timestamptz, o ->> 5,
+        coalesce((o ->> 6)::boolean, false), o ->> 7,
+        case when json_typeof(o -> 8) = 'array' then o -> 8 end  -- steps: park (JSON null: none)
+    from json_array_elements(_others) o
+), written as (
+    update {schema}.jobs j set
+        status = o.status,
+        attempts = o.attempts,
+        run_after = coalesce(o.run_after, j.run_after),
+        -- A released job (never started: attempts handed back) keeps its previous attempt's error; one
+        -- put back with a reason of its own (a type this process does not know) says why.
+        last_error = case when o.attempts < o.claimed_attempt and o.last_error is null then j.last_error
+                          else o.last_error end,
+        locked_until = null,
+        finished_at = case when o.status in ('done', 'failed') then _now end,
+        -- crontick.Snooze: the attempt was handed back (attempts above); count the snooze, which is bounded.
+        -- steps: a parked job (job.sleep, job.wait_for) hands its attempt back too, but snoozed nothing.
+        snoozes = j.snoozes + case when o.snoozed and o.park is null then 1 else 0 end,
+        updated_at = _now
+    from outcome o
+    where j.id = o.id and j.status = 'running' and j.attempts = o.claimed_attempt
+    -- started_at is the claim's, which this update leaves as it was.
+    returning j.id, j.started_at, j.type, j.status, j.attempts, j.last_error, j.group_key
+), parked as (
+    -- steps: the sleep or wait that parked a job, recorded as its step (fenced: only written jobs).
+    insert into {schema}.job_steps (job_id, name, kind, status, attempt, result, event_key, wait_until, created_at, finished_at)
+    select o.id, o.park ->> 0, o.park ->> 1, o.park ->> 3, o.claimed_attempt, (o.park -> 4)::text::jsonb,
+        o.park ->> 2, (o.park ->> 5)::timestamptz, _now, case when o.park ->> 3 <> 'waiting' then _now end
+    from outcome o
+    join written w on w.id = o.id
+    where o.park is not null
+    on conflict (job_id, name) do nothing
+), woken as (
+    -- steps: waits past their deadline go back to pending, due now (a bounded batch per statement).
+    update {schema}.jobs j set status = 'pending', run_after = _now, updated_at = _now
+    where j.id = any(array(
+        select id from {schema}.jobs where status = 'waiting' and run_after <= _now
+        order by run_after, id limit 1000 for update skip locked))
+    returning j.id
+), timed_out as (
+    update {schema}.job_steps s set status = 'timed_out', finished_at = _now
+    from woken w where s.job_id = w.id and s.status = 'waiting'
+), job_alerts as (
+    insert into {schema}.crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
+    select 'job_failed', 'job:' || w.id, _now,
+        jsonb_build_object('job_id', w.id, 'job_type', w.type, 'attempts', w.attempts, 'error', left(w.last_error, 500)),
+        _now, _now, _now
+    from written w
+    where w.status = 'failed'
+    on conflict on constraint crontick_alerts_once do nothing
+    returning 1
+), attempt_log as (
+    -- One row per attempt that ran and did not finish the job well: the attempt that succeeded
+    -- is the done job's own row (started_at, finished_at, attempts; see admin_job_attempts). A
+    -- job released unstarted made none. last_error is already scrubbed.
+    insert into {schema}.job_attempts (job_id, attempt, started_at, finished_at, outcome, error, traceback)
+    select o.id, o.claimed_attempt, w.started_at, _now,
+        case when o.status = 'failed' then 'failed' else 'retried' end,
+        left(o.last_error, 4096), left(o.traceback, 16384)
+    from outcome o
+    join written w on w.id = o.id
+    where o.attempts >= o.claimed_attempt and o.status <> 'done'
+), type_rollup as (
+    -- Issue 23, the admin's per-type figures (crontick.admin.figures; the ring table is migration
+    -- 0020's), kept apart from the outcome writes: each attempt that ran (done, retried or failed;
+    -- not a release or a snooze, which hand the attempt back) counted by type, this minute, the
+    -- shard of this backend and its duration bucket (from the claim to this statement). Rows go
+    -- in key order, so two ticks that share rows cannot deadlock; a row last written for an older
+    -- minute of the ring is reset in place.
+    insert into {schema}.crontick_type_minutes as m (type, slot, shard, bucket, minute, done, failed, retried)
+    select w.type, (floor(extract(epoch from _now) / 60)::bigint % 1500)::smallint, (pg_backend_pid() % 4)::smallint,
+        least(floor(2 * ln(greatest(extract(epoch from _now - coalesce(w.started_at, _now)) * 1000, 1)) / ln(2)), 47)::smallint,
+        date_trunc('minute', _now),
+        count(*) filter (where w.status = 'done'), count(*) filter (where w.status = 'failed'),
+        count(*) filter (where w.status not in ('done', 'failed'))
+    from written w
+    join outcome o on o.id = w.id
+    where o.attempts >= o.claimed_attempt and not o.snoozed
+    group by 1, 2, 3, 4, 5
+    order by 1, 4
+    on conflict (type, slot, shard, bucket) do update set
+        done = case when m.minute = excluded.minute then m.done else 0 end + excluded.done,
+        failed = case when m.minute = excluded.minute then m.failed else 0 end + excluded.failed,
+        retried = case when m.minute = excluded.minute then m.retried else 0 end + excluded.retried,
+        minute = excluded.minute
+), counts as (
+    select
+        count(*) filter (where w.id is not null and o.status = 'done') as succeeded,
+        count(*) filter (where w.id is not null and o.status = 'pending' and o.attempts >= o.claimed_attempt) as retried,
+        count(*) filter (where w.id is not null and o.status = 'failed') as failed,
+        count(*) filter (where w.id is not null and o.status = 'pending' and o.attempts < o.claimed_attempt
+                         and not o.snoozed) as released,
+        count(*) filter (where w.id is null) as fenced,
+        count(*) filter (where w.id is not null and o.snoozed) as snoozed
+    from outcome o
+    left join written w on w.id = o.id
+), next_job as (
+    -- For the summary's next_due_at: the snapshot does not see this statement's own writes,
+    -- so the batch's retries (and releases, due now) are counted from the outcomes.
+    select least(
+        (select min(run_after) from {schema}.jobs where status = 'pending' and not held),
+        (select min(coalesce(o.run_after, _now)) from outcome o where o.status in ('pending', 'waiting')),
+        (select min(run_after) from {schema}.jobs where status = 'waiting'),  -- steps: a wait's deadline
+        -- A grouped job that ended here lets its group's next job start (see the shorter path above).
+        (select _now from written w where w.group_key is not null and w.status in ('done', 'failed') limit 1)
+    ) as at
+), logged as (
+    insert into {schema}.crontick_ticks (started_at, finished_at, source, summary)
+    select _started_at, _now, _source,
+        _summary || jsonb_build_object('jobs', _jobs || to_jsonb(c), 'next_due_at', least(n.at, _next_other_at))
+    from counts c, next_job n
+    where _log
+)
+select array(select w.id from written w),
+    c.succeeded, c.retried, c.failed, c.released, c.fenced,
+    -- Whether the caller has more to do: pending jobs due now (the first entry of a partial index;
+    -- with a type or group paused, those no pause holds back: sql/functions/job_due_unpaused.sql),
+    -- or a group this statement moved on.
+    case when not exists (select 1 from {schema}.crontick_pauses p where p.kind in ('type', 'group'))
+        then coalesce((select min(run_after) from {schema}.jobs where status = 'pending' and not held) <= _now, false)
+        else {schema}.crontick_job_due_unpaused(_now)
+    end
+        -- steps: woken waits, and waits that began on a kept signal, are due now.
+        or exists (select 1 from woken)
+        or exists (select 1 from outcome o where o.park is not null and o.status = 'pending' and o.run_after <= _now)
+        or exists (select 1 from written w where w.group_key is not null and w.status in ('done', 'failed')),
+    (select n.at from next_job n),
+    c.snoozed,
+    -- crontick.alerts: whether to send now, from what this statement wrote or the first entry of
+    -- a partial index, so a tick with nothing pending spends no statement on alerts.
+    exists (select 1 from job_alerts)
+        or coalesce((select min(next_attempt_at) from {schema}.crontick_alerts where status = 'pending') <= _now, false)
+from counts c;
+end
+$$;

@@ -1,0 +1,73 @@
+-- Named queries for durable steps (crontick.workflows, issue 21), loaded once by crontick.db.
+-- Each block: who runs it and why.
+
+-- name: job_steps_load
+-- crontick.workflows.steps.StepBatch, when a handler of the batch first calls job.step, job.sleep
+-- or job.wait_for: the recorded steps of every job of the batch with that handler's type, in one
+-- statement (a batch whose handlers use no step sends none). Results travel as JSON text, decoded
+-- step by step when asked for.
+select job_id, name, kind, status, result::text
+from {schema}.job_steps
+where job_id = any(%(ids)s::bigint[]);
+
+-- name: job_steps_record
+-- crontick.workflows.steps.StepBatch: the steps that finished while this statement's previous one
+-- was on the wire, from every job of the batch, in one statement (group commit): each job.step
+-- returns only once its row is committed. Fenced like every outcome write: a step is written only
+-- while its job is still running the attempt that ran it (a late finisher after a rescue records
+-- nothing, and learns so from the ids missing from the answer). FOR SHARE holds the job row
+-- against a concurrent rescue until this statement commits. `steps` is a JSON array of
+-- [job_id, attempt, name, result as JSON text].
+with step as (
+    select (s ->> 0)::bigint as job_id, (s ->> 1)::int as attempt, s ->> 2 as name, (s ->> 3)::jsonb as result
+    from json_array_elements(%(steps)s::json) s
+), ours as materialized (
+    select s.* from step s
+    join {schema}.jobs j on j.id = s.job_id and j.status = 'running' and j.attempts = s.attempt
+    for share of j
+)
+insert into {schema}.job_steps (job_id, name, kind, status, attempt, result, created_at, finished_at)
+select o.job_id, o.name, 'step', 'done', o.attempt, o.result, now(), now()
+from ours o
+on conflict (job_id, name) do nothing
+returning job_id, name;
+
+-- name: job_signal
+-- crontick.signal (Python), inside the caller's transaction: the SQL API's signal
+-- (sql/functions/signal.sql), which every other driver calls directly. Returns the woken job's id,
+-- or null when the signal was kept for a wait yet to begin.
+select {schema}.{api_signal}(%(event_key)s, %(payload)s);
+
+-- name: admin_job_steps
+-- The admin's job page and GET /api/admin/jobs/{id}: the job's steps in the order they were
+-- recorded, each result cut to a preview (never the whole value).
+select name, kind, status, attempt, created_at, finished_at, event_key, wait_until,
+    left(result::text, %(preview)s) as preview, length(result::text) as result_chars
+from {schema}.job_steps
+where job_id = %(id)s
+order by created_at, name
+limit %(limit)s;
+
+-- name: signal_committed
+-- crontick.hooks.kick.kick_after_commit, in its own thread and connection, after crontick.signal ran
+-- inside a transaction still open: waits for the key's advisory lock, which that transaction holds
+-- (sql/functions/signal.sql) until it commits or rolls back; then the kick's tick starts. Released
+-- again at once (transaction-scoped, autocommit). It waits at most a minute
+-- (crontick.hooks.kick.COMMIT_WAIT_SECONDS): a transaction-local lock_timeout, set first by the
+-- subquery, so that nothing outlives the statement on a pooled server connection.
+select pg_advisory_xact_lock(hashtextextended('crontick.signal:' || %(event_key)s, 0))
+from (select set_config('lock_timeout', '60s', true)) as bounded;
+
+-- name: admin_job_signal
+-- crontick.admin.job_signal.signal_job (POST /api/admin/jobs/{id}/signal), in the action's
+-- transaction after the job row is locked: an admin wakes this waiting job by hand with a payload,
+-- as crontick.signal would on its wait's key (but this job, not the oldest waiter).
+with wait as (
+    update {schema}.job_steps s set status = 'signalled', result = %(payload)s, finished_at = now()
+    where s.job_id = %(id)s and s.status = 'waiting'
+    returning s.job_id
+)
+update {schema}.jobs j set status = 'pending', run_after = now(), updated_at = now()
+where j.id = %(id)s and j.status = 'waiting'
+returning id, type, payload, status, attempts, max_attempts, run_after, last_error, key,
+    created_at, updated_at, finished_at, locked_until, (select count(*) from wait) as woken_steps;

@@ -1,0 +1,46 @@
+"""The Groups page: groups that wait and why, pause and resume from a form, a group's pending jobs cancelled
+after a confirmation; a job's page shows its group and priority."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from tests.support.admin_pages import csrf_of, running, settings_for, signed_in
+
+
+def test_groups_page_pauses_a_group_and_cancels_its_pending_jobs(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    ids = [
+        r[0]
+        for r in conn.execute(
+            "insert into jobs (type, payload, group_key, priority) select 't_pagesflow.x', '{}', 'conv:42', -5"
+            " from generate_series(1, 3) order by 1 returning id"
+        )
+    ]
+    with running(settings_for(database_url)) as base:
+        c = signed_in(base)
+        page = c.get("/admin/groups")
+        assert page.status_code == 200 and "conv:42" in page.text and "s-due" in page.text
+        token = csrf_of(page.text)
+        paused = c.post("/admin/flow/pause", data={"csrf": token, "kind": "group", "name": "conv:42"})
+        assert paused.status_code == 303
+        assert conn.execute("select kind, name from crontick_pauses").fetchall() == [("group", "conv:42")]
+        assert "s-paused" in c.get("/admin/groups").text
+        data = c.get("/admin/groups.json").json()
+        assert [(g["group_key"], g["reason"], g["waiting"]) for g in data["groups"]] == [("conv:42", "paused", 2)]
+
+        ask = c.post("/admin/flow/cancel", data={"csrf": token, "kind": "group", "name": "conv:42"})
+        assert ask.status_code == 200 and "Cancel the pending jobs of group conv:42?" in ask.text
+        done = c.post("/admin/flow/cancel", data={"csrf": token, "kind": "group", "name": "conv:42", "confirm": "yes"})
+        assert done.status_code == 303
+        statuses = conn.execute("select status from jobs where id = any(%(i)s)", {"i": ids}).fetchall()
+        assert statuses == [("cancelled",)] * 3
+        job = c.get(f"/admin/jobs/{ids[1]}")
+        assert "conv:42" in job.text and "<dt>Priority</dt><dd>-5</dd>" in job.text
+        listed = c.get("/admin/jobs").text
+        assert "group conv:42" in listed and "priority -5" in listed
+    actions = [r[0] for r in conn.execute("select action from admin_audit order by id")]
+    assert actions == ["pause_group", "cancel_group"]

@@ -1,0 +1,226 @@
+"""Flow control at enqueue: group_key and priority (Python, SQL, psycopg2), and debounce merging a burst into one job."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+import pytest
+
+import crontick
+from crontick.errors import ConfigError, CrontickError
+from crontick.tick.claim import claim_due
+from tests.support.constants import PYTHONPATH, ROOT
+from tests.support.core_jobs import db_now, job_row, tick, wait_for
+
+seen: list[tuple[int, Any, list[Any]]] = []
+
+
+@crontick.handler("t_flowq.collect")
+async def collect(payload: Any, job: crontick.Job) -> None:
+    seen.append((job.id, payload, job.payloads))
+
+
+@crontick.handler("t_flowq.urgent", priority=-7)
+async def urgent(payload: Any, job: crontick.Job) -> None:
+    pass
+
+
+def _flow(conn: psycopg.Connection[Any], job_id: int) -> tuple[Any, ...]:
+    row = job_row(conn, job_id)
+    return row["group_key"], row["priority"]
+
+
+def test_group_key_and_priority_are_stored_and_priority_defaults_to_the_handlers(conn: psycopg.Connection[Any]) -> None:
+    assert _flow(conn, crontick.enqueue(conn, "t_flowq.collect", {}, group_key="conv:1", priority=3)) == ("conv:1", 3)
+    assert _flow(conn, crontick.enqueue(conn, "t_flowq.collect", {})) == (None, 0)
+    assert _flow(conn, crontick.enqueue(conn, "t_flowq.urgent", {})) == (None, -7)  # the handler's priority=
+    assert _flow(conn, crontick.enqueue(conn, "t_flowq.urgent", {}, priority=0)) == (None, 0)  # given: used
+    assert _flow(conn, crontick.enqueue(conn, "t_flowq.unknown_here", {})) == (None, 0)
+    ids = crontick.enqueue_many(conn, [("t_flowq.urgent", {}), ("t_flowq.collect", {})], group_key="bulk")
+    assert [_flow(conn, i) for i in ids] == [("bulk", -7), ("bulk", 0)]
+    ids = crontick.enqueue_many(conn, [("t_flowq.urgent", {})], priority=5)
+    assert [_flow(conn, i) for i in ids] == [(None, 5)]
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"group_key": ""}, "expected group_key as a non-empty string or None, got: ''"),
+        ({"group_key": 7}, "expected group_key as a non-empty string or None, got: 7"),
+        ({"priority": 2**31}, "expected priority as a 32-bit integer or None, got: 2147483648"),
+        ({"priority": True}, "expected priority as a 32-bit integer or None, got: True"),
+        ({"debounce": ("k", 3)}, "expected debounce=crontick.Debounce(key, seconds, ...), got: ('k', 3)"),
+        ({"debounce": crontick.Debounce("k", 1), "key": "x"}, "expected key or debounce, got both (key 'x')"),
+    ],
+)
+def test_enqueue_refuses_bad_flow_options(
+    conn: psycopg.Connection[Any], options: dict[str, Any], expected: str
+) -> None:
+    with pytest.raises(
+        CrontickError, match="^enqueue\\('t_flowq.collect'\\): " + expected.replace("(", "\\(").replace(")", "\\)")
+    ):
+        crontick.enqueue(conn, "t_flowq.collect", {}, **options)
+    assert conn.execute("select count(*) from jobs").fetchone() == (0,)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("", 3), "expected a non-empty key string, got: ''"),
+        (("k", -1), "expected seconds between 0 and 2592000, got: -1"),
+        (("k", float("nan")), "expected seconds between 0 and 2592000, got: nan"),
+        (("k", 5, 4), "expected max_seconds None or between seconds (5) and 2592000, got: 4"),
+        (("k", True), "expected seconds between 0 and 2592000, got: True"),
+    ],
+)
+def test_debounce_is_checked_when_made(args: tuple[Any, ...], expected: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        crontick.Debounce(*args)
+    assert str(info.value) == "crontick.Debounce: " + expected
+
+
+def test_the_sql_function_takes_named_arguments_from_psycopg2(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    import psycopg2
+
+    p2 = psycopg2.connect(database_url)
+    try:
+        with p2, p2.cursor() as cur:
+            cur.execute(
+                "select crontick.enqueue('t_flowq.collect', %s::jsonb, group_key => %s, priority => %s)",
+                ('{"n": 1}', "conv:9", -3),
+            )
+            plain = cur.fetchone()[0]
+            ids = []
+            for n in range(3):
+                cur.execute(
+                    "select crontick.enqueue('t_flowq.collect', %s::jsonb, debounce_key => 'reply:9', "
+                    "debounce_seconds => 3, debounce_max_seconds => 20)",
+                    (f'{{"n": {n}}}',),
+                )
+                ids.append(cur.fetchone()[0])
+        with p2, p2.cursor() as cur, pytest.raises(psycopg2.errors.InvalidParameterValue) as info:
+            cur.execute("select crontick.enqueue('t_flowq.collect', '{}', group_key => '')")
+        assert "expected a non-empty group_key or null, got ''" in str(info.value)
+        with p2, p2.cursor() as cur, pytest.raises(psycopg2.errors.InvalidParameterValue) as info:
+            cur.execute("select crontick.enqueue('t_flowq.collect', '{}', debounce_key => 'k', debounce_seconds => -1)")
+        assert "expected debounce_seconds between 0 and 2592000 (30 days), got -1" in str(info.value)
+    finally:
+        p2.close()
+    assert _flow(conn, plain) == ("conv:9", -3)
+    assert len(set(ids)) == 1
+    row = job_row(conn, ids[0])
+    assert (row["payload"], row["payloads"], row["debounce_key"]) == (
+        {"n": 2},
+        [{"n": 0}, {"n": 1}, {"n": 2}],
+        "reply:9",
+    )
+
+
+def test_five_fast_enqueues_become_one_job_with_all_five_payloads(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    seen.clear()
+    debounce = crontick.Debounce("reply:ada", 3, max_seconds=20)
+    ids = [crontick.enqueue(conn, "t_flowq.collect", {"text": f"m{n}"}, debounce=debounce) for n in range(5)]
+    other = crontick.enqueue(conn, "t_flowq.collect", {"text": "bob"}, debounce=crontick.Debounce("reply:bob", 3))
+    assert len(set(ids)) == 1 and other != ids[0]
+    row = job_row(conn, ids[0])
+    now = db_now(conn) - timedelta(seconds=1)
+    assert now + timedelta(seconds=2) <= row["run_after"] <= now + timedelta(seconds=4)
+    assert row["debounce_until"] - row["created_at"] == timedelta(seconds=20)
+    assert tick(database_url, now=now + timedelta(seconds=1)).jobs.claimed == 0  # the window is still open
+    result = tick(database_url, now=now + timedelta(seconds=10))
+    assert (result.jobs.claimed, result.jobs.succeeded) == (2, 2)
+    by_id = {job_id: (payload, payloads) for job_id, payload, payloads in seen}
+    assert by_id[ids[0]] == ({"text": "m4"}, [{"text": f"m{n}"} for n in range(5)])
+    assert by_id[other] == ({"text": "bob"}, [{"text": "bob"}])  # merged nothing: [payload]
+
+
+def test_debounce_never_moves_run_after_past_first_enqueue_plus_max_seconds(conn: psycopg.Connection[Any]) -> None:
+    debounce = crontick.Debounce("reply:cap", 10, max_seconds=12)
+    job_id = crontick.enqueue(conn, "t_flowq.collect", {"n": 0}, debounce=debounce)
+    # As if the first message came 11 s ago: its cap is 1 s away, closer than now + 10 s.
+    conn.execute("update jobs set debounce_until = now() + interval '1 second' where id = %s", (job_id,))
+    assert crontick.enqueue(conn, "t_flowq.collect", {"n": 1}, debounce=debounce) == job_id
+    row = job_row(conn, job_id)
+    assert row["run_after"] == row["debounce_until"]
+    # Without max_seconds each enqueue pushes it out again.
+    free = crontick.Debounce("reply:free", 10)
+    free_id = crontick.enqueue(conn, "t_flowq.collect", {}, debounce=free)
+    conn.execute("update jobs set run_after = now() where id = %s", (free_id,))
+    crontick.enqueue(conn, "t_flowq.collect", {}, debounce=free)
+    row = job_row(conn, free_id)
+    assert row["debounce_until"] is None and row["run_after"] >= db_now(conn) + timedelta(seconds=8)
+
+
+def test_once_the_job_started_the_next_enqueue_starts_a_new_one(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    debounce = crontick.Debounce("reply:started", 0)
+    first = crontick.enqueue(conn, "t_flowq.collect", {"n": 1}, debounce=debounce, group_key="conv:s")
+
+    async def claim() -> list[int]:
+        aconn = await psycopg.AsyncConnection.connect(database_url, autocommit=True)
+        try:
+            return [j.id for j in await claim_due(aconn, db_now(conn), 10, 60)]
+        finally:
+            await aconn.close()
+
+    assert asyncio.run(claim()) == [first]  # running now
+    second = crontick.enqueue(conn, "t_flowq.collect", {"n": 2}, debounce=debounce, group_key="conv:s")
+    assert second != first
+    # Handed back unstarted (the budget ran out before it began): it stays out of the merge, so no
+    # later write of it can collide with the new job holding its key.
+    conn.execute("update jobs set status = 'pending', attempts = 0 where id = %s", (first,))
+    assert crontick.enqueue(conn, "t_flowq.collect", {"n": 3}, debounce=debounce) == second
+    assert job_row(conn, second)["payloads"] == [{"n": 2}, {"n": 3}]
+    assert job_row(conn, first)["payloads"] is None
+
+
+def test_payloads_keep_the_newest_hundred(conn: psycopg.Connection[Any]) -> None:
+    debounce = crontick.Debounce("reply:chatty", 5)
+    ids = {crontick.enqueue(conn, "t_flowq.collect", {"n": n}, debounce=debounce) for n in range(105)}
+    [job_id] = ids
+    row = job_row(conn, job_id)
+    assert row["payloads"] == [{"n": n} for n in range(5, 105)] and row["payload"] == {"n": 104}
+
+
+ENQUEUE_ONE = """
+import sys, psycopg, crontick
+with psycopg.connect(sys.argv[1]) as conn:
+    conn.execute("select pg_advisory_xact_lock_shared(42)")  # every process waits here, then all go at once
+    job_id = crontick.enqueue(conn, "t_flowq.collect", {"n": int(sys.argv[2])}, debounce=crontick.Debounce("reply:race", 5))
+print(job_id)
+"""
+
+
+def test_concurrent_processes_enqueueing_one_key_make_one_job(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    holder = psycopg.connect(database_url)
+    holder.execute("select pg_advisory_xact_lock(42)")
+    env = {"PYTHONPATH": PYTHONPATH}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", ENQUEUE_ONE, database_url, str(n)],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(5)
+    ]
+    try:
+        wait_for(conn, "select count(*) from pg_locks where locktype = 'advisory' and not granted", 5, "5 waiting")
+    finally:
+        holder.rollback()  # releases them together
+        holder.close()
+    outs = [p.communicate(timeout=60)[0].strip() for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    assert len(set(outs)) == 1
+    row = job_row(conn, int(outs[0]))
+    assert sorted(p["n"] for p in row["payloads"]) == [0, 1, 2, 3, 4]
+    assert conn.execute("select count(*) from jobs").fetchone() == (1,)

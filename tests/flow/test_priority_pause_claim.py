@@ -1,0 +1,119 @@
+"""Priority and pauses in the claim: urgent jobs are claimed before a backlog, ties go by run_after then id,
+and a paused type, group or rate limit keeps its jobs pending without holding back the others."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from crontick import db
+from crontick.tick.claim import Claim, claim_batch
+from tests.support.core_jobs import db_now
+
+
+def _claim(url: str, now: datetime, limit: int, flow: dict[str, Any] | None = None) -> Claim:
+    async def go() -> Claim:
+        c = await db.connect(url)
+        try:
+            if flow is None:
+                return await claim_batch(c, now, limit, 60)
+            cur = await c.execute(
+                db.query("job_claim_due"),
+                {"now": now, "limit": limit, "lease": timedelta(seconds=60), "flow": Jsonb(flow)},
+            )
+            row = await cur.fetchone()
+            assert row is not None
+            return Claim([], row[1], row[2], row[3])._replace(jobs=row[0] or [])
+        finally:
+            await c.close()
+
+    return asyncio.run(go())
+
+
+def _ids(claim: Claim) -> list[int]:
+    return [j.id if hasattr(j, "id") else j[0] for j in claim.jobs]
+
+
+def test_urgent_jobs_are_claimed_before_a_backlog_ties_by_run_after_then_id(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    conn.execute(
+        "insert into jobs (type, payload, run_after) select 't_prio.import', '{}', now() - interval '1 hour'"
+        " from generate_series(1, 500)"
+    )
+    rows = conn.execute(
+        "insert into jobs (type, payload, priority, run_after) values"
+        " ('t_prio.reply', '{}', -10, now()), ('t_prio.reply', '{}', -10, now() - interval '1 minute'),"
+        " ('t_prio.reply', '{}', -10, now() - interval '1 minute') returning id"
+    ).fetchall()
+    late, early1, early2 = (r[0] for r in rows)
+    now = db_now(conn)
+    # A batch comes back in id order; which jobs it holds shows the claim's order.
+    assert _ids(_claim(database_url, now, 1)) == [early1]  # urgent first; of equal run_after, the smaller id
+    assert _ids(_claim(database_url, now, 1)) == [early2]
+    assert _ids(_claim(database_url, now, 1)) == [late]  # the urgent job due last, still before the backlog
+    assert len(_claim(database_url, now, 10).jobs) == 10  # then the backlog
+
+
+def test_a_paused_type_group_or_limit_waits_and_the_rest_is_claimed(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    ids = {}
+    for name, group in (("t_pause.a", None), ("t_pause.b", "conv:1"), ("t_pause.c", None), ("t_pause.d", None)):
+        row = conn.execute(
+            "insert into jobs (type, payload, group_key) values (%(t)s, '{}', %(g)s) returning id",
+            {"t": name, "g": group},
+        ).fetchone()
+        assert row is not None
+        ids[name] = row[0]
+    conn.execute(
+        "insert into crontick_pauses (kind, name) values ('type', 't_pause.a'), ('group', 'conv:1'),"
+        " ('rate_limit', 'llm')"
+    )
+    flow = {"limits": [{"name": "llm", "count": 100, "seconds": 60, "types": ["t_pause.c"]}]}
+    claim = _claim(database_url, db_now(conn), 10, flow)
+    assert _ids(claim) == [ids["t_pause.d"]]
+    assert claim.throttled_until is None  # paused, not throttled: nothing reopens by itself
+    assert conn.execute("select count(*) from jobs where status = 'pending' and attempts = 0").fetchone() == (3,)
+    conn.execute("delete from crontick_pauses")
+    assert sorted(_ids(_claim(database_url, db_now(conn), 10, flow))) == sorted(
+        ids[t] for t in ("t_pause.a", "t_pause.b", "t_pause.c")
+    )
+
+
+def test_an_exhausted_limit_says_when_it_reopens_and_claims_nothing_more(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    conn.execute("insert into jobs (type, payload) select 't_lim.x', '{}' from generate_series(1, 5)")
+    flow = {"limits": [{"name": "x", "count": 2, "seconds": 30, "types": ["t_lim.x"]}]}
+    now = db_now(conn)
+    first = _claim(database_url, now, 10, flow)
+    assert len(first.jobs) == 2 and first.throttled_until == now + timedelta(seconds=30)
+    later = _claim(database_url, now + timedelta(seconds=10), 10, flow)
+    assert later.jobs == [] and later.throttled_until == now + timedelta(seconds=30)
+    # A deploy that raises the count: it counts from the next claim on.
+    flow["limits"][0]["count"] = 3
+    assert len(_claim(database_url, now + timedelta(seconds=11), 10, flow).jobs) == 1
+    assert len(_claim(database_url, now + timedelta(seconds=31), 10, flow).jobs) == 2  # the window moved on
+
+
+def test_group_concurrency_above_one_starts_up_to_n_of_a_group_never_more(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    conn.execute("insert into jobs (type, payload, group_key) select 't_wide.x', '{}', 'g' from generate_series(1, 6)")
+    flow = {"limits": [], "wide": [{"type": "t_wide.x", "n": 3}]}
+    now = db_now(conn)
+    running = "select count(*) from jobs where status = 'running'"
+    # The group had nothing running: its head and the next two start in one claim, not a claim apart.
+    assert len(_claim(database_url, now, 10, flow).jobs) == 3
+    assert _claim(database_url, now, 10, flow).jobs == [] and conn.execute(running).fetchone() == (3,)
+    conn.execute("update jobs set status = 'done' where id = (select min(id) from jobs where status = 'running')")
+    assert len(_claim(database_url, now, 10, flow).jobs) == 1
+    assert conn.execute(running).fetchone() == (3,)
+    # Without the declaration (another deploy), the group is one at a time again: nothing starts beside them.
+    conn.execute("update jobs set status = 'done' where id = (select min(id) from jobs where status = 'running')")
+    assert _claim(database_url, now, 10, None).jobs == []

@@ -1,0 +1,12 @@
+"""Values every test folder shares: the checkout's root, the tick secret, the path a subprocess imports from."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TEST_SECRET = "test-secret-" + "x" * 32
+# A subprocess (the `crontick` script, `crontick serve`) imports the test helper modules from ROOT
+# and the same crontick as this process: the caller's PYTHONPATH (a worktree's lib/, say) follows.
+PYTHONPATH = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])

@@ -1,0 +1,98 @@
+"""Pure parts of reading outside input: storable text, and the bounded decoders for Content-Encoding."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+
+import pytest
+
+from crontick.http.client import Inflater, Undecodable, inflater_for
+from crontick.text import LAST_ERROR_MAX_CHARS, describe, scrub, storable
+
+
+def test_ordinary_text_is_stored_as_it_is() -> None:
+    for text in ["", "ValueError: boom on attempt 1", "línea\nzwei\tdrei 🎉 \x01\x7f", "x" * LAST_ERROR_MAX_CHARS]:
+        assert storable(text) == text
+
+
+def test_nul_and_every_surrogate_become_the_replacement_character() -> None:
+    text = "a\x00b\udc80c\ud800\udfffd\ud83d\ude00"  # a "pair" in a Python str is still two lone code points
+    assert storable(text) == "a\ufffdb\ufffdc\ufffd\ufffdd\ufffd\ufffd"
+    storable(text).encode("utf-8")  # encodable: psycopg can send it
+
+
+def test_length_is_bounded_and_bounding_twice_changes_nothing() -> None:
+    once = storable("\x00" + "y" * 10_000_000)
+    assert len(once) == LAST_ERROR_MAX_CHARS and once[0] == "\ufffd" and once.endswith("y…")
+    assert storable(once) == once
+    assert storable("z" * 300, 200) == "z" * 199 + "…"
+
+
+def test_scrub_removes_secrets_then_makes_the_text_storable() -> None:
+    secret = "s" * 40
+    assert scrub(f"Bearer {secret}\x00 \udc80", [secret]) == "Bearer [redacted]\ufffd \ufffd"
+
+
+def test_describe_survives_an_exception_whose_str_raises() -> None:
+    class Odd(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("no")
+
+    assert describe(Odd()) == "Odd: (its message could not be read)"
+    assert describe(ValueError("plain")) == "ValueError: plain"
+
+
+@pytest.mark.parametrize(
+    "codings",
+    [
+        ["gzip", "gzip"],
+        ["gzip", "deflate"],
+        ["br"],
+        ["zstd"],
+        ["compress"],
+        ["x-bomb"],
+        ["deflate", "identity", "gzip"],
+    ],
+)
+def test_encodings_without_a_bounded_decoder_are_refused(codings: list[str]) -> None:
+    with pytest.raises(Undecodable, match="one layer of gzip or deflate"):
+        inflater_for(codings)
+
+
+@pytest.mark.parametrize("codings", [[], [""], ["identity"], [" Identity ", "identity"]])
+def test_no_encoding_needs_no_decoder(codings: list[str]) -> None:
+    assert inflater_for(codings) is None
+
+
+def _raw_deflate(data: bytes) -> bytes:
+    packer = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return packer.compress(data) + packer.flush()
+
+
+@pytest.mark.parametrize(
+    ("coding", "encoded"),
+    [
+        ("gzip", gzip.compress(b'{"id": "re_1"}')),
+        ("x-gzip", gzip.compress(b'{"id": "re_1"}')),
+        ("deflate", zlib.compress(b'{"id": "re_1"}')),  # the zlib format RFC 9110 means
+        ("deflate", _raw_deflate(b'{"id": "re_1"}')),  # raw deflate, as some servers send it
+    ],
+)
+def test_one_layer_decodes(coding: str, encoded: bytes) -> None:
+    inflater = inflater_for([coding.upper()])
+    assert inflater is not None
+    assert inflater.feed(encoded[:5], 1000) + inflater.feed(encoded[5:], 1000) == b'{"id": "re_1"}'
+    assert inflater.done
+
+
+def test_a_bomb_decodes_to_no_more_than_the_room_given() -> None:
+    bomb = gzip.compress(bytes(16 * 1024 * 1024), 9)
+    inflater = Inflater("gzip")
+    assert inflater.feed(bomb, 65536) == bytes(65536)
+    assert inflater.feed(bomb[:10], 0) == b""  # no room: nothing decoded (max_length 0 would mean unlimited)
+
+
+def test_bytes_that_are_not_what_the_encoding_says_are_refused() -> None:
+    with pytest.raises(Undecodable, match="expected a gzip body, got bytes zlib cannot decode"):
+        Inflater("gzip").feed(b"this is not gzip at all", 1000)
