@@ -1,13 +1,12 @@
 -- crontick_job_groups_follow: the trigger function of jobs_group_settle
 -- (sql/migrations/0017_flow_claim.sql), once per UPDATE statement on jobs: every group that
 -- crontick_job_group_note noted by job id (the statement ended a job of it, brought one back, an admin
--- retry, stopped one running, a retry or a rescue, or moved one in or out) is settled as crontick_job_group_settle settles one (its head
--- unheld when nothing of the group runs, held otherwise; the changed jobs and the job after the
--- head held unless they are the head), set-based: a record step's batch of 100 groups costs a few
--- statements, not 100 calls. The groups' locks are taken in group_key order, so two statements
--- settling the same groups never wait on each other in a cycle. A statement that noted nothing
--- (every update of ungrouped jobs) costs one look at the setting. Its own updates (held only) note
--- nothing.
+-- retry, stopped one running, a retry or a rescue, or moved one in or out) is settled by
+-- crontick_job_groups_settle (its head unheld when nothing of the group runs, held otherwise; the
+-- changed jobs and the job after the head held unless they are the head), set-based: 100 groups
+-- cost a few statements, not 100 calls. A statement that noted nothing (every update of ungrouped
+-- jobs, and the record statement, which settles its own groups) costs one look at the setting. Its
+-- own updates (held only) note nothing.
 -- The live definition: `crontick migrate` applies this file after the migrations, every time
 -- (lib/crontick/db/migrate.py says how a changed signature ships).
 create or replace function {schema}.crontick_job_groups_follow() returns trigger
@@ -36,31 +35,7 @@ begin
     if _groups is null then
         return null;
     end if;
-    perform pg_advisory_xact_lock(1668444014, hashtext(g)) from unnest(_groups) as u(g) order by g;
-    with head as materialized (
-        select u.g, h.id,
-            exists (select 1 from {schema}.jobs r where r.group_key = u.g and r.status = 'running') as busy
-        from unnest(_groups) as u(g)
-        cross join lateral (
-            select e.id from {schema}.jobs e
-            where e.group_key = u.g and e.status not in ('done', 'failed', 'cancelled') order by e.id limit 1) h
-    ), unheld as (
-        update {schema}.jobs j set held = h.busy
-        from head h
-        where j.id = any(array(select d.id from head d)) and j.id = h.id and j.status = 'pending' and j.held <> h.busy
-    ), maybe as (
-        -- Rows that may have to be held: the statement's own pending rows (a retry, a job brought
-        -- back), and in a group a job came back to, the job after the new head (the old head).
-        select u.id from unnest(_ids) as u(id)
-        union
-        select (select min(e.id) from {schema}.jobs e
-                where e.group_key = h.g and e.id > h.id and e.status not in ('done', 'failed', 'cancelled'))
-        from head h where h.g = any(_back)
-    )
-    update {schema}.jobs j set held = true
-    from head h
-    where j.id = any(array(select m.id from maybe m where m.id is not null))
-      and j.group_key = h.g and j.id <> h.id and j.status = 'pending' and not j.held;
+    perform {schema}.crontick_job_groups_settle(_groups, _ids, _back);
     return null;
 end
 $$;

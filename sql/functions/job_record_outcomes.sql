@@ -54,13 +54,17 @@ language plpgsql
 set plan_cache_mode = force_generic_plan
 as $$
 #variable_conflict use_column
+declare
+    _r record;
 begin
 if json_array_length(_others) = 0 then
     -- Every attempt succeeded, as in most batches: the same writes and counts as the statement
     -- below gives them, without its outcome table, joins and inserts that can only be empty here
     -- (a third of the statement's time for a batch of 100; tests/db/test_record_paths.py holds
     -- the two to the same rows and answers).
-    return query
+    -- flow: this statement's grouped rows are not noted by the row trigger (jobs_group_update,
+    -- sql/migrations/0022_record_settles_groups.sql); their groups are settled right after it, below.
+    perform set_config('crontick.group_settle', 'record', true);
     with written as (
         update {schema}.jobs j set
             status = 'done',
@@ -77,7 +81,7 @@ if json_array_length(_others) = 0 then
         where j.id = any(array(
             select id from {schema}.jobs where status = 'waiting' and run_after <= _now
             order by run_after, id limit 1000 for update skip locked))
-        returning j.id
+        returning j.id, j.group_key
     ), timed_out as (
         update {schema}.job_steps s set status = 'timed_out', finished_at = _now
         from woken w where s.job_id = w.id and s.status = 'waiting'
@@ -115,7 +119,7 @@ if json_array_length(_others) = 0 then
         from counts c, next_job n
         where _log
     )
-    select array(select w.id from written w),
+    select array(select w.id from written w) as written,
         c.succeeded, c.retried, c.failed, c.released, c.fenced,
         -- Pending jobs or waits due, or a group moved on (next_job); with a type or group paused, its
         -- due jobs do not count (as in the statement below).
@@ -124,18 +128,30 @@ if json_array_length(_others) = 0 then
             else {schema}.crontick_job_due_unpaused(_now)
                 or coalesce((select min(run_after) from {schema}.jobs where status = 'waiting') <= _now, false)
                 or exists (select 1 from written w where w.group_key is not null)
-        end or exists (select 1 from woken),
-        n.at,
+        end or exists (select 1 from woken) as jobs_due,
+        n.at as next_job_at,
         c.snoozed,
-        coalesce((select min(next_attempt_at) from {schema}.crontick_alerts where status = 'pending') <= _now, false)
+        coalesce((select min(next_attempt_at) from {schema}.crontick_alerts where status = 'pending') <= _now, false) as alerts_due,
+        -- flow: the groups this statement changed, and its grouped rows left pending (woken waits),
+        -- which it settles itself once it has run (below).
+        array(select w.group_key from written w where w.group_key is not null
+              union select k.group_key from woken k where k.group_key is not null) as groups,
+        array(select k.id from woken k where k.group_key is not null) as pending
+    into _r
     from counts c, next_job n;
+    perform set_config('crontick.group_settle', '', true);
+    if cardinality(_r.groups) > 0 then
+        perform {schema}.crontick_job_groups_settle(_r.groups, _r.pending, null);
+    end if;
+    return query select _r.written, _r.succeeded, _r.retried, _r.failed, _r.released, _r.fenced, _r.jobs_due,
+        _r.next_job_at, _r.snoozed, _r.alerts_due;
     return;
 end if;
 -- steps: a wait beginning takes its key's lock and any signal kept for it (crontick_job_begin_waits).
 if exists (select 1 from json_array_elements(_others) o where o -> 8 ->> 1 = 'wait') then
     _others := {schema}.crontick_job_begin_waits(_now, _others);
 end if;
-return query
+perform set_config('crontick.group_settle', 'record', true);  -- flow: as in the shorter path above
 with outcome as materialized (
     select d.id, d.claimed_attempt, 'done'::text as status, d.claimed_attempt as attempts,
         null::timestamptz as run_after, null::text as last_error, false as snoozed, null::text as traceback,
@@ -180,7 +196,7 @@ with outcome as materialized (
     where j.id = any(array(
         select id from {schema}.jobs where status = 'waiting' and run_after <= _now
         order by run_after, id limit 1000 for update skip locked))
-    returning j.id
+    returning j.id, j.group_key
 ), timed_out as (
     update {schema}.job_steps s set status = 'timed_out', finished_at = _now
     from woken w where s.job_id = w.id and s.status = 'waiting'
@@ -255,7 +271,7 @@ with outcome as materialized (
     from counts c, next_job n
     where _log
 )
-select array(select w.id from written w),
+select array(select w.id from written w) as written,
     c.succeeded, c.retried, c.failed, c.released, c.fenced,
     -- Whether the caller has more to do: pending jobs due now (the first entry of a partial index;
     -- with a type or group paused, those no pause holds back: sql/functions/job_due_unpaused.sql),
@@ -267,13 +283,25 @@ select array(select w.id from written w),
         -- steps: woken waits, and waits that began on a kept signal, are due now.
         or exists (select 1 from woken)
         or exists (select 1 from outcome o where o.park is not null and o.status = 'pending' and o.run_after <= _now)
-        or exists (select 1 from written w where w.group_key is not null and w.status in ('done', 'failed')),
-    (select n.at from next_job n),
+        or exists (select 1 from written w where w.group_key is not null and w.status in ('done', 'failed')) as jobs_due,
+    (select n.at from next_job n) as next_job_at,
     c.snoozed,
     -- crontick.alerts: whether to send now, from what this statement wrote or the first entry of
     -- a partial index, so a tick with nothing pending spends no statement on alerts.
     exists (select 1 from job_alerts)
-        or coalesce((select min(next_attempt_at) from {schema}.crontick_alerts where status = 'pending') <= _now, false)
+        or coalesce((select min(next_attempt_at) from {schema}.crontick_alerts where status = 'pending') <= _now, false) as alerts_due,
+    -- flow: as in the shorter path above; a retry or a park leaves its row pending too.
+    array(select w.group_key from written w where w.group_key is not null
+          union select k.group_key from woken k where k.group_key is not null) as groups,
+    array(select w.id from written w where w.group_key is not null and w.status = 'pending'
+          union all select k.id from woken k where k.group_key is not null) as pending
+into _r
 from counts c;
+perform set_config('crontick.group_settle', '', true);
+if cardinality(_r.groups) > 0 then
+    perform {schema}.crontick_job_groups_settle(_r.groups, _r.pending, null);
+end if;
+return query select _r.written, _r.succeeded, _r.retried, _r.failed, _r.released, _r.fenced, _r.jobs_due,
+    _r.next_job_at, _r.snoozed, _r.alerts_due;
 end
 $$;

@@ -130,14 +130,16 @@ def test_racing_drains_never_start_more_than_the_limit_in_any_window(
     # The first round: the limit's share started, and the throttled limit did not hold back the rest.
     assert conn.execute("select count(*) from flow_runs where job_id = any(%(f)s)", {"f": free}).fetchone() == (40,)
     _drain_until_done(conn, env, timeout=60)
+    ran = conn.execute("select count(distinct job_id) from flow_runs where job_id = any(%(l)s)", {"l": limited})
+    assert ran.fetchone() == (len(limited),)
+    # A start is a claim (CONTRACT.md): each job's started_at is its claim's time, the instant the limit
+    # counted. (The handlers' own start times lag their claims by however busy the machine is, so a window
+    # of them can hold two batches' worth.)
     starts = [
-        r[0]
-        for r in conn.execute("select started_at from flow_runs where job_id = any(%(l)s) order by 1", {"l": limited})
+        r[0] for r in conn.execute("select started_at from jobs where id = any(%(l)s) order by 1", {"l": limited})
     ]
     assert len(starts) == len(limited)
-    # Job starts are claims a moment earlier; a claim's start counts when it commits, so compare starts of
-    # handlers in windows a little shorter than the limit's.
-    window = timedelta(seconds=LIMIT_SECONDS) - timedelta(milliseconds=50)
+    window = timedelta(seconds=LIMIT_SECONDS)
     for i, t in enumerate(starts):
         within = sum(1 for s in starts[i:] if s < t + window)
         assert within <= LIMIT_COUNT, f"{within} starts within {window} from {t}"
