@@ -50,6 +50,11 @@ def _insert(conn: psycopg.Connection[Any], groups: list[str | None]) -> list[int
     return [r[0] for r in rows]
 
 
+def _held(conn: psycopg.Connection[Any]) -> dict[int, bool]:
+    """Each job's `held`: whether it may not start yet."""
+    return {int(i): bool(h) for i, h in conn.execute("select id, held from jobs").fetchall()}
+
+
 def test_a_group_runs_one_job_at_a_time_in_id_order_and_moves_on_past_a_failed_head(
     database_url: str, conn: psycopg.Connection[Any]
 ) -> None:
@@ -86,6 +91,28 @@ def test_an_insert_into_a_busy_group_is_held_and_an_admin_retry_of_an_earlier_jo
     conn.execute("update jobs set status = 'pending', run_after = now() where id = %(id)s", {"id": a1})
     assert dict(conn.execute("select id, held from jobs").fetchall()) == {a1: False, a2: True}
     assert _claim(database_url, now) == [a1]
+
+
+def test_the_record_statement_settles_its_own_groups_and_a_later_update_in_its_transaction_is_noted(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    """The record statement's rows skip the row trigger (sql/migrations/0022_record_settles_groups.sql) and
+    it settles their groups itself; the setting that marks it ends with it, so an update after it in the
+    same transaction (an admin's cancel) is noted and settled as any other."""
+    a1, a2, b1, b2 = _insert(conn, ["a", "a", "b", "b"])
+    now = db_now(conn)
+    assert sorted(_claim(database_url, now)) == [a1, b1]
+    with conn.transaction():
+        conn.execute(
+            "select * from crontick_job_record_outcomes(now(), array[%(a1)s]::bigint[], array[1], '[]'::json,"
+            " false, now(), 'test', '{}'::jsonb, '{}'::jsonb, null)",
+            {"a1": a1},
+        )
+        assert _held(conn)[a2] is False  # group a moved on, in the record's own transaction
+        assert conn.execute("select current_setting('crontick.group_settle', true)").fetchone() == ("",)
+        conn.execute("update jobs set status = 'cancelled', locked_until = null where id = %(b1)s", {"b1": b1})
+    assert _held(conn) == {a1: False, a2: False, b1: False, b2: False}  # b's cancel was noted: b moved on too
+    assert sorted(_claim(database_url, now)) == [a2, b2]
 
 
 def test_deleting_a_pending_head_releases_the_next(database_url: str, conn: psycopg.Connection[Any]) -> None:

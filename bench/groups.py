@@ -1,0 +1,85 @@
+"""Where a grouped batch's time goes: the claim and the record step of batches of 100, over 1,000 groups and over none.
+
+`python -m bench.groups --runs 3` (CRONTICK_BENCH_DATABASE_URL, or an embedded server) enqueues
+10,000 no-op jobs, either spread over 1,000 groups in turn (as `make bench`'s groups drain does)
+or without a group, then claims them 100 at a time with `crontick_job_claim_due` and records
+each batch done with `crontick_job_record_outcomes`, timing each call on the wire. It prints the
+median claim and record of each kind per run; run it from two checkouts in turn to compare a
+change to the claim or record path (each run's grouped and ungrouped rows share the machine's
+noise). The numbers in docs/benchmarks.md ("Flow control: the groups drain") came from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+from contextlib import ExitStack
+from typing import Any
+
+import psycopg
+
+from crontick import db
+
+from . import server
+
+JOBS = 10_000
+GROUPS = 1_000
+BATCH = 100
+DATABASE = "crontick_bench_groups"
+
+ENQUEUE = """
+insert into crontick.jobs (type, payload, group_key)
+select 'noop', jsonb_build_object('i', g), case when %(grouped)s then 'group:' || (g %% %(groups)s) end
+from generate_series(0, %(n)s - 1) g order by g
+"""
+CLAIM = "select jobs from crontick.crontick_job_claim_due(null, %(limit)s, interval '30 seconds', null)"
+RECORD = """select * from crontick.crontick_job_record_outcomes(now(), %(ids)s, %(attempts)s, '[]'::json, true, now(),
+    'bench', '{}'::jsonb, '{}'::jsonb, null)"""
+
+
+def one_kind(url: str, grouped: bool) -> tuple[float, float, int]:
+    """Median claim and record milliseconds, and the batches, draining one backlog."""
+    claims: list[float] = []
+    records: list[float] = []
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("truncate crontick.jobs")
+        conn.execute(ENQUEUE, {"grouped": grouped, "groups": GROUPS, "n": JOBS})
+        conn.execute("vacuum analyze crontick.jobs")
+        while True:
+            began = time.perf_counter()
+            row = conn.execute(CLAIM, {"limit": BATCH}).fetchone()
+            claims.append(time.perf_counter() - began)
+            batch: list[Any] = (row[0] if row else None) or []
+            if not batch:
+                break
+            params = {"ids": [job[0] for job in batch], "attempts": [job[3] for job in batch]}
+            began = time.perf_counter()
+            conn.execute(RECORD, params)
+            records.append(time.perf_counter() - began)
+        left = conn.execute("select count(*) from crontick.jobs where status <> 'done'").fetchone()
+    if left != (0,):
+        raise RuntimeError(f"expected every job done, got {left} left")
+    return statistics.median(claims) * 1000, statistics.median(records) * 1000, len(records)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--runs", type=int, default=3)
+    args = p.parse_args()
+    with ExitStack() as stack:
+        admin = server.admin_url(stack)
+        url = server.fresh_database(admin, DATABASE)
+        asyncio.run(db.migrate(url))
+        print(f"per batch of {BATCH}, medians, ms   claim  record  batches")
+        for run in range(1, args.runs + 1):
+            for grouped in (False, True):
+                claim, record, batches = one_kind(url, grouped)
+                kind = f"{GROUPS:,} groups" if grouped else "no groups"
+                print(f"run {run}, {kind:<24}{claim:8.2f}{record:8.2f}{batches:9d}")
+        server.drop_database(admin, DATABASE)
+
+
+if __name__ == "__main__":
+    main()
