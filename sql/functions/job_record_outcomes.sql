@@ -57,14 +57,14 @@ as $$
 declare
     _r record;
 begin
+-- flow: the statement's grouped rows are not noted by the row trigger (jobs_group_update,
+-- sql/migrations/0022_record_settles_groups.sql); their groups are settled after it, at the end.
+perform set_config('crontick.group_settle', 'record', true);
 if json_array_length(_others) = 0 then
     -- Every attempt succeeded, as in most batches: the same writes and counts as the statement
     -- below gives them, without its outcome table, joins and inserts that can only be empty here
     -- (a third of the statement's time for a batch of 100; tests/db/test_record_paths.py holds
     -- the two to the same rows and answers).
-    -- flow: this statement's grouped rows are not noted by the row trigger (jobs_group_update,
-    -- sql/migrations/0022_record_settles_groups.sql); their groups are settled right after it, below.
-    perform set_config('crontick.group_settle', 'record', true);
     with written as (
         update {schema}.jobs j set
             status = 'done',
@@ -108,7 +108,7 @@ if json_array_length(_others) = 0 then
         from written
     ), next_job as (
         -- steps: a waiting job's deadline counts too. flow: a grouped job that ended here lets its
-        -- group's next job start (unheld by this statement's trigger, after this snapshot): due now.
+        -- group's next job start (unheld by the settle after this statement): due now.
         select least((select min(run_after) from {schema}.jobs where status = 'pending' and not held),
                      (select min(run_after) from {schema}.jobs where status = 'waiting'),
                      (select _now from written w where w.group_key is not null limit 1)) as at
@@ -133,25 +133,17 @@ if json_array_length(_others) = 0 then
         c.snoozed,
         coalesce((select min(next_attempt_at) from {schema}.crontick_alerts where status = 'pending') <= _now, false) as alerts_due,
         -- flow: the groups this statement changed, and its grouped rows left pending (woken waits),
-        -- which it settles itself once it has run (below).
+        -- which are settled once it has run (at the end).
         array(select w.group_key from written w where w.group_key is not null
               union select k.group_key from woken k where k.group_key is not null) as groups,
         array(select k.id from woken k where k.group_key is not null) as pending
     into _r
     from counts c, next_job n;
-    perform set_config('crontick.group_settle', '', true);
-    if cardinality(_r.groups) > 0 then
-        perform {schema}.crontick_job_groups_settle(_r.groups, _r.pending, null);
-    end if;
-    return query select _r.written, _r.succeeded, _r.retried, _r.failed, _r.released, _r.fenced, _r.jobs_due,
-        _r.next_job_at, _r.snoozed, _r.alerts_due;
-    return;
-end if;
+else
 -- steps: a wait beginning takes its key's lock and any signal kept for it (crontick_job_begin_waits).
 if exists (select 1 from json_array_elements(_others) o where o -> 8 ->> 1 = 'wait') then
     _others := {schema}.crontick_job_begin_waits(_now, _others);
 end if;
-perform set_config('crontick.group_settle', 'record', true);  -- flow: as in the shorter path above
 with outcome as materialized (
     select d.id, d.claimed_attempt, 'done'::text as status, d.claimed_attempt as attempts,
         null::timestamptz as run_after, null::text as last_error, false as snoozed, null::text as traceback,
@@ -297,6 +289,9 @@ select array(select w.id from written w) as written,
           union all select k.id from woken k where k.group_key is not null) as pending
 into _r
 from counts c;
+end if;
+-- flow: the groups either statement wrote, settled now that it has run (its snapshot could not see
+-- the groups' locks granted), in its transaction.
 perform set_config('crontick.group_settle', '', true);
 if cardinality(_r.groups) > 0 then
     perform {schema}.crontick_job_groups_settle(_r.groups, _r.pending, null);
