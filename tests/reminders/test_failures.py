@@ -133,8 +133,8 @@ def test_timeout_on_email_is_retried_under_the_same_idempotency_key(
     database_url: str, conn: psycopg.Connection[Any], provider: Provider
 ) -> None:
     booking = one_booking(conn)
-    provider.behave = slow(0.6)
-    settings = settings_for(database_url, provider, "email", delivery_timeout_seconds=0.2)
+    provider.behave = slow(2.0)
+    settings = settings_for(database_url, provider, "email", delivery_timeout_seconds=1.0)
 
     assert tick(database_url, settings, NOW).reminders.retried == 1
     row = send_of(conn, booking)
@@ -153,8 +153,8 @@ def test_timeout_on_sms_ends_unknown_and_is_never_resent(
     database_url: str, conn: psycopg.Connection[Any], provider: Provider
 ) -> None:
     booking = one_booking(conn)
-    provider.behave = slow(0.6)
-    settings = settings_for(database_url, provider, "sms", delivery_timeout_seconds=0.2)
+    provider.behave = slow(2.0)
+    settings = settings_for(database_url, provider, "sms", delivery_timeout_seconds=1.0)
 
     assert tick(database_url, settings, NOW).reminders.unknown == 1
     row = send_of(conn, booking)
@@ -173,8 +173,8 @@ def test_a_reminder_that_may_have_gone_out_never_ends_failed(
 ) -> None:
     """A timeout (the provider may have delivered), then 500s until the last attempt: 'unknown', not 'failed'."""
     booking = one_booking(conn)
-    provider.behave = slow(0.6)
-    settings = settings_for(database_url, provider, "email", delivery_timeout_seconds=0.2)
+    provider.behave = slow(2.0)
+    settings = settings_for(database_url, provider, "email", delivery_timeout_seconds=1.0)
     tick(database_url, settings, NOW)
     provider.behave = fail_first(100)
     for minutes in (2, 10, 50):
@@ -209,8 +209,8 @@ def test_a_retry_after_a_timeout_whose_booking_was_cancelled_ends_unknown(
     database_url: str, conn: psycopg.Connection[Any], provider: Provider
 ) -> None:
     booking = one_booking(conn)
-    provider.behave = slow(0.6)
-    tick(database_url, settings_for(database_url, provider, "email", delivery_timeout_seconds=0.2), NOW)
+    provider.behave = slow(2.0)
+    tick(database_url, settings_for(database_url, provider, "email", delivery_timeout_seconds=1.0), NOW)
     conn.execute("update bookings set status = 'cancelled' where id = %s", (booking,))
     assert tick(database_url, settings_for(database_url, provider, "email"), later(2)).reminders.unknown == 1
     row = send_of(conn, booking)
