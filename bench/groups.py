@@ -7,6 +7,9 @@ each batch done with `crontick_job_record_outcomes`, timing each call on the wir
 median claim and record of each kind per run; run it from two checkouts in turn to compare a
 change to the claim or record path (each run's grouped and ungrouped rows share the machine's
 noise). The numbers in docs/benchmarks.md ("Flow control: the groups drain") came from it.
+`--functions` also prints each crontick function's time per batch from pg_stat_user_functions
+(`track_functions = all`, which needs a superuser, as the bench's server has): its own time, and
+its total with the functions it calls (the record step's group settling is its own row).
 """
 
 from __future__ import annotations
@@ -39,14 +42,26 @@ RECORD = """select * from crontick.crontick_job_record_outcomes(now(), %(ids)s, 
     'bench', '{}'::jsonb, '{}'::jsonb, null)"""
 
 
-def one_kind(url: str, grouped: bool) -> tuple[float, float, int]:
+FUNCTIONS = """
+select funcname, total_time, self_time from pg_stat_user_functions
+where schemaname = 'crontick' and calls > 0 order by total_time desc
+"""
+
+
+def one_kind(url: str, grouped: bool, functions: bool = False) -> tuple[float, float, int]:
     """Median claim and record milliseconds, and the batches, draining one backlog."""
     claims: list[float] = []
     records: list[float] = []
     with psycopg.connect(url, autocommit=True) as conn:
+        if functions:
+            conn.execute("set track_functions = 'all'")
         conn.execute("truncate crontick.jobs")
         conn.execute(ENQUEUE, {"grouped": grouped, "groups": GROUPS, "n": JOBS})
         conn.execute("vacuum analyze crontick.jobs")
+        if functions:  # the enqueue's trigger calls are flushed first, so that the reset clears them
+            conn.execute("select pg_stat_force_next_flush()")
+            time.sleep(0.2)
+            conn.execute("select pg_stat_reset()")
         while True:
             began = time.perf_counter()
             row = conn.execute(CLAIM, {"limit": BATCH}).fetchone()
@@ -59,14 +74,29 @@ def one_kind(url: str, grouped: bool) -> tuple[float, float, int]:
             conn.execute(RECORD, params)
             records.append(time.perf_counter() - began)
         left = conn.execute("select count(*) from crontick.jobs where status <> 'done'").fetchone()
+        if functions:
+            print_functions(conn, len(records))
     if left != (0,):
         raise RuntimeError(f"expected every job done, got {left} left")
     return statistics.median(claims) * 1000, statistics.median(records) * 1000, len(records)
 
 
+def print_functions(conn: psycopg.Connection[Any], batches: int) -> None:
+    """Each crontick function's own and total milliseconds per batch, as the server counted them."""
+    conn.execute("select pg_stat_force_next_flush()")
+    began = time.monotonic()
+    rows: list[Any] = []
+    while not rows and time.monotonic() - began < 5:
+        time.sleep(0.2)  # the backend flushes its counts once idle; a new statement reads them
+        rows = conn.execute(FUNCTIONS).fetchall()
+    for name, total, own in rows:
+        print(f"    {name:<40}{own / batches:8.2f} own{total / batches:8.2f} total")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--functions", action="store_true", help="also print each function's time per batch")
     args = p.parse_args()
     with ExitStack() as stack:
         admin = server.admin_url(stack)
@@ -75,7 +105,7 @@ def main() -> None:
         print(f"per batch of {BATCH}, medians, ms   claim  record  batches")
         for run in range(1, args.runs + 1):
             for grouped in (False, True):
-                claim, record, batches = one_kind(url, grouped)
+                claim, record, batches = one_kind(url, grouped, args.functions)
                 kind = f"{GROUPS:,} groups" if grouped else "no groups"
                 print(f"run {run}, {kind:<24}{claim:8.2f}{record:8.2f}{batches:9d}")
         server.drop_database(admin, DATABASE)
