@@ -58,9 +58,8 @@ def one_kind(url: str, grouped: bool, functions: bool = False) -> tuple[float, f
         conn.execute("truncate crontick.jobs")
         conn.execute(ENQUEUE, {"grouped": grouped, "groups": GROUPS, "n": JOBS})
         conn.execute("vacuum analyze crontick.jobs")
-        if functions:  # the enqueue's trigger calls are flushed first, so that the reset clears them
+        if functions:  # the enqueue's trigger calls are flushed (once idle, before the next statement) and reset
             conn.execute("select pg_stat_force_next_flush()")
-            time.sleep(0.2)
             conn.execute("select pg_stat_reset()")
         while True:
             began = time.perf_counter()
@@ -83,13 +82,8 @@ def one_kind(url: str, grouped: bool, functions: bool = False) -> tuple[float, f
 
 def print_functions(conn: psycopg.Connection[Any], batches: int) -> None:
     """Each crontick function's own and total milliseconds per batch, as the server counted them."""
-    conn.execute("select pg_stat_force_next_flush()")
-    began = time.monotonic()
-    rows: list[Any] = []
-    while not rows and time.monotonic() - began < 5:
-        time.sleep(0.2)  # the backend flushes its counts once idle; a new statement reads them
-        rows = conn.execute(FUNCTIONS).fetchall()
-    for name, total, own in rows:
+    conn.execute("select pg_stat_force_next_flush()")  # flushed once idle, before the next statement reads them
+    for name, total, own in conn.execute(FUNCTIONS).fetchall():
         print(f"    {name:<40}{own / batches:8.2f} own{total / batches:8.2f} total")
 
 
