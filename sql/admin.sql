@@ -8,7 +8,10 @@
 -- name: admin_read_begin
 -- store.read: the first statement of every admin read transaction. 2 s: a page is a few
 -- short reads; a slower one shows "unavailable" for its panel instead of holding a connection.
+-- No JIT: each read is a bounded index read, and compiling one (past jit_above_cost, which the
+-- per-type merges' estimates reach on a million rows) took longer than running it.
 set transaction read only;
+set local jit = off;
 set local statement_timeout = '2s'
 
 -- name: admin_action_begin
@@ -25,29 +28,43 @@ order by id desc
 limit %(limit)s;
 
 -- name: admin_jobs_by_status
--- store.list_jobs with a status: jobs_status_id, backwards from the cursor.
+-- store.list_jobs with a status: one range of jobs_type_status_id per job type (each at most
+-- `limit` ids below the cursor, the types from crontick_job_types' skip scan), merged by id; the
+-- page's rows are then read by primary key. No (status, id) index: migration 0023 says why.
 select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
     created_at, updated_at, finished_at, group_key, priority
 from {schema}.jobs
-where status = %(status)s and id < %(before_id)s
-order by id desc
-limit %(limit)s;
+where id = any(array(
+    select p.id from {schema}.crontick_job_types() t(type)
+    cross join lateral (
+        select j.id from {schema}.jobs j
+        where j.type = t.type and j.status = %(status)s and j.id < %(before_id)s
+        order by j.id desc
+        limit %(limit)s
+    ) p
+    order by p.id desc
+    limit %(limit)s))
+order by id desc;
 
 -- name: admin_jobs_by_type
 -- store.list_jobs with a type: one range of jobs_type_status_id per status (each at most
--- `limit` rows), merged. The statuses come from crontick.queue.STATUSES.
-select j.*
-from unnest(%(statuses)s::text[]) as s(status)
-cross join lateral (
-    select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
-        created_at, updated_at, finished_at, group_key, priority
-    from {schema}.jobs
-    where type = %(type)s and status = s.status and id < %(before_id)s
-    order by id desc
-    limit %(limit)s
-) j
-order by j.id desc
-limit %(limit)s;
+-- `limit` ids, read from the index alone), merged by id; the page's rows are then read by primary
+-- key. The statuses come from crontick.queue.STATUSES. Ids only, so that no plan walks the primary
+-- key backwards filtering on type and status instead (it chose that on a million rows: 0.6 s).
+select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
+    created_at, updated_at, finished_at, group_key, priority
+from {schema}.jobs
+where id = any(array(
+    select p.id from unnest(%(statuses)s::text[]) as s(status)
+    cross join lateral (
+        select j.id from {schema}.jobs j
+        where j.type = %(type)s and j.status = s.status and j.id < %(before_id)s
+        order by j.id desc
+        limit %(limit)s
+    ) p
+    order by p.id desc
+    limit %(limit)s))
+order by id desc;
 
 -- name: admin_jobs_by_type_status
 -- store.list_jobs with a type and a status: jobs_type_status_id, backwards from the cursor.
@@ -104,7 +121,8 @@ order by attempt, id nulls last
 limit 1000;
 
 -- name: admin_stats_counts
--- store.stats: jobs per status, each count stopping at the cap (an index range, never a full count).
+-- store.stats: jobs per status, each count stopping at the cap (a range of jobs_status_updated, never
+-- a full count).
 select s.status,
     (select count(*) from (select 1 from {schema}.jobs j where j.status = s.status limit %(cap)s) c) as n
 from unnest(%(statuses)s::text[]) as s(status);
@@ -213,15 +231,26 @@ delete from {schema}.jobs where id = %(id)s and status in ('done', 'failed', 'ca
 
 -- name: admin_jobs_bulk_retry
 -- store.bulk_retry: the next chunk of a filter frozen at confirmation (status, optional
--- payload, ids up to max_id), ascending from after_id on jobs_status_id. Of the jobs sharing a
--- key only the first is retried, and none whose key another active job holds: those are
--- skipped and counted, never a unique-violation error.
-with chosen as materialized (
-    select id, key from {schema}.jobs
-    where status = %(status)s and id > %(after_id)s and id <= %(max_id)s
-      and (%(payload)s::jsonb is null or payload @> %(payload)s::jsonb)
-    order by id
+-- payload, ids up to max_id), ascending from after_id: one range of jobs_type_status_id per job
+-- type (crontick_job_types), merged by id, then locked. A job that left the status meanwhile is
+-- not locked, but counts as looked at (`picked`), so the next chunk starts past it. Of the jobs
+-- sharing a key only the first is retried, and none whose key another active job holds: those
+-- are skipped and counted, never a unique-violation error.
+with picked as materialized (
+    select p.id from {schema}.crontick_job_types() t(type)
+    cross join lateral (
+        select j.id from {schema}.jobs j
+        where j.type = t.type and j.status = %(status)s and j.id > %(after_id)s and j.id <= %(max_id)s
+          and (%(payload)s::jsonb is null or j.payload @> %(payload)s::jsonb)
+        order by j.id
+        limit %(chunk)s
+    ) p
+    order by p.id
     limit %(chunk)s
+), chosen as materialized (
+    select id, key from {schema}.jobs
+    where id = any(array(select id from picked)) and status = %(status)s
+    order by id
     for update
 ), free as (
     select c.id from chosen c
@@ -244,16 +273,20 @@ with chosen as materialized (
     returning j.id
 )
 select (select count(*) from retried) as retried, (select count(*) from chosen) as chosen,
-    (select max(id) from chosen) as last_id;
+    (select count(*) from picked) as picked, (select max(id) from picked) as last_id;
 
 -- name: admin_jobs_bulk_retry_by_type
--- store.bulk_retry with a type: as admin_jobs_bulk_retry, on jobs_type_status_id.
-with chosen as materialized (
-    select id, key from {schema}.jobs
+-- store.bulk_retry with a type: as admin_jobs_bulk_retry, on the type's one range of jobs_type_status_id.
+with picked as materialized (
+    select id from {schema}.jobs
     where type = %(type)s and status = %(status)s and id > %(after_id)s and id <= %(max_id)s
       and (%(payload)s::jsonb is null or payload @> %(payload)s::jsonb)
     order by id
     limit %(chunk)s
+), chosen as materialized (
+    select id, key from {schema}.jobs
+    where id = any(array(select id from picked)) and status = %(status)s
+    order by id
     for update
 ), free as (
     select c.id from chosen c
@@ -276,7 +309,7 @@ with chosen as materialized (
     returning j.id
 )
 select (select count(*) from retried) as retried, (select count(*) from chosen) as chosen,
-    (select max(id) from chosen) as last_id;
+    (select count(*) from picked) as picked, (select max(id) from picked) as last_id;
 
 -- name: admin_reminder_retry
 -- store.retry_reminder: a failed or unknown reminder (a person has checked the provider) is

@@ -5,24 +5,44 @@
 -- statement_timeout; lists are keyset, never OFFSET, and never select a whole error or payload.
 
 -- name: admin_jobs_due
--- run_now.list_pending (status=due): pending jobs whose run_after has come, newest first, on
--- jobs_status_id's pending range below the cursor.
+-- run_now.list_pending (status=due): pending jobs whose run_after has come, newest first: below the
+-- cursor, one pending range of jobs_type_status_id per job type (crontick_job_types), merged by id.
+-- `run_after + interval '0 s'` has no statistics, so it is estimated at a third of the rows and each
+-- range is read in id order until the page is full. On the column itself the estimate comes from
+-- every job's run_after (mostly long past: the done ones) and was 1 % of a type's pending jobs, and
+-- the plan read each type's whole pending range instead (on 10,000 pending jobs, 15 times the buffers).
 select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
     created_at, updated_at, finished_at
 from {schema}.jobs
-where status = 'pending' and run_after <= now() and id < %(before_id)s
-order by id desc
-limit %(limit)s;
+where id = any(array(
+    select p.id from {schema}.crontick_job_types() t(type)
+    cross join lateral (
+        select j.id from {schema}.jobs j
+        where j.type = t.type and j.status = 'pending' and j.run_after + interval '0 s' <= now() and j.id < %(before_id)s
+        order by j.id desc
+        limit %(limit)s
+    ) p
+    order by p.id desc
+    limit %(limit)s))
+order by id desc;
 
 -- name: admin_jobs_scheduled
 -- run_now.list_pending (status=scheduled): pending jobs due later (a backoff, a snooze or a
--- future run_after), newest first.
+-- future run_after), newest first, merged as admin_jobs_due.
 select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
     created_at, updated_at, finished_at
 from {schema}.jobs
-where status = 'pending' and run_after > now() and id < %(before_id)s
-order by id desc
-limit %(limit)s;
+where id = any(array(
+    select p.id from {schema}.crontick_job_types() t(type)
+    cross join lateral (
+        select j.id from {schema}.jobs j
+        where j.type = t.type and j.status = 'pending' and j.run_after + interval '0 s' > now() and j.id < %(before_id)s
+        order by j.id desc
+        limit %(limit)s
+    ) p
+    order by p.id desc
+    limit %(limit)s))
+order by id desc;
 
 -- name: admin_jobs_due_by_type
 -- run_now.list_pending with a type (status=due): jobs_type_status_id's pending range of the type.
@@ -45,29 +65,42 @@ limit %(limit)s;
 -- name: admin_jobs_error_search
 -- run_now.search_errors (?error=): failed jobs whose last_error contains the text (case
 -- ignored), newest first. Bounded: it reads at most %(window)s failed jobs below the cursor (the
--- newest of jobs_status_id's failed range), so a page costs the same at 100,000 failed jobs as at
--- 1,000; the caller continues below the window. No trigram index: pg_trgm is an extension that
--- crontick cannot assume, and an index on every failed error would tax the tick's writes.
-select w.id, w.type, w.status, w.attempts, w.max_attempts, w.run_after, left(w.last_error, 200) as last_error,
-    w.key, w.created_at, w.updated_at, w.finished_at
-from (
-    select id, type, status, attempts, max_attempts, run_after, last_error, key, created_at, updated_at, finished_at
-    from {schema}.jobs
-    where status = 'failed' and id < %(before_id)s
-    order by id desc
-    limit %(window)s
-) w
-where strpos(lower(w.last_error), lower(%(text)s)) > 0
-  and (%(type)s::text is null or w.type = %(type)s::text)
-order by w.id desc
+-- newest failed ones: one failed range of jobs_type_status_id per job type, crontick_job_types,
+-- merged by id), so a page costs the same at 100,000 failed jobs as at 1,000; the caller continues
+-- below the window. No trigram index: pg_trgm is an extension that crontick cannot assume, and an
+-- index on every failed error would tax the tick's writes.
+select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error,
+    key, created_at, updated_at, finished_at
+from {schema}.jobs
+where id = any(array(
+    select p.id from {schema}.crontick_job_types() t(type)
+    cross join lateral (
+        select j.id from {schema}.jobs j
+        where j.type = t.type and j.status = 'failed' and j.id < %(before_id)s
+        order by j.id desc
+        limit %(window)s
+    ) p
+    order by p.id desc
+    limit %(window)s))
+  and strpos(lower(last_error), lower(%(text)s)) > 0
+  and (%(type)s::text is null or type = %(type)s::text)
+order by id desc
 limit %(limit)s;
 
 -- name: admin_jobs_error_window_floor
 -- run_now.search_errors: where a window of the failed range ends (its lowest id), when the page
 -- found fewer matches than it shows and the search goes on below.
-select min(id) as lowest, count(*) as scanned
+select min(w.id) as lowest, count(*) as scanned
 from (
-    select id from {schema}.jobs where status = 'failed' and id < %(before_id)s order by id desc limit %(window)s
+    select p.id from {schema}.crontick_job_types() t(type)
+    cross join lateral (
+        select j.id from {schema}.jobs j
+        where j.type = t.type and j.status = 'failed' and j.id < %(before_id)s
+        order by j.id desc
+        limit %(window)s
+    ) p
+    order by p.id desc
+    limit %(window)s
 ) w;
 
 -- name: admin_job_run_now
@@ -79,39 +112,55 @@ returning id, type, payload, status, attempts, max_attempts, run_after, last_err
 
 -- name: admin_jobs_bulk_run_now
 -- run_now.bulk_run_now: the next chunk of pending jobs due later that a filter frozen at
--- confirmation matches (ids in (after_id, max_id], optional payload), ascending on
--- jobs_status_id; each is due now, its attempts untouched.
-with chosen as materialized (
-    select id from {schema}.jobs
-    where status = 'pending' and run_after > now() and id > %(after_id)s and id <= %(max_id)s
-      and (%(payload)s::jsonb is null or payload @> %(payload)s::jsonb)
-    order by id
+-- confirmation matches (ids in (after_id, max_id], optional payload), ascending: one pending range of
+-- jobs_type_status_id per job type (crontick_job_types), merged by id, then locked (a job that
+-- left meanwhile counts as looked at, `picked`, as in admin_jobs_bulk_retry); each is due now,
+-- its attempts untouched.
+with picked as materialized (
+    select p.id from {schema}.crontick_job_types() t(type)
+    cross join lateral (
+        select j.id from {schema}.jobs j
+        where j.type = t.type and j.status = 'pending' and j.run_after > now()
+          and j.id > %(after_id)s and j.id <= %(max_id)s
+          and (%(payload)s::jsonb is null or j.payload @> %(payload)s::jsonb)
+        order by j.id
+        limit %(chunk)s
+    ) p
+    order by p.id
     limit %(chunk)s
+), chosen as materialized (
+    select id from {schema}.jobs
+    where id = any(array(select id from picked)) and status = 'pending' and run_after > now()
+    order by id
     for update
 ), moved as (
     update {schema}.jobs j set run_after = now(), updated_at = now()
     where j.id = any(array(select id from chosen)) and j.status = 'pending'
     returning j.id
 )
-select (select count(*) from moved) as moved, (select count(*) from chosen) as chosen,
-    (select max(id) from chosen) as last_id;
+select (select count(*) from moved) as moved, (select count(*) from picked) as picked,
+    (select max(id) from picked) as last_id;
 
 -- name: admin_jobs_bulk_run_now_by_type
--- run_now.bulk_run_now with a type: as admin_jobs_bulk_run_now, on jobs_type_status_id.
-with chosen as materialized (
+-- run_now.bulk_run_now with a type: as admin_jobs_bulk_run_now, on the type's one pending range.
+with picked as materialized (
     select id from {schema}.jobs
     where type = %(type)s and status = 'pending' and run_after > now() and id > %(after_id)s and id <= %(max_id)s
       and (%(payload)s::jsonb is null or payload @> %(payload)s::jsonb)
     order by id
     limit %(chunk)s
+), chosen as materialized (
+    select id from {schema}.jobs
+    where id = any(array(select id from picked)) and status = 'pending' and run_after > now()
+    order by id
     for update
 ), moved as (
     update {schema}.jobs j set run_after = now(), updated_at = now()
     where j.id = any(array(select id from chosen)) and j.status = 'pending'
     returning j.id
 )
-select (select count(*) from moved) as moved, (select count(*) from chosen) as chosen,
-    (select max(id) from chosen) as last_id;
+select (select count(*) from moved) as moved, (select count(*) from picked) as picked,
+    (select max(id) from picked) as last_id;
 
 -- name: admin_job_ticks
 -- run_now.attempt_ticks (the job page): which tick recorded each attempt. The record statement
@@ -137,19 +186,12 @@ group by 1, 2, 3;
 
 -- name: admin_type_pending
 -- figures.type_figures: each type with pending jobs, and its oldest due job's wait. The types
--- come from a skip scan over jobs_type_status_id (one index probe per distinct type, at most
--- %(types)s); each type's wait from its first %(probe)s pending jobs by id (the same index's
+-- come from crontick_job_types' skip scan over jobs_type_status_id (one index probe per distinct
+-- type, at most %(types)s); each type's wait from its first %(probe)s pending jobs by id (the same index's
 -- range of that type's pending rows), so it is exact while a type has at most that many pending
 -- jobs and otherwise the oldest wait among its oldest-enqueued ones. No scan of jobs, no count.
-with recursive t(type, n) as (
-    (select type, 1 from {schema}.jobs order by type limit 1)
-    union all
-    select (select j.type from {schema}.jobs j where j.type > t.type order by j.type limit 1), t.n + 1
-    from t
-    where t.type is not null and t.n < %(types)s
-)
 select t.type, p.oldest_wait_seconds
-from t
+from {schema}.crontick_job_types(%(types)s) t(type)
 cross join lateral (
     select extract(epoch from now() - min(x.run_after) filter (where x.run_after <= now()))::float8
             as oldest_wait_seconds,
@@ -161,7 +203,7 @@ cross join lateral (
         limit %(probe)s
     ) x
 ) p
-where t.type is not null and p.pending > 0;
+where p.pending > 0;
 
 -- name: admin_type_pauses
 -- figures.type_figures: the paused job types (crontick_pauses rows of kind 'type', written by

@@ -121,6 +121,6 @@ async def bulk_run_now(
         await cur.execute(query("admin_jobs_bulk_run_now_by_type" if type else "admin_jobs_bulk_run_now"), params)
         row = await cur.fetchone()
         assert row is not None
-        moved, chosen, last_id = int(row["moved"]), int(row["chosen"]), row["last_id"]
+        moved, picked, last_id = int(row["moved"]), int(row["picked"]), row["last_id"]
         await audit(cur, role, "bulk_run_now", filt, moved)
-    return moved, (last_id if chosen == chunk else None)
+    return moved, (last_id if picked == chunk else None)

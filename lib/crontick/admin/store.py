@@ -364,7 +364,7 @@ async def bulk_retry(
         assert row is not None
         retried, chosen, last_id = int(row["retried"]), int(row["chosen"]), row["last_id"]
         await audit(cur, role, "bulk_retry", {**filt, "skipped": chosen - retried}, retried)
-    return retried, chosen - retried, (last_id if chosen == chunk else None)
+    return retried, chosen - retried, (last_id if int(row["picked"]) == chunk else None)
 
 
 async def retry_reminder(conn: Conn, booking_id: str, kind: str, *, role: str = "admin") -> ActionResult:
