@@ -28,52 +28,49 @@ order by id desc
 limit %(limit)s;
 
 -- name: admin_jobs_by_status
--- store.list_jobs with a status: one range of jobs_type_status_id per job type (each at most
--- `limit` ids below the cursor, the types from crontick_job_types' skip scan), merged by id; the
--- page's rows are then read by primary key. No (status, id) index: migration 0023 says why.
+-- store.list_jobs with a status: the newest ids below the cursor of each job type
+-- (crontick_job_types, crontick_job_ids_below), merged by id; running jobs, which no per-type
+-- index holds, from jobs_running_lease. The page's rows are then read by primary key. No
+-- (status, id) index: migration 0023 says why.
 select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
     created_at, updated_at, finished_at, group_key, priority
 from {schema}.jobs
 where id = any(array(
-    select p.id from {schema}.crontick_job_types() t(type)
-    cross join lateral (
-        select j.id from {schema}.jobs j
-        where j.type = t.type and j.status = %(status)s and j.id < %(before_id)s
-        order by j.id desc
-        limit %(limit)s
+    select p.id from (
+        select q.id from {schema}.crontick_job_types() t(type)
+        cross join lateral {schema}.crontick_job_ids_below(t.type, %(status)s, %(before_id)s, %(limit)s) q(id)
+        where %(status)s <> 'running'
+        union all
+        select r.id from {schema}.jobs r
+        where %(status)s = 'running' and r.status = 'running' and r.id < %(before_id)s
     ) p
     order by p.id desc
     limit %(limit)s))
 order by id desc;
 
 -- name: admin_jobs_by_type
--- store.list_jobs with a type: one range of jobs_type_status_id per status (each at most
--- `limit` ids, read from the index alone), merged by id; the page's rows are then read by primary
--- key. The statuses come from crontick.queue.STATUSES. Ids only, so that no plan walks the primary
--- key backwards filtering on type and status instead (it chose that on a million rows: 0.6 s).
+-- store.list_jobs with a type: the newest ids below the cursor of each status
+-- (crontick_job_ids_below, from the index alone), merged by id; the page's rows are then read by
+-- primary key. The statuses come from crontick.queue.STATUSES. Ids first, so that no plan walks the
+-- primary key backwards filtering on type and status instead (one chose that on a million rows: 0.6 s).
 select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
     created_at, updated_at, finished_at, group_key, priority
 from {schema}.jobs
 where id = any(array(
     select p.id from unnest(%(statuses)s::text[]) as s(status)
-    cross join lateral (
-        select j.id from {schema}.jobs j
-        where j.type = %(type)s and j.status = s.status and j.id < %(before_id)s
-        order by j.id desc
-        limit %(limit)s
-    ) p
+    cross join lateral {schema}.crontick_job_ids_below(%(type)s, s.status, %(before_id)s, %(limit)s) p(id)
     order by p.id desc
     limit %(limit)s))
 order by id desc;
 
 -- name: admin_jobs_by_type_status
--- store.list_jobs with a type and a status: jobs_type_status_id, backwards from the cursor.
+-- store.list_jobs with a type and a status: crontick_job_ids_below, then the rows by primary key.
 select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
     created_at, updated_at, finished_at, group_key, priority
 from {schema}.jobs
-where type = %(type)s and status = %(status)s and id < %(before_id)s
-order by id desc
-limit %(limit)s;
+where id = any(array(
+    select p.id from {schema}.crontick_job_ids_below(%(type)s, %(status)s, %(before_id)s, %(limit)s) p(id)))
+order by id desc;
 
 -- name: admin_jobs_search
 -- store.list_jobs with a payload filter: containment over a bounded window of ids, [floor_id,
@@ -231,16 +228,17 @@ delete from {schema}.jobs where id = %(id)s and status in ('done', 'failed', 'ca
 
 -- name: admin_jobs_bulk_retry
 -- store.bulk_retry: the next chunk of a filter frozen at confirmation (status, optional
--- payload, ids up to max_id), ascending from after_id: one range of jobs_type_status_id per job
--- type (crontick_job_types), merged by id, then locked. A job that left the status meanwhile is
--- not locked, but counts as looked at (`picked`), so the next chunk starts past it. Of the jobs
--- sharing a key only the first is retried, and none whose key another active job holds: those
--- are skipped and counted, never a unique-violation error.
+-- payload, ids up to max_id; the retryable statuses are ended ones), ascending from after_id: one
+-- range of jobs_type_status_id per job type (crontick_job_types), merged by id, then locked. A job
+-- that left the status meanwhile is not locked, but counts as looked at (`picked`), so the next
+-- chunk starts past it. Of the jobs sharing a key only the first is retried, and none whose key
+-- another active job holds: those are skipped and counted, never a unique-violation error.
 with picked as materialized (
     select p.id from {schema}.crontick_job_types() t(type)
     cross join lateral (
         select j.id from {schema}.jobs j
         where j.type = t.type and j.status = %(status)s and j.id > %(after_id)s and j.id <= %(max_id)s
+          and j.status <> 'running' and (j.status <> 'pending' or j.held)  -- jobs_type_status_id's predicate
           and (%(payload)s::jsonb is null or j.payload @> %(payload)s::jsonb)
         order by j.id
         limit %(chunk)s
@@ -280,6 +278,7 @@ select (select count(*) from retried) as retried, (select count(*) from chosen) 
 with picked as materialized (
     select id from {schema}.jobs
     where type = %(type)s and status = %(status)s and id > %(after_id)s and id <= %(max_id)s
+      and status <> 'running' and (status <> 'pending' or held)  -- jobs_type_status_id's predicate
       and (%(payload)s::jsonb is null or payload @> %(payload)s::jsonb)
     order by id
     limit %(chunk)s

@@ -6,22 +6,13 @@
 
 -- name: admin_jobs_due
 -- run_now.list_pending (status=due): pending jobs whose run_after has come, newest first: below the
--- cursor, one pending range of jobs_type_status_id per job type (crontick_job_types), merged by id.
--- `run_after + interval '0 s'` has no statistics, so it is estimated at a third of the rows and each
--- range is read in id order until the page is full. On the column itself the estimate comes from
--- every job's run_after (mostly long past: the done ones) and was 1 % of a type's pending jobs, and
--- the plan read each type's whole pending range instead (on 10,000 pending jobs, 15 times the buffers).
+-- cursor, each job type's newest (crontick_job_types, crontick_job_pending_below), merged by id.
 select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
     created_at, updated_at, finished_at
 from {schema}.jobs
 where id = any(array(
     select p.id from {schema}.crontick_job_types() t(type)
-    cross join lateral (
-        select j.id from {schema}.jobs j
-        where j.type = t.type and j.status = 'pending' and j.run_after + interval '0 s' <= now() and j.id < %(before_id)s
-        order by j.id desc
-        limit %(limit)s
-    ) p
+    cross join lateral {schema}.crontick_job_pending_below(t.type, true, %(before_id)s, %(limit)s) p(id)
     order by p.id desc
     limit %(limit)s))
 order by id desc;
@@ -34,33 +25,28 @@ select id, type, status, attempts, max_attempts, run_after, left(last_error, 200
 from {schema}.jobs
 where id = any(array(
     select p.id from {schema}.crontick_job_types() t(type)
-    cross join lateral (
-        select j.id from {schema}.jobs j
-        where j.type = t.type and j.status = 'pending' and j.run_after + interval '0 s' > now() and j.id < %(before_id)s
-        order by j.id desc
-        limit %(limit)s
-    ) p
+    cross join lateral {schema}.crontick_job_pending_below(t.type, false, %(before_id)s, %(limit)s) p(id)
     order by p.id desc
     limit %(limit)s))
 order by id desc;
 
 -- name: admin_jobs_due_by_type
--- run_now.list_pending with a type (status=due): jobs_type_status_id's pending range of the type.
+-- run_now.list_pending with a type (status=due): crontick_job_pending_below of the type.
 select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
     created_at, updated_at, finished_at
 from {schema}.jobs
-where type = %(type)s and status = 'pending' and run_after <= now() and id < %(before_id)s
-order by id desc
-limit %(limit)s;
+where id = any(array(
+    select p.id from {schema}.crontick_job_pending_below(%(type)s, true, %(before_id)s, %(limit)s) p(id)))
+order by id desc;
 
 -- name: admin_jobs_scheduled_by_type
 -- run_now.list_pending with a type (status=scheduled).
 select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
     created_at, updated_at, finished_at
 from {schema}.jobs
-where type = %(type)s and status = 'pending' and run_after > now() and id < %(before_id)s
-order by id desc
-limit %(limit)s;
+where id = any(array(
+    select p.id from {schema}.crontick_job_pending_below(%(type)s, false, %(before_id)s, %(limit)s) p(id)))
+order by id desc;
 
 -- name: admin_jobs_error_search
 -- run_now.search_errors (?error=): failed jobs whose last_error contains the text (case
@@ -77,6 +63,7 @@ where id = any(array(
     cross join lateral (
         select j.id from {schema}.jobs j
         where j.type = t.type and j.status = 'failed' and j.id < %(before_id)s
+          and j.status <> 'running' and (j.status <> 'pending' or j.held)  -- jobs_type_status_id's predicate
         order by j.id desc
         limit %(window)s
     ) p
@@ -96,6 +83,7 @@ from (
     cross join lateral (
         select j.id from {schema}.jobs j
         where j.type = t.type and j.status = 'failed' and j.id < %(before_id)s
+          and j.status <> 'running' and (j.status <> 'pending' or j.held)  -- jobs_type_status_id's predicate
         order by j.id desc
         limit %(window)s
     ) p
@@ -112,18 +100,30 @@ returning id, type, payload, status, attempts, max_attempts, run_after, last_err
 
 -- name: admin_jobs_bulk_run_now
 -- run_now.bulk_run_now: the next chunk of pending jobs due later that a filter frozen at
--- confirmation matches (ids in (after_id, max_id], optional payload), ascending: one pending range of
--- jobs_type_status_id per job type (crontick_job_types), merged by id, then locked (a job that
--- left meanwhile counts as looked at, `picked`, as in admin_jobs_bulk_retry); each is due now,
--- its attempts untouched.
+-- confirmation matches (ids in (after_id, max_id], optional payload), ascending: per job type
+-- (crontick_job_types), its held ones (jobs_type_status_id) and its startable ones
+-- (jobs_pending_type_id), each arm with its index's predicate word for word and run_after as in
+-- crontick_job_pending_below, merged by id, then locked (a job that left meanwhile counts as looked
+-- at, `picked`, as in admin_jobs_bulk_retry); each is due now, its attempts untouched.
 with picked as materialized (
     select p.id from {schema}.crontick_job_types() t(type)
     cross join lateral (
-        select j.id from {schema}.jobs j
-        where j.type = t.type and j.status = 'pending' and j.run_after > now()
-          and j.id > %(after_id)s and j.id <= %(max_id)s
-          and (%(payload)s::jsonb is null or j.payload @> %(payload)s::jsonb)
-        order by j.id
+        select x.id from (
+            (select j.id from {schema}.jobs j
+             where j.type = t.type and j.status = 'pending' and j.held and j.id > %(after_id)s and j.id <= %(max_id)s
+               and j.run_after + interval '0 s' > now()
+               and j.status <> 'running' and (j.status <> 'pending' or j.held)
+               and (%(payload)s::jsonb is null or j.payload @> %(payload)s::jsonb)
+             order by j.id limit %(chunk)s)
+            union all
+            (select j.id from {schema}.jobs j
+             where j.type = t.type and j.id > %(after_id)s and j.id <= %(max_id)s
+               and j.run_after + interval '0 s' > now()
+               and j.status = 'pending' and not j.held
+               and (%(payload)s::jsonb is null or j.payload @> %(payload)s::jsonb)
+             order by j.id limit %(chunk)s)
+        ) x
+        order by x.id
         limit %(chunk)s
     ) p
     order by p.id
@@ -142,12 +142,29 @@ select (select count(*) from moved) as moved, (select count(*) from picked) as p
     (select max(id) from picked) as last_id;
 
 -- name: admin_jobs_bulk_run_now_by_type
--- run_now.bulk_run_now with a type: as admin_jobs_bulk_run_now, on the type's one pending range.
+-- run_now.bulk_run_now with a type: as admin_jobs_bulk_run_now, for that type only.
 with picked as materialized (
-    select id from {schema}.jobs
-    where type = %(type)s and status = 'pending' and run_after > now() and id > %(after_id)s and id <= %(max_id)s
-      and (%(payload)s::jsonb is null or payload @> %(payload)s::jsonb)
-    order by id
+    select p.id from (select %(type)s::text) t(type)
+    cross join lateral (
+        select x.id from (
+            (select j.id from {schema}.jobs j
+             where j.type = t.type and j.status = 'pending' and j.held and j.id > %(after_id)s and j.id <= %(max_id)s
+               and j.run_after + interval '0 s' > now()
+               and j.status <> 'running' and (j.status <> 'pending' or j.held)
+               and (%(payload)s::jsonb is null or j.payload @> %(payload)s::jsonb)
+             order by j.id limit %(chunk)s)
+            union all
+            (select j.id from {schema}.jobs j
+             where j.type = t.type and j.id > %(after_id)s and j.id <= %(max_id)s
+               and j.run_after + interval '0 s' > now()
+               and j.status = 'pending' and not j.held
+               and (%(payload)s::jsonb is null or j.payload @> %(payload)s::jsonb)
+             order by j.id limit %(chunk)s)
+        ) x
+        order by x.id
+        limit %(chunk)s
+    ) p
+    order by p.id
     limit %(chunk)s
 ), chosen as materialized (
     select id from {schema}.jobs
@@ -186,10 +203,11 @@ group by 1, 2, 3;
 
 -- name: admin_type_pending
 -- figures.type_figures: each type with pending jobs, and its oldest due job's wait. The types
--- come from crontick_job_types' skip scan over jobs_type_status_id (one index probe per distinct
--- type, at most %(types)s); each type's wait from its first %(probe)s pending jobs by id (the same index's
--- range of that type's pending rows), so it is exact while a type has at most that many pending
--- jobs and otherwise the oldest wait among its oldest-enqueued ones. No scan of jobs, no count.
+-- come from crontick_job_types' skip scan (one probe of each of its two indexes per distinct type,
+-- at most %(types)s); each type's wait from its first %(probe)s pending jobs by id (the type's held
+-- range of jobs_type_status_id and its range of jobs_pending_type_id, each predicate word for
+-- word), so it is exact while a type has at most that many pending jobs and otherwise the oldest
+-- wait among its oldest-enqueued ones. No scan of jobs, no count.
 select t.type, p.oldest_wait_seconds
 from {schema}.crontick_job_types(%(types)s) t(type)
 cross join lateral (
@@ -197,9 +215,17 @@ cross join lateral (
             as oldest_wait_seconds,
         count(*) as pending
     from (
-        select j.run_after from {schema}.jobs j
-        where j.type = t.type and j.status = 'pending'
-        order by j.id
+        select y.id, y.run_after from (
+            (select j.id, j.run_after from {schema}.jobs j
+             where j.type = t.type and j.status = 'pending' and j.held
+               and j.status <> 'running' and (j.status <> 'pending' or j.held)
+             order by j.id limit %(probe)s)
+            union all
+            (select j.id, j.run_after from {schema}.jobs j
+             where j.type = t.type and j.status = 'pending' and not j.held
+             order by j.id limit %(probe)s)
+        ) y
+        order by y.id
         limit %(probe)s
     ) x
 ) p

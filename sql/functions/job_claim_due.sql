@@ -185,8 +185,13 @@ select
      left join used u on u.name = r.name
      where coalesce(u.over, 0) > 0
         or r.free = 0 and r.name not in (select p.name from paused p where p.kind = 'rate_limit')
-           -- pending jobs of its types (the first entry of jobs_type_status_id; due or not)
-           and exists (select 1 from {schema}.jobs j where j.type = any(r.types) and j.status = 'pending'))
+           -- pending jobs of its types, due or not: the first entry of jobs_pending_type_id, or of
+           -- jobs_type_status_id's held rows (each predicate word for word, migration 0023)
+           and (exists (select 1 from {schema}.jobs j
+                        where j.type = any(r.types) and j.status = 'pending' and not j.held)
+                or exists (select 1 from {schema}.jobs j
+                           where j.type = any(r.types) and j.status = 'pending' and j.held
+                             and j.status <> 'running' and (j.status <> 'pending' or j.held))))
 from clock k;
 end
 $$;

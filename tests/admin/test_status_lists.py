@@ -1,5 +1,5 @@
-"""The admin's lists of one status: one range of jobs_type_status_id per job type, merged by id (migration
-0023 dropped the (status, id) index). Order and pages across types, the error search's window, and a
+"""The admin's lists of one status: one range per job type, merged by id, from the indexes that hold no row
+the tick's claim or group hand-over writes (migration 0023). Order and pages across types, the error search's window, and a
 bulk chunk in which a job leaves its status while the chunk is being locked."""
 
 from __future__ import annotations
@@ -43,19 +43,52 @@ def pages(fetch: Any) -> list[int]:
         before = decode_cursor(cursor)
 
 
+# A group of five behind its running head (four held, in jobs_type_status_id), and a waiting job: rows each
+# list reads from an index of its own (migration 0023).
+GROUPED = """
+insert into jobs (type, payload, status, group_key, run_after, locked_until)
+select 't_merge.' || (g % 2), jsonb_build_object('g', g), case when g = 0 then 'running' else 'pending' end, 'conv:1',
+    now() + case when g % 2 = 0 then interval '1 hour' else interval '-1 minute' end,
+    case when g = 0 then now() + interval '1 minute' end
+from generate_series(0, 5) g order by g;
+insert into jobs (type, payload, status, locked_until)
+values ('t_merge.9', '{}', 'waiting', null), ('t_merge.3', '{}', 'running', now() + interval '1 minute')
+"""
+STATUSES = ("failed", "done", "pending", "running", "waiting")
+
+
 def test_a_status_list_merges_every_type_newest_first_across_pages(
     database_url: str, conn: psycopg.Connection[Any]
 ) -> None:
     conn.execute(MIXED)
-    for status in ("failed", "done", "pending"):
+    conn.execute(GROUPED)
+    assert conn.execute("select count(*) from jobs where held").fetchone() == (5,)
+    for status in STATUSES:
         got = pages(lambda b, s=status: run(database_url, lambda c: store.list_jobs(c, status=s, before_id=b, limit=4)))
-        assert got == ids(conn, f"status = '{status}'"), status
+        assert got == ids(conn, f"status = '{status}'") and got, status
+        for type in ("t_merge.0", "t_merge.3"):
+            got = pages(
+                lambda b, s=status, t=type: run(
+                    database_url, lambda c: store.list_jobs(c, status=s, type=t, before_id=b, limit=4)
+                )
+            )
+            assert got == ids(conn, f"status = '{status}' and type = '{type}'"), (status, type)
+    for type in ("t_merge.0", "t_merge.1", "t_merge.9"):
+        got = pages(lambda b, t=type: run(database_url, lambda c: store.list_jobs(c, type=t, before_id=b, limit=5)))
+        assert got == ids(conn, f"type = '{type}'") and got, type
     due = pages(lambda b: run(database_url, lambda c: run_now.list_pending(c, split="due", before_id=b, limit=3)))
     later = pages(
         lambda b: run(database_url, lambda c: run_now.list_pending(c, split="scheduled", before_id=b, limit=3))
     )
-    assert due == ids(conn, "status = 'pending' and run_after <= now()") and len(due) == 15
-    assert later == ids(conn, "status = 'pending' and run_after > now()") and len(later) == 15
+    assert due == ids(conn, "status = 'pending' and run_after <= now()") and len(due) == 15 + 3
+    assert later == ids(conn, "status = 'pending' and run_after > now()") and len(later) == 15 + 2
+    for split, where in (("due", "run_after <= now()"), ("scheduled", "run_after > now()")):
+        got = pages(
+            lambda b, s=split: run(
+                database_url, lambda c: run_now.list_pending(c, split=s, type="t_merge.1", before_id=b, limit=3)
+            )
+        )
+        assert got == ids(conn, f"status = 'pending' and type = 't_merge.1' and {where}"), split
 
 
 def test_the_error_search_windows_the_newest_failed_jobs_of_every_type(
@@ -68,14 +101,14 @@ def test_the_error_search_windows_the_newest_failed_jobs_of_every_type(
     assert len(got) == 3  # n = 12, 15 and 18: the failed ones (n divisible by 3) among n=1*
 
 
-def test_the_jobs_table_has_no_full_index_the_tick_path_does_not_read(conn: psycopg.Connection[Any]) -> None:
+def test_the_jobs_table_has_no_full_index_for_the_admin(conn: psycopg.Connection[Any]) -> None:
     # Every claim, record and group hand-over adds an entry to each full index of jobs (they are not HOT
     # updates). Each one the admin wants costs the drain measurably (docs/benchmarks.md, "The admin's indexes").
     full = conn.execute(
         "select indexrelid::regclass::text from pg_index"
         " where indrelid = 'jobs'::regclass and indpred is null order by 1"
     ).fetchall()
-    assert [r[0] for r in full] == ["jobs_pkey", "jobs_status_updated", "jobs_type_status_id"]
+    assert [r[0] for r in full] == ["jobs_pkey", "jobs_status_updated"]
 
 
 def test_a_bulk_retry_leaves_alone_a_job_that_left_its_status_while_locked(
