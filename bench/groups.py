@@ -10,6 +10,9 @@ noise). The numbers in docs/benchmarks.md ("Flow control: the groups drain") cam
 `--functions` also prints each crontick function's time per batch from pg_stat_user_functions
 (`track_functions = all`, which needs a superuser, as the bench's server has): its own time, and
 its total with the functions it calls (the record step's group settling is its own row).
+`--compare DB1,DB2` runs the same loop, alternated, on databases migrated beforehand (by each
+checkout in turn, or copies of the schema with an index changed), for docs/benchmarks.md's
+"The admin's indexes".
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from contextlib import ExitStack
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import make_conninfo
 
 from crontick import db
 
@@ -87,11 +91,35 @@ def print_functions(conn: psycopg.Connection[Any], batches: int) -> None:
         print(f"    {name:<40}{own / batches:8.2f} own{total / batches:8.2f} total")
 
 
+def compare(names: list[str], runs: int) -> None:
+    """Claim plus record per batch on databases migrated beforehand (by two checkouts, or copies of the
+    schema with an index changed), in turn within each round and in a rotating order, so the machine's
+    drift hits each alike. Prints each database's median over the rounds, then every round."""
+    with ExitStack() as stack:
+        admin = server.admin_url(stack)
+        totals: dict[str, dict[bool, list[float]]] = {n: {False: [], True: []} for n in names}
+        for run in range(runs):
+            for grouped in (False, True):
+                for name in names[run % len(names) :] + names[: run % len(names)]:
+                    claim, record, _ = one_kind(make_conninfo(admin, dbname=name), grouped)
+                    totals[name][grouped].append(claim + record)
+    for name, kinds in totals.items():
+        rounds = " ".join(f"{t:.2f}" for t in kinds[True])
+        print(
+            f"{name}: no groups {statistics.median(kinds[False]):.2f} ms, "
+            f"1,000 groups {statistics.median(kinds[True]):.2f} ms (rounds: {rounds})"
+        )
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--functions", action="store_true", help="also print each function's time per batch")
+    p.add_argument("--compare", metavar="DB1,DB2", help="alternate the loop on these migrated databases instead")
     args = p.parse_args()
+    if args.compare:
+        compare(args.compare.split(","), args.runs)
+        return
     with ExitStack() as stack:
         admin = server.admin_url(stack)
         url = server.fresh_database(admin, DATABASE)
