@@ -13,7 +13,7 @@ import pytest
 
 from crontick.admin import run_now, store
 from crontick.admin.tx import decode_cursor
-from tests.admin.test_store_reads import run
+from tests.admin.store_support import run
 
 # Four types, interleaved by id, so that every page of a merged list takes rows from several ranges.
 MIXED = """

@@ -2,34 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 import psycopg
 import pytest
 
-from crontick import db
 from crontick.admin import store
 from crontick.errors import BadCursor, ConfigError, CrontickError, QueryTimeout
 from crontick.settings import Settings
 from tests.admin.api_support import insert_jobs
+from tests.admin.store_support import run
 from tests.support.constants import TEST_SECRET
 from tests.support.core_jobs import db_now, settings_for, tick
-
-T = TypeVar("T")
-
-
-def run(url: str, work: Callable[[store.Conn], Awaitable[T]]) -> T:
-    async def go() -> T:
-        conn = await db.connect(url)
-        try:
-            return await work(conn)
-        finally:
-            await conn.close()
-
-    return asyncio.run(go())
 
 
 def test_counts_are_capped_and_hourly_figures_come_from_the_ticks(
