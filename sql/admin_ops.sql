@@ -104,7 +104,8 @@ returning id, type, payload, status, attempts, max_attempts, run_after, last_err
 -- (crontick_job_types), its held ones (jobs_type_status_id) and its startable ones
 -- (jobs_pending_type_id), each arm with its index's predicate word for word and run_after as in
 -- crontick_job_pending_below, merged by id, then locked (a job that left meanwhile counts as looked
--- at, `picked`, as in admin_jobs_bulk_retry); each is due now, its attempts untouched.
+-- at, `picked`, as in admin_jobs_bulk_retry); each is due now, its attempts untouched. With a
+-- type, only that type's ranges are read.
 with picked as materialized (
     select p.id from {schema}.crontick_job_types() t(type)
     cross join lateral (
@@ -126,44 +127,7 @@ with picked as materialized (
         order by x.id
         limit %(chunk)s
     ) p
-    order by p.id
-    limit %(chunk)s
-), chosen as materialized (
-    select id from {schema}.jobs
-    where id = any(array(select id from picked)) and status = 'pending' and run_after > now()
-    order by id
-    for update
-), moved as (
-    update {schema}.jobs j set run_after = now(), updated_at = now()
-    where j.id = any(array(select id from chosen)) and j.status = 'pending'
-    returning j.id
-)
-select (select count(*) from moved) as moved, (select count(*) from picked) as picked,
-    (select max(id) from picked) as last_id;
-
--- name: admin_jobs_bulk_run_now_by_type
--- run_now.bulk_run_now with a type: as admin_jobs_bulk_run_now, for that type only.
-with picked as materialized (
-    select p.id from (select %(type)s::text) t(type)
-    cross join lateral (
-        select x.id from (
-            (select j.id from {schema}.jobs j
-             where j.type = t.type and j.status = 'pending' and j.held and j.id > %(after_id)s and j.id <= %(max_id)s
-               and j.run_after + interval '0 s' > now()
-               and j.status <> 'running' and (j.status <> 'pending' or j.held)
-               and (%(payload)s::jsonb is null or j.payload @> %(payload)s::jsonb)
-             order by j.id limit %(chunk)s)
-            union all
-            (select j.id from {schema}.jobs j
-             where j.type = t.type and j.id > %(after_id)s and j.id <= %(max_id)s
-               and j.run_after + interval '0 s' > now()
-               and j.status = 'pending' and not j.held
-               and (%(payload)s::jsonb is null or j.payload @> %(payload)s::jsonb)
-             order by j.id limit %(chunk)s)
-        ) x
-        order by x.id
-        limit %(chunk)s
-    ) p
+    where %(type)s::text is null or t.type = %(type)s::text
     order by p.id
     limit %(chunk)s
 ), chosen as materialized (

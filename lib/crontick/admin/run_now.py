@@ -118,7 +118,7 @@ async def bulk_run_now(
     }
     filt = {"status": "scheduled", "type": type, "payload": payload_contains, "max_id": max_id, "after_id": after_id}
     async with action(conn, "bulk run now") as cur:
-        await cur.execute(query("admin_jobs_bulk_run_now_by_type" if type else "admin_jobs_bulk_run_now"), params)
+        await cur.execute(query("admin_jobs_bulk_run_now"), params)
         row = await cur.fetchone()
         assert row is not None
         moved, picked, last_id = int(row["moved"]), int(row["picked"]), row["last_id"]
