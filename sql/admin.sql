@@ -118,11 +118,26 @@ order by attempt, id nulls last
 limit 1000;
 
 -- name: admin_stats_counts
--- store.stats: jobs per status, each count stopping at the cap (a range of jobs_status_updated, never
--- a full count).
-select s.status,
-    (select count(*) from (select 1 from {schema}.jobs j where j.status = s.status limit %(cap)s) c) as n
-from unnest(%(statuses)s::text[]) as s(status);
+-- store.stats: jobs per status, each count stopping at the cap (a range of an index that holds
+-- that status, never a full count): ended jobs in jobs_status_updated (migration 0024), running
+-- ones in jobs_running_lease, waiting ones in jobs_waiting_until, pending ones in jobs_pending_due
+-- (those that may start) and jobs_group_active (a group's, held or not; ungrouped held jobs do not
+-- exist). Each status is a constant, so the planner can prove each partial index's predicate.
+select 'pending' as status, least(%(cap)s,
+        (select count(*) from (select 1 from {schema}.jobs j
+                               where j.status = 'pending' and not j.held and j.group_key is null limit %(cap)s) c)
+        + (select count(*) from (select 1 from {schema}.jobs j
+                                 where j.group_key is not null and j.status = 'pending' limit %(cap)s) c)) as n
+union all
+select 'running', (select count(*) from (select 1 from {schema}.jobs j where j.status = 'running' limit %(cap)s) c)
+union all
+select 'waiting', (select count(*) from (select 1 from {schema}.jobs j where j.status = 'waiting' limit %(cap)s) c)
+union all
+select 'done', (select count(*) from (select 1 from {schema}.jobs j where j.status = 'done' limit %(cap)s) c)
+union all
+select 'failed', (select count(*) from (select 1 from {schema}.jobs j where j.status = 'failed' limit %(cap)s) c)
+union all
+select 'cancelled', (select count(*) from (select 1 from {schema}.jobs j where j.status = 'cancelled' limit %(cap)s) c);
 
 -- name: admin_stats_health
 -- store.stats: the oldest due job's wait (the first entry of jobs_pending_due) and the last tick.

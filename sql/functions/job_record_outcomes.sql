@@ -10,7 +10,12 @@
 -- shape).
 --
 -- Fenced: a row changes only while it is still running the attempt this tick claimed, so a late
--- finisher whose job was rescued and re-claimed by another tick changes nothing. The counts are
+-- finisher whose job was rescued and re-claimed by another tick changes nothing. The fence's
+-- `status = 'running'` is written `(status = 'running') is true` (the same test: status is never
+-- null): given the plain clause, the generic plan may read every running row through
+-- jobs_running_lease (whose predicate it matches, and whose size the statistics put at a row) and
+-- probe the batch's outcomes once per row, 100 x 100 for a batch; no index predicate matches the
+-- boolean test, so each row is found by primary key. The counts are
 -- made here from what was written, so a fenced outcome counts only as fenced. A job written
 -- 'failed' raises its job_failed alert in this statement (an outbox), and every attempt that ran
 -- and did not finish its job well gets its job_attempts row here too: the attempt that succeeded
@@ -73,7 +78,8 @@ if json_array_length(_others) = 0 then
             finished_at = _now,
             updated_at = _now
         from unnest(_done_ids, _done_attempts) as d(id, claimed_attempt)
-        where j.id = d.id and j.status = 'running' and j.attempts = d.claimed_attempt
+        -- `is true`: each row by primary key (see the fence's note above).
+        where j.id = d.id and (j.status = 'running') is true and j.attempts = d.claimed_attempt
         returning j.id, j.type, j.started_at, j.group_key  -- type, started_at: type_rollup (issue 23); group_key: flow
     ), woken as (
         -- steps: waits past their deadline go back to pending (as in the statement below).
@@ -170,7 +176,7 @@ with outcome as materialized (
         snoozes = j.snoozes + case when o.snoozed and o.park is null then 1 else 0 end,
         updated_at = _now
     from outcome o
-    where j.id = o.id and j.status = 'running' and j.attempts = o.claimed_attempt
+    where j.id = o.id and (j.status = 'running') is true and j.attempts = o.claimed_attempt  -- by primary key (above)
     -- started_at is the claim's, which this update leaves as it was.
     returning j.id, j.started_at, j.type, j.status, j.attempts, j.last_error, j.group_key
 ), parked as (

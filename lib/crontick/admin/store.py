@@ -154,7 +154,7 @@ async def stats(conn: Conn, *, expected_interval_seconds: float = DEFAULT_EXPECT
     """Counts per status (each capped: COUNT_CAP + 1 means "more than COUNT_CAP"), the oldest due
     job's wait, the scheduler's last tick and staleness, and done/failed per hour for 24 h."""
     async with read(conn, "stats") as cur:
-        await cur.execute(query("admin_stats_counts"), {"statuses": list(STATUSES), "cap": COUNT_CAP + 1})
+        await cur.execute(query("admin_stats_counts"), {"cap": COUNT_CAP + 1})
         counts = {r["status"]: int(r["n"]) for r in await cur.fetchall()}
         await cur.execute(query("admin_stats_health"))
         health = await cur.fetchone()
