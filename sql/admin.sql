@@ -122,7 +122,9 @@ limit 1000;
 -- that status, never a full count): ended jobs in jobs_status_updated (migration 0024), running
 -- ones in jobs_running_lease, waiting ones in jobs_waiting_until, pending ones in jobs_pending_due
 -- (those that may start) and jobs_group_active (a group's, held or not; ungrouped held jobs do not
--- exist). Each status is a constant, so the planner can prove each partial index's predicate.
+-- exist; the first arm skips the groups' startable heads, at most one per group). Each status is a
+-- constant, so the planner can prove each partial index's predicate; the arms follow
+-- crontick.jobs.queue.STATUSES (tests/admin/test_status_lists.py holds them to it).
 select 'pending' as status, least(%(cap)s,
         (select count(*) from (select 1 from {schema}.jobs j
                                where j.status = 'pending' and not j.held and j.group_key is null limit %(cap)s) c)
@@ -131,13 +133,13 @@ select 'pending' as status, least(%(cap)s,
 union all
 select 'running', (select count(*) from (select 1 from {schema}.jobs j where j.status = 'running' limit %(cap)s) c)
 union all
-select 'waiting', (select count(*) from (select 1 from {schema}.jobs j where j.status = 'waiting' limit %(cap)s) c)
-union all
 select 'done', (select count(*) from (select 1 from {schema}.jobs j where j.status = 'done' limit %(cap)s) c)
 union all
 select 'failed', (select count(*) from (select 1 from {schema}.jobs j where j.status = 'failed' limit %(cap)s) c)
 union all
-select 'cancelled', (select count(*) from (select 1 from {schema}.jobs j where j.status = 'cancelled' limit %(cap)s) c);
+select 'cancelled', (select count(*) from (select 1 from {schema}.jobs j where j.status = 'cancelled' limit %(cap)s) c)
+union all
+select 'waiting', (select count(*) from (select 1 from {schema}.jobs j where j.status = 'waiting' limit %(cap)s) c);
 
 -- name: admin_stats_health
 -- store.stats: the oldest due job's wait (the first entry of jobs_pending_due) and the last tick.
