@@ -261,6 +261,8 @@ def _target(name: str, value: float, goal: float, sense: str) -> dict[str, Any]:
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="crontick-bench-work-") as work:
         admin = server.admin_url(stack)
+        # Registered after the server, so it runs before an embedded server stops (the stack unwinds in reverse).
+        stack.callback(server.drop_bench_databases, admin)
         only = {key for key in args.systems.split(",") if key}
         bench = Bench(admin, Path(work), args.jobs, args.runs, only)
         bench.log(f"PostgreSQL: {server.describe(admin)}; {args.jobs:,} jobs, {args.runs} runs")

@@ -13,7 +13,11 @@ then migrate a database on it with each checkout and run
 in jobs_status_updated"). Per database and kind it enqueues 10,000 no-op jobs (`raw`: the plain-SQL
 reference loop of bench.systems on crontick's table; `plain`: crontick's claim and record
 functions; `groups`: the same over 1,000 groups), drains them 100 at a time on a connection of its
-own, closes it, and reads that backend's instruction total from its callgrind file.
+own, closes it, and reads that backend's instruction total from its callgrind file. Two more
+kinds count the claim alone, as `make bench`'s flow-claim target divides it (each batch recorded
+on a second connection, whose instructions are not counted): `claim`, 60 claims of 100 from
+10,000 ungrouped jobs, and `flow`, the same with a rate limit declared and 30,000 jobs in 10,000
+groups (bench.scale's flow case).
 """
 
 from __future__ import annotations
@@ -24,11 +28,22 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg.types.json import Jsonb
 
 from .groups import CLAIM, ENQUEUE, RECORD
 from .systems import PLAIN_CLAIM, PLAIN_DONE_MANY
 
 KINDS = ("raw", "plain", "groups")
+CLAIM_KINDS = ("claim", "flow")
+CLAIMS = 60
+FLOW = {"limits": [{"name": "bench", "count": 1_000_000_000, "seconds": 60, "types": ["noop"]}], "wide": []}
+FLOW_CLAIM = "select jobs from crontick.crontick_job_claim_due(null, 100, interval '30 seconds', %(flow)s)"
+DUE = """
+insert into crontick.jobs (type, payload, run_after, group_key)
+select 'noop', jsonb_build_object('i', g), now() - interval '1 hour' + g * interval '1 millisecond',
+    case when %(groups)s > 0 then 'g' || (g %% greatest(%(groups)s, 1)) end
+from generate_series(1, %(n)s) g
+"""
 
 
 def _instructions(out_dir: Path, pid: int) -> int:
@@ -60,8 +75,27 @@ def _drain(conn: psycopg.Connection[Any], kind: str) -> int:
         batches += 1
 
 
+def claims_only(url: str, flow: bool, out_dir: Path) -> float:
+    """Millions of instructions per claim of 100, plain or with flow control in use."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("truncate crontick.jobs cascade")
+        conn.execute(DUE, {"groups": 10_000 if flow else 0, "n": 30_000 if flow else 10_000})
+        conn.execute("vacuum analyze crontick.jobs")
+    with psycopg.connect(url, autocommit=True) as claimer, psycopg.connect(url, autocommit=True) as recorder:
+        pid = claimer.info.backend_pid
+        for _ in range(CLAIMS):
+            row = claimer.execute(FLOW_CLAIM, {"flow": Jsonb(FLOW) if flow else None}).fetchone()
+            batch: list[Any] = (row[0] if row else None) or []
+            if len(batch) != 100:
+                raise RuntimeError(f"expected a claim of 100, got: {len(batch)}")
+            recorder.execute(RECORD, {"ids": [j[0] for j in batch], "attempts": [j[3] for j in batch]})
+    return _instructions(out_dir, pid) / CLAIMS / 1e6
+
+
 def one(url: str, kind: str, out_dir: Path, jobs: int) -> float:
-    """Millions of instructions per batch, draining `jobs` of `kind`."""
+    """Millions of instructions per batch, draining `jobs` of `kind` (or per claim, for CLAIM_KINDS)."""
+    if kind in CLAIM_KINDS:
+        return claims_only(url, kind == "flow", out_dir)
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("truncate crontick.jobs cascade")
         conn.execute(ENQUEUE, {"grouped": kind == "groups", "groups": 1000, "n": jobs})
@@ -76,7 +110,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--port", type=int, default=5499)
     p.add_argument("--databases", required=True, help="comma-separated, each migrated beforehand")
-    p.add_argument("--kinds", default=",".join(KINDS))
+    p.add_argument("--kinds", default=",".join(KINDS), help=f"of {', '.join(KINDS + CLAIM_KINDS)}")
     p.add_argument("--jobs", type=int, default=10_000)
     p.add_argument("--out-dir", type=Path, default=Path("/tmp/vg/cg"), help="callgrind's output directory")
     args = p.parse_args()

@@ -15,6 +15,11 @@
 -- LIMIT / SKIP LOCKED per row; the lock is taken exactly once per chosen row.
 -- `id = any(array(...))` makes the UPDATE find its rows by primary key whatever the table
 -- statistics say (a join may be planned as a scan of the whole table).
+-- Whether a lease has passed is `exists (... locked_until < now)`, not `min(locked_until) < now`: the
+-- scan of jobs_running_lease then stops at its first entry past now, where min() visited the heap
+-- for every entry before the first live row (this batch's new rows, which this statement cannot
+-- see, and the last batches' rows that have ended since): about 0.2 M instructions a claim of 100
+-- (bench.instructions; docs/benchmarks.md, "A lease check that stops at the first entry").
 -- started_at (sql/migrations/0010_attempt_in_job_row.sql) is when the attempt started: the record
 -- step writes it into the attempts history, and a done job's row keeps it.
 -- The batch comes back as one JSON array of [id, type, payload, attempts, max_attempts,
@@ -74,7 +79,7 @@ select
         c.id, c.type, c.payload::text, c.attempts, c.max_attempts, c.created_at, c.scheduled_for, c.schedule, c.snoozes, c.payloads::text)
         order by c.id)
      from claimed c),
-    coalesce((select min(r.locked_until) from {schema}.jobs r where r.status = 'running') < k.now, false),
+    exists (select 1 from {schema}.jobs r where r.status = 'running' and r.locked_until < k.now),
     k.now,
     null::timestamptz
 from clock k;
@@ -179,7 +184,7 @@ select
         c.id, c.type, c.payload::text, c.attempts, c.max_attempts, c.created_at, c.scheduled_for, c.schedule, c.snoozes, c.payloads::text)
         order by c.id)
      from claimed c),
-    coalesce((select min(r.locked_until) from {schema}.jobs r where r.status = 'running') < k.now, false),
+    exists (select 1 from {schema}.jobs r where r.status = 'running' and r.locked_until < k.now),
     k.now,
     (select min(case when u.k > 0 then least(r.reopens, k.now + r.width) else r.reopens end) from room r
      left join used u on u.name = r.name

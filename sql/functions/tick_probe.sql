@@ -80,12 +80,12 @@ with clock as (
         -- record statement acts on (crontick_job_record_outcomes wakes it), so it counts here too.
         least((select min(run_after) from {schema}.jobs where status = 'pending' and not held),
               (select min(run_after) from {schema}.jobs where status = 'waiting')) as next_job_at,
-        coalesce((select min(locked_until) from {schema}.jobs where status = 'running') < k.now, false) as leases_expired,
+        exists (select 1 from {schema}.jobs where status = 'running' and locked_until < k.now) as leases_expired,
         -- Reminders, as reminder_claim_due finds them: a row still 'sending' after its lease (its
         -- tick died mid-send), a failed row whose retry comes due, or, per kind, the first
         -- confirmed booking past the kind's floor without that kind's row (due once it is
         -- inside the window, at starts_at - lead).
-        coalesce((select min(locked_until) from {schema}.reminder_sends where status = 'sending') < k.now, false)
+        exists (select 1 from {schema}.reminder_sends where status = 'sending' and locked_until < k.now)
             as reminder_lease_expired,
         least(
             (select min(next_attempt_at) from {schema}.reminder_sends where status = 'failed' and next_attempt_at is not null),
