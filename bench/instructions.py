@@ -30,20 +30,14 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from . import scale
 from .groups import CLAIM, ENQUEUE, RECORD
 from .systems import PLAIN_CLAIM, PLAIN_DONE_MANY
 
 KINDS = ("raw", "plain", "groups")
 CLAIM_KINDS = ("claim", "flow")
 CLAIMS = 60
-FLOW = {"limits": [{"name": "bench", "count": 1_000_000_000, "seconds": 60, "types": ["noop"]}], "wide": []}
 FLOW_CLAIM = "select jobs from crontick.crontick_job_claim_due(null, 100, interval '30 seconds', %(flow)s)"
-DUE = """
-insert into crontick.jobs (type, payload, run_after, group_key)
-select 'noop', jsonb_build_object('i', g), now() - interval '1 hour' + g * interval '1 millisecond',
-    case when %(groups)s > 0 then 'g' || (g %% greatest(%(groups)s, 1)) end
-from generate_series(1, %(n)s) g
-"""
 
 
 def _instructions(out_dir: Path, pid: int) -> int:
@@ -79,12 +73,16 @@ def claims_only(url: str, flow: bool, out_dir: Path) -> float:
     """Millions of instructions per claim of 100, plain or with flow control in use."""
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("truncate crontick.jobs cascade")
-        conn.execute(DUE, {"groups": 10_000 if flow else 0, "n": 30_000 if flow else 10_000})
-        conn.execute("vacuum analyze crontick.jobs")
+        conn.execute("set search_path to crontick")  # bench.scale's set-up names the table unqualified
+        if flow:
+            conn.execute(scale.INSERT_GROUPED, {"type": scale.JOB_TYPE, "n": 3 * scale.GROUPS, "groups": scale.GROUPS})
+        else:
+            conn.execute(scale.INSERT_DUE, {"type": scale.JOB_TYPE, "n": scale.DUE_JOBS})
+        conn.execute("vacuum analyze jobs")
     with psycopg.connect(url, autocommit=True) as claimer, psycopg.connect(url, autocommit=True) as recorder:
         pid = claimer.info.backend_pid
         for _ in range(CLAIMS):
-            row = claimer.execute(FLOW_CLAIM, {"flow": Jsonb(FLOW) if flow else None}).fetchone()
+            row = claimer.execute(FLOW_CLAIM, {"flow": Jsonb(scale.FLOW) if flow else None}).fetchone()
             batch: list[Any] = (row[0] if row else None) or []
             if len(batch) != 100:
                 raise RuntimeError(f"expected a claim of 100, got: {len(batch)}")

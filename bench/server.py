@@ -45,8 +45,8 @@ def drop_bench_databases(admin: str) -> None:
     """Drop every database a bench made (their names start with crontick_bench_), so a run leaves the server as it found it."""
     with psycopg.connect(admin, autocommit=True) as conn:
         rows = conn.execute("select datname from pg_database where starts_with(datname, 'crontick_bench_')").fetchall()
-        for (name,) in rows:
-            conn.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name)))
+    for (name,) in rows:
+        drop_database(admin, name)
 
 
 def describe(admin: str) -> str:

@@ -6,7 +6,6 @@ Time is faked by moving a schedule's cursor back (the database's clock is the on
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -49,16 +48,6 @@ def tick(url: str, grace_seconds: float = 900.0) -> schedules.ScheduleCounts:
     return asyncio.run(go())
 
 
-def clear_of_the_minute(conn: psycopg.Connection[Any], margin_seconds: float = 3.0) -> None:
-    """Wait out the end of the database clock's minute when it is under `margin_seconds` away, so a
-    test that reads the clock after an every-minute tick never straddles a slot (at most 3 s, rarely)."""
-    row = conn.execute("select extract(epoch from now())::float8").fetchone()
-    assert row is not None
-    left = 60.0 - row[0] % 60.0
-    if left < margin_seconds:
-        time.sleep(left + 0.05)
-
-
 def plans_now(url: str) -> list[Any]:
     """What a tick would send to schedule_apply right now (to replay it, or send it with another clock)."""
     with psycopg.connect(url, autocommit=True) as conn:
@@ -93,13 +82,18 @@ def test_a_new_schedule_starts_now_and_an_idle_tick_enqueues_nothing(
     database_url: str, conn: psycopg.Connection[Any], declare: Any
 ) -> None:
     declare("every-minute", "* * * * *")
-    clear_of_the_minute(conn)
+    before = conn.execute("select now()").fetchone()[0]  # type: ignore[index]
     assert tick(database_url) == (0, 0)  # first sight: no backfill
-    row = conn.execute("select evaluated_until, next_at, now() from crontick_schedules").fetchone()
+    row = conn.execute("select evaluated_until, next_at from crontick_schedules").fetchone()
     assert row is not None
-    cursor, next_at, now = row
-    assert cursor <= now < next_at <= cursor + timedelta(minutes=1)
-    assert next_at.second == 0
+    cursor, next_at = row
+    assert before <= cursor < next_at <= cursor + timedelta(minutes=1)
+    assert next_at == cursor.replace(second=0, microsecond=0) + timedelta(minutes=1)
+    # As if the first tick had come a minute later: the next one is then idle whenever the minute turns.
+    conn.execute(
+        "update crontick_schedules set evaluated_until = evaluated_until + interval '1 minute',"
+        " next_at = next_at + interval '1 minute'"
+    )
     assert tick(database_url) == (0, 0)
     assert conn.execute("select count(*) from jobs").fetchone() == (0,)
 
