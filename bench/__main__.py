@@ -209,6 +209,12 @@ def assemble(
         _target("HTTP drain, 4 callers (jobs/s)", four, 10_000, "≥"),
         _target("enqueue_many (jobs/s)", ours_enqueue, 50_000, "≥"),
         _target("claim 100 with history ÷ without", scaled["ratio"], 1.5, "≤"),
+        _target(
+            f"claim finding nothing due, {scaled.get('history_future', 0):,} future jobs ÷ none",
+            scaled.get("idle_ratio", float("nan")),
+            1.5,
+            "≤",
+        ),
         # Flow control (issue 20): groups in the drain, a rate limit and 10,000 groups in the claim.
         _target(
             "drain over 1,000 groups ÷ plain SQL limit", rate.get("crontick_groups", float("nan")) / limit, 0.5, "≥"

@@ -73,6 +73,18 @@ def render(results: dict[str, Any]) -> str:
                     if "flow_median_ms" in scale
                     else []
                 ),
+                *(
+                    [
+                        ("nothing due, nothing else pending", f"{scale['idle_empty_median_ms']:.2f}", ""),
+                        (
+                            f"nothing due, {scale['history_future']:,} future over the history",
+                            f"{scale['idle_history_median_ms']:.2f}",
+                            "",
+                        ),
+                    ]
+                    if "idle_history_median_ms" in scale
+                    else []
+                ),
             ],
         )
     )

@@ -101,6 +101,25 @@ async def claim_times(url: str, flow: bool = False) -> tuple[list[float], list[f
         await conn.close()
 
 
+async def idle_claim_times(url: str) -> list[float]:
+    """The claim of a tick that finds nothing due (its due jobs deleted first): each of CLAIMS timed.
+    Over the big history it still has the future jobs, which such a claim must not read."""
+    with psycopg.connect(url, autocommit=True) as setup:
+        setup.execute("delete from jobs where status = 'pending' and run_after <= now()")
+    conn = await db.connect(url)
+    try:
+        claims = []
+        for _ in range(CLAIMS):
+            began = time.perf_counter()
+            jobs = await claim_due(conn, datetime.now(UTC), BATCH, LEASE_SECONDS)
+            claims.append((time.perf_counter() - began) * 1000)
+            if jobs:
+                raise RuntimeError(f"expected an idle claim, got: {len(jobs)} jobs")
+        return claims
+    finally:
+        await conn.close()
+
+
 async def explain(conn: psycopg.AsyncConnection[Any], flow: bool = False) -> str:
     """The plan of the claim function's statement (bench.explain); EXPLAIN of the call where auto_explain is missing."""
     now = datetime.now(UTC)
@@ -131,10 +150,18 @@ async def measure(empty_url: str, full_url: str, history_done: int, history_futu
     empty_claims, empty_records, empty_plan = await claim_times(empty_url)
     full_claims, full_records, full_plan = await claim_times(full_url)
     empty_ms, full_ms = statistics.median(empty_claims), statistics.median(full_claims)
+    idle_empty_ms = statistics.median(await idle_claim_times(empty_url))
+    idle_full_ms = statistics.median(
+        await idle_claim_times(full_url)
+    )  # before load_grouped, which drops the future jobs
     load_grouped(full_url)
     flow_claims, _, flow_plan = await claim_times(full_url, flow=True)
     flow_ms = statistics.median(flow_claims)
     return {
+        # Nothing due: the claim over an empty queue, and over the history's future jobs.
+        "idle_empty_median_ms": round(idle_empty_ms, 3),
+        "idle_history_median_ms": round(idle_full_ms, 3),
+        "idle_ratio": round(idle_full_ms / idle_empty_ms, 2),
         # Flow control: a rate limit declared, the due jobs in GROUPS groups, over the same history.
         "flow_groups": GROUPS,
         "flow_median_ms": round(flow_ms, 3),

@@ -26,6 +26,15 @@
 -- created_at, scheduled_for, schedule, snoozes]: one value to decode instead of nine per job.
 -- Each payload travels as JSON text, decoded job by job: one payload too deep for Python's json
 -- module (jsonb accepts thousands of levels) then fails only its own job, not the batch.
+-- Priorities one at a time: the due jobs are read priority by priority, smallest first
+-- (sql/functions/job_pending_priorities.sql: one probe of jobs_pending_claim per priority), each
+-- with `priority = p and run_after <= now`, so the scan of (priority, run_after, id) stops at the
+-- first entry past now. One scan ordered by all three columns with a bound on run_after alone
+-- cannot stop there before PostgreSQL 18 (no skip scan): it read every later entry of the smaller
+-- priorities first, the whole index on an idle tick with jobs scheduled for later (496 pages for
+-- 100,000 of them; tests/flow/test_priority_pause_claim.py). The rows come out in the order the
+-- claim takes them (the nested loop keeps the levels' order, each level its index order), and
+-- `limit` stops pulling, and locking, once the batch is full; the batch is returned in id order.
 -- Flow control (CONTRACT.md "Flow control"; sql/migrations/0017_flow_claim.sql): the claim takes
 -- due jobs by priority, then run_after, then id, reading only rows that may start (jobs_pending_claim:
 -- a group's jobs behind its head are `held`, kept so by sql/functions/job_group_follow.sql). `_flow`
@@ -58,11 +67,15 @@ return query
 with clock as (
     select coalesce(_now, now()) as now
 ), due as materialized (
-    select id from {schema}.jobs
-    where status = 'pending' and not held and run_after <= (select k.now from clock k)
-    order by priority, run_after, id
+    select d.id from {schema}.crontick_job_pending_priorities() as l(priority)
+    cross join lateral (
+        select j.id from {schema}.jobs j
+        where j.status = 'pending' and not j.held and j.priority = l.priority and j.run_after <= (select k.now from clock k)
+        order by j.run_after, j.id
+        limit _limit
+        for update skip locked
+    ) d
     limit _limit
-    for update skip locked
 ), claimed as (
     update {schema}.jobs j set
         status = 'running',
@@ -119,14 +132,18 @@ with clock as (
             + d.width as reopens
     from decl d left join lim l on l.name = d.name, clock k
 ), cand as materialized (
-    select j.id, j.type, j.priority, j.run_after, j.group_key from {schema}.jobs j
-    where j.status = 'pending' and not j.held and j.run_after <= (select k.now from clock k)
-      and j.type <> all(array(select unnest(r.types) from room r where r.free = 0
-                              union all select p.name from paused p where p.kind = 'type'))
-      and (j.group_key is null or j.group_key <> all(array(select p.name from paused p where p.kind = 'group')))
-    order by j.priority, j.run_after, j.id
-    limit _limit  -- the same bound as the plain claim
-    for update skip locked
+    select c.* from {schema}.crontick_job_pending_priorities() as l(priority)
+    cross join lateral (
+        select j.id, j.type, j.priority, j.run_after, j.group_key from {schema}.jobs j
+        where j.status = 'pending' and not j.held and j.priority = l.priority and j.run_after <= (select k.now from clock k)
+          and j.type <> all(array(select unnest(r.types) from room r where r.free = 0
+                                  union all select p.name from paused p where p.kind = 'type'))
+          and (j.group_key is null or j.group_key <> all(array(select p.name from paused p where p.kind = 'group')))
+        order by j.run_after, j.id
+        limit _limit  -- the same bound as the plain claim
+        for update skip locked
+    ) c
+    limit _limit
 ), wide as (
     select w.type, w.n from jsonb_to_recordset(coalesce(_flow -> 'wide', '[]')) as w(type text, n int)
 ), side as materialized (

@@ -104,8 +104,9 @@ def test_editing_a_function_file_replaces_the_live_body(
     shutil.copytree(Path(str(db.sql_dir())), sql)
     claim_file = sql / "functions" / "job_claim_due.sql"
     body = claim_file.read_text()
-    assert body.count("limit _limit\n") == 1
-    claim_file.write_text(body.replace("limit _limit\n", "limit least(_limit, 1)\n"))
+    batch_bound = ") d\n    limit _limit\n"  # the plain claim's bound on its batch
+    assert body.count(batch_bound) == 1
+    claim_file.write_text(body.replace(batch_bound, ") d\n    limit least(_limit, 1)\n"))
     conn.execute("insert into jobs (type, payload) select 'edited', '{}' from generate_series(1, 3)")
 
     monkeypatch.setattr(importlib.import_module("crontick.db.migrate"), "sql_dir", lambda: sql)

@@ -117,3 +117,45 @@ def test_group_concurrency_above_one_starts_up_to_n_of_a_group_never_more(
     # Without the declaration (another deploy), the group is one at a time again: nothing starts beside them.
     conn.execute("update jobs set status = 'done' where id = (select min(id) from jobs where status = 'running')")
     assert _claim(database_url, now, 10, None).jobs == []
+
+
+def _claim_pages(conn: psycopg.Connection[Any], now: datetime, flow: dict[str, Any] | None) -> tuple[list[int], int]:
+    """(ids claimed, pages of jobs_pending_claim read) for one claim of 10, rolled back afterwards."""
+    # The counter holds this session's reads not yet flushed to the statistics, so it is read before and after.
+    fetched = "select pg_stat_get_xact_blocks_fetched('jobs_pending_claim'::regclass)"
+    with conn.transaction(force_rollback=True):
+        before = conn.execute(fetched).fetchone()
+        row = conn.execute(
+            db.query("job_claim_due"),
+            {"now": now, "limit": 10, "lease": timedelta(seconds=60), "flow": None if flow is None else Jsonb(flow)},
+        ).fetchone()
+        after = conn.execute(fetched).fetchone()
+        assert row is not None and before is not None and after is not None
+        return sorted(job[0] for job in row[0] or []), int(after[0]) - int(before[0])
+
+
+def test_jobs_scheduled_for_later_cost_the_claim_nothing(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    # 100,000 jobs due tomorrow at two priorities, and five due now: the claim must stop at each
+    # priority's first entry past now, not read every later entry of the smaller priority first
+    # (as the scan of (priority, run_after, id) with a bound on run_after alone did before
+    # PostgreSQL 18's skip scan: the whole index, 496 pages, on every claim and every idle tick).
+    for priority in (0, 5):
+        conn.execute(
+            "insert into jobs (type, payload, priority, run_after) select 't_prio.later', '{}', %(p)s,"
+            " now() + interval '1 day' + g * interval '1 second' from generate_series(1, 50000) g",
+            {"p": priority},
+        )
+    due = [
+        row[0]
+        for row in conn.execute(
+            "insert into jobs (type, payload, priority, run_after) select 't_prio.now', '{}', p, now() - interval '1 minute'"
+            " from unnest(array[5, 0, 5, 0, 0]) p returning id"
+        ).fetchall()
+    ]
+    conn.execute("vacuum analyze jobs")
+    now = db_now(conn)
+    flow = {"limits": [{"name": "llm", "count": 100, "seconds": 60, "types": ["t_prio.other"]}]}
+    for path in (None, flow):  # the plain claim and the flow-control one
+        claimed, pages = _claim_pages(conn, now, path)
+        assert claimed == sorted(due)
+        assert pages < 40, f"the claim read {pages} pages of jobs_pending_claim"  # the index holds about 500
