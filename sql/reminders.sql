@@ -121,8 +121,12 @@ with src as not materialized (
 )
 -- Each claimed row (every column of reminder_sends: crontick.reminders.send reads the ones it
 -- needs) with the booking it was claimed for, from fresh's and overdue's own reads of the source.
+-- A fresh reminder that another tick inserted first (after this statement's snapshot, or still
+-- uncommitted) comes back with reminder_sends' columns null: the tick then answers `more`, since
+-- the due reminders it lost are not all there are, and a draining tick goes on to share the rest
+-- instead of stopping at an empty batch.
 select i.*, f.customer_name, f.email, f.phone, f.starts_at, f.time_zone, f.language
-from inserted i join fresh f using (booking_id, kind)
+from fresh f left join inserted i using (booking_id, kind)
 union all
 select * from settled
 order by starts_at, id;

@@ -15,8 +15,10 @@ import pytest
 from werkzeug import Response
 
 from crontick import db
+from crontick.reminders import send
 from crontick.tick.pipeline import run_tick
 from tests.reminders.tick_worker import Workers
+from tests.support.core_jobs import wait_for
 from tests.support.reminders import NOW, Provider, Received, add_due, ok, sends, settings_for, settings_values, tick
 
 PROCESS_TIMEOUT_SECONDS = 60
@@ -38,6 +40,37 @@ def test_eight_processes_ticking_at_once_send_each_of_500_reminders_exactly_once
     assert len(rows) == 500 and {r["status"] for r in rows} == {"sent"} and {r["attempts"] for r in rows} == {1}
     assert sum(r["sent"] for r in results) == 500
     assert sum(1 for r in results if r["sent"] > 0) >= 2, f"expected the work to be shared, got {results}"
+
+
+def test_a_claim_that_loses_the_race_for_fresh_reminders_says_more_are_due(
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
+) -> None:
+    """The race above, one step at a time: a second claim picks the same fresh reminders as a first
+    one still in its transaction, waits on its inserts, and gets none once it commits. It says it
+    lost, so its tick answers `more` and a draining tick goes on to the rest instead of stopping."""
+    ids = add_due(conn, 3)
+    settings = settings_for(database_url, provider, "email", batch_size=2)
+    waiting = "select count(*) from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()"
+
+    async def race() -> tuple[list[send.Claimed], bool, list[send.Claimed], bool, list[send.Claimed], bool]:
+        first, second = await db.connect(database_url), await db.connect(database_url)
+        try:
+            async with first.transaction():
+                won, first_lost = await send.claim(first, settings, NOW)
+                losing = asyncio.create_task(send.claim(second, settings, NOW))
+                await asyncio.to_thread(wait_for, conn, waiting, 1, "the second claim to wait on the first's inserts")
+            lost, second_lost = await losing
+            rest, rest_lost = await send.claim(second, settings, NOW)
+        finally:
+            await first.close()
+            await second.close()
+        return won, first_lost, lost, second_lost, rest, rest_lost
+
+    won, first_lost, lost, second_lost, rest, rest_lost = asyncio.run(race())
+    assert [c.booking_id for c in won] == ids[:2] and not first_lost
+    assert lost == [] and second_lost  # nothing claimed, and it knows the due reminders were taken
+    assert [c.booking_id for c in rest] == ids[2:] and not rest_lost
+    assert len(sends(conn)) == 3
 
 
 class Blocker:

@@ -281,7 +281,7 @@ def test_an_outcome_from_a_tick_that_lost_its_claim_is_fenced_off(
     async def claim_then_lose() -> set[int]:
         c = await db.connect(database_url)
         try:
-            [claimed] = await reminders.claim(c, settings, NOW)
+            [claimed], _ = await reminders.claim(c, settings, NOW)
             conn.execute(
                 "update reminder_sends set attempts = 2 where id = %s", (claimed.id,)
             )  # another tick took over

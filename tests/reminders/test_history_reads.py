@@ -96,7 +96,9 @@ def test_the_claim_reads_the_window_not_every_booking(history: str) -> None:
 
     async def claim(conn: psycopg.AsyncConnection[Any]) -> list[Any]:
         now: datetime = (await (await conn.execute("select now()")).fetchone())[0]  # type: ignore[index]
-        return await reminders.claim(conn, s, now)
+        claimed, lost_race = await reminders.claim(conn, s, now)
+        assert not lost_race
+        return claimed
 
     claimed, read = rows_read(claim, history)
     assert [(c.kind, c.customer_name) for c in claimed] == [("24h", "late")]

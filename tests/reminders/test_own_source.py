@@ -163,7 +163,8 @@ def test_the_claim_takes_no_lock_on_the_source(appointments: str, conn: psycopg.
         claimer = await db.connect(appointments)
         try:
             async with claimer.transaction():
-                claimed = await send.claim(claimer, settings, NOW)
+                claimed, lost_race = await send.claim(claimer, settings, NOW)
+                assert not lost_race
                 assert [c.booking_id for c in claimed][0] == first and len(claimed) == 2
                 pid = claimer.info.backend_pid
                 with psycopg.connect(appointments, autocommit=True) as app:

@@ -85,18 +85,20 @@ async def send_due(
     if began >= deadline:
         return ReminderCounts(more=True)
     channels = {name: delivery.channel(name, settings) for name in settings.reminder_channels}
-    claimed = await claim(conn, settings, now)
+    claimed, lost_race = await claim(conn, settings, now)
     to_send = [c for c in claimed if c.status == "sending"]
     outcomes = await send_all(to_send, channels, settings, now=now, deadline=deadline, clock=clock)
     written = await record(conn, outcomes, now + timedelta(seconds=clock() - began))
-    counts = _count(claimed, outcomes, written, more=len(claimed) >= settings.batch_size or clock() >= deadline)
+    more = lost_race or len(claimed) >= settings.batch_size or clock() >= deadline
+    counts = _count(claimed, outcomes, written, more=more)
     fenced = [o.id for o in outcomes if o.id not in written]
     if fenced:
         logs.warning("reminders_fenced", reminder_send_ids=fenced)
     return counts
 
 
-async def claim(conn: psycopg.AsyncConnection[Any], settings: Settings, now: datetime) -> list[Claimed]:
+async def claim(conn: psycopg.AsyncConnection[Any], settings: Settings, now: datetime) -> tuple[list[Claimed], bool]:
+    """Up to a batch of reminders, and whether another tick inserted a fresh one first (so more are due)."""
     params = {
         "now": now,
         "limit": settings.batch_size,
@@ -115,14 +117,19 @@ async def claim(conn: psycopg.AsyncConnection[Any], settings: Settings, now: dat
     except psycopg.Error as exc:  # a source that lacks a column or cannot be read: one line, the tick's 503
         await reminder_source.explain(conn, source, settings.schema, exc)
         raise
-    return await cur.fetchall()
+    rows = await cur.fetchall()
+    claimed = [c for c in rows if c is not None]
+    return claimed, len(claimed) < len(rows)
 
 
 _CLAIMED_FIELDS = frozenset(Claimed.__dataclass_fields__)
 
 
-def _claimed(**row: Any) -> Claimed:
-    """A claim's row (every reminder_sends column, then the booking's) as a Claimed."""
+def _claimed(**row: Any) -> Claimed | None:
+    """A claim's row (every reminder_sends column, then the booking's) as a Claimed; None for its row
+    of nulls: a fresh reminder that another tick inserted first."""
+    if row["id"] is None:
+        return None
     return Claimed(**{k: v for k, v in row.items() if k in _CLAIMED_FIELDS})
 
 
