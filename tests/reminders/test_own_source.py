@@ -5,6 +5,7 @@ a broken source one line from `crontick migrate` and a 503 from the tick, texts 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 import uuid
@@ -59,6 +60,17 @@ create view public.appointments_for_crontick as
 select uid as id, client as customer_name, mail as email, begins as starts_at, tz as time_zone,
        case state when 'booked' then 'confirmed' else 'cancelled' end as status
 from public.appointments
+"""
+
+# The view above, with the booking of 'Two Mails' repeated under a second address.
+VIEW_REPEATING = """
+create view public.appointments_for_crontick as
+select uid as id, client as customer_name, mail as email, mobile as phone, begins as starts_at, tz as time_zone,
+       case state when 'booked' then 'confirmed' else 'cancelled' end as status, lang as language
+from public.appointments
+union all
+select uid, client, 'second.' || mail, mobile, begins, tz, 'confirmed', lang
+from public.appointments where client = 'Two Mails'
 """
 
 
@@ -395,3 +407,22 @@ def test_the_admin_retries_a_failed_reminder_named_by_the_sources_uuid(
         sent = client.post(f"/api/admin/reminders/{booking}/24h/retry", headers=admin)
         assert sent.status_code == 409  # sent: nothing to retry
     assert provider.keys() == [f"reminder:{booking}:24h"] * 2
+
+
+def test_a_source_that_repeats_a_booking_id_still_sends_its_reminder_once(
+    appointments: str, conn: psycopg.Connection[Any], provider: Provider, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A view that joins a booking to each of its contacts repeats the booking's id: one reminder, to one of them."""
+    twice = book(conn, "Two Mails", NOW + timedelta(hours=2))
+    once = book(conn, "One Mail", NOW + timedelta(hours=3))
+    conn.execute("drop view public.appointments_for_crontick")
+    conn.execute(VIEW_REPEATING)
+    settings = own(appointments, provider, "email")
+    with caplog.at_level(logging.WARNING, logger="crontick"):
+        first = tick(appointments, settings, NOW)
+    tick(appointments, settings, NOW + timedelta(minutes=1))
+    assert sorted(provider.keys()) == sorted(f"reminder:{i}:24h" for i in (twice, once))  # none twice
+    assert first.reminders.sent == 2
+    warnings = [r.getMessage() for r in caplog.records if "reminder_source_repeats_id" in r.getMessage()]
+    assert len(warnings) == 1 and f'"booking_ids": ["{twice}"]' in warnings[0]
+    assert booking_ids(conn) == Counter((i, "24h") for i in (twice, once))

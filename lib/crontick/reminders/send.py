@@ -118,8 +118,25 @@ async def claim(conn: psycopg.AsyncConnection[Any], settings: Settings, now: dat
         await reminder_source.explain(conn, source, settings.schema, exc)
         raise
     rows = await cur.fetchall()
-    claimed = [c for c in rows if c is not None]
-    return claimed, len(claimed) < len(rows)
+    return _once_each(rows), None in rows
+
+
+def _once_each(rows: Sequence[Claimed | None]) -> list[Claimed]:
+    """The claimed reminders, each once: a source that repeats a booking's id (a view joining each of
+    its contacts) gives its one claimed row once per repeat, and only the first, the earliest
+    start, is sent. The repeat is logged, so the view can be mended."""
+    claimed: dict[int, Claimed] = {}
+    repeated: list[str] = []
+    for c in rows:
+        if c is None:
+            continue
+        if c.id in claimed:
+            repeated.append(c.booking_id)
+        else:
+            claimed[c.id] = c
+    if repeated:
+        logs.warning("reminder_source_repeats_id", booking_ids=sorted(set(repeated)))
+    return list(claimed.values())
 
 
 _CLAIMED_FIELDS = frozenset(Claimed.__dataclass_fields__)
