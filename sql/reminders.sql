@@ -104,8 +104,9 @@ with src as not materialized (
     -- The widest window, (now, window_end = now + the longest lead], as a range of an index on
     -- the source's starts_at: without one the join reads every booking ever made (docs/reminders.md
     -- measures it). `offset 0` keeps not exists a lookup in the unique (booking_id, kind), never a
-    -- hash of the whole send log (sql/functions/tick_probe.sql).
-    where b.status = 'confirmed'
+    -- hash of the whole send log (sql/functions/tick_probe.sql). A source row without an id (a view's
+    -- outer join) cannot be keyed, so it gets no reminder, rather than failing every tick's claim.
+    where b.status = 'confirmed' and b.booking_id is not null
       and b.starts_at > %(now)s and b.starts_at <= %(window_end)s
       and not exists (select 1 from {schema}.reminder_sends r where r.booking_id = b.booking_id and r.kind = k.kind offset 0)
     order by b.starts_at, b.booking_id, k.kind

@@ -100,8 +100,9 @@ with clock as (
                  -- `offset 0` keeps the lookup a lookup: without it the planner may turn not
                  -- exists into an anti-join that hashes all of reminder_sends.
                  -- The source's id as text (reminder_sends.booking_id, migration 0016); only read.
+                 -- A row without an id gets no reminder (reminder_claim_due), so it is never due.
                  select b.starts_at as first_at from {reminder_source} b
-                 where b.status = 'confirmed' and b.starts_at > k.now + w.floor
+                 where b.status = 'confirmed' and b.starts_at > k.now + w.floor and b.id is not null
                    and not exists (select 1 from {schema}.reminder_sends r
                                    where r.booking_id = b.id::text and r.kind = w.kind offset 0)
                  order by b.starts_at

@@ -26,12 +26,14 @@ from crontick import db
 from crontick.errors import ConfigError, ReminderSourceError
 from crontick.reminders import send
 from crontick.settings import Settings
+from crontick.tick.pipeline import run_tick
 from tests.reminders.tick_worker import Workers
 from tests.support.admin_pages import ADMIN_SECRET
 from tests.support.constants import TEST_SECRET
 from tests.support.reminders import NOW, Provider, Received, fail_first, ok, settings_for, settings_values, tick
 from tests.support.run_cli import cli_env
 from tests.support.run_cli import crontick as run_crontick
+from tests.support.wire import traced
 
 SOURCE = "public.appointments_for_crontick"
 SOURCE_PARTS = ("public", "appointments_for_crontick")
@@ -62,7 +64,7 @@ select uid as id, client as customer_name, mail as email, begins as starts_at, t
 from public.appointments
 """
 
-# The view above, with the booking of 'Two Mails' repeated under a second address.
+# The view above, with the booking of 'Two Mails' repeated under a second address, and once without its id.
 VIEW_REPEATING = """
 create view public.appointments_for_crontick as
 select uid as id, client as customer_name, mail as email, mobile as phone, begins as starts_at, tz as time_zone,
@@ -70,6 +72,9 @@ select uid as id, client as customer_name, mail as email, mobile as phone, begin
 from public.appointments
 union all
 select uid, client, 'second.' || mail, mobile, begins, tz, 'confirmed', lang
+from public.appointments where client = 'Two Mails'
+union all  -- and a row without an id (an outer join's), which cannot be keyed: no reminder, no failed tick
+select null, client || ' (no id)', mail, mobile, begins, tz, 'confirmed', lang
 from public.appointments where client = 'Two Mails'
 """
 
@@ -409,10 +414,11 @@ def test_the_admin_retries_a_failed_reminder_named_by_the_sources_uuid(
     assert provider.keys() == [f"reminder:{booking}:24h"] * 2
 
 
-def test_a_source_that_repeats_a_booking_id_still_sends_its_reminder_once(
+def test_a_source_that_repeats_a_booking_id_or_lacks_one_still_sends_each_reminder_once(
     appointments: str, conn: psycopg.Connection[Any], provider: Provider, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A view that joins a booking to each of its contacts repeats the booking's id: one reminder, to one of them."""
+    """A view that joins a booking to each of its contacts repeats the booking's id: one reminder, to one of them.
+    A row without an id gets none, and the others still go out."""
     twice = book(conn, "Two Mails", NOW + timedelta(hours=2))
     once = book(conn, "One Mail", NOW + timedelta(hours=3))
     conn.execute("drop view public.appointments_for_crontick")
@@ -420,7 +426,8 @@ def test_a_source_that_repeats_a_booking_id_still_sends_its_reminder_once(
     settings = own(appointments, provider, "email")
     with caplog.at_level(logging.WARNING, logger="crontick"):
         first = tick(appointments, settings, NOW)
-    tick(appointments, settings, NOW + timedelta(minutes=1))
+    later, statements = traced(appointments, lambda c: run_tick(c, settings, now=NOW + timedelta(minutes=1)))
+    assert later.reminders.sent == 0 and statements == ["tick_probe"]  # the row without an id is never due
     assert sorted(provider.keys()) == sorted(f"reminder:{i}:24h" for i in (twice, once))  # none twice
     assert first.reminders.sent == 2
     warnings = [r.getMessage() for r in caplog.records if "reminder_source_repeats_id" in r.getMessage()]
