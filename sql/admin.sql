@@ -203,11 +203,16 @@ order by id desc
 limit %(limit)s;
 
 -- name: admin_job_lock
--- store.retry_job / cancel_job / delete_job: lock the job and learn who else holds its key.
+-- store.retry_job / cancel_job / delete_job: lock the job and learn who else holds its key, or its
+-- debounce key if it never started (a retry would reopen its window: jobs_debounce_open).
 select j.status,
     (select o.id from {schema}.jobs o
      where j.key is not null and o.key = j.key and o.status in ('pending', 'running', 'waiting') and o.id <> j.id
-     limit 1) as key_holder
+     limit 1) as key_holder,
+    (select o.id from {schema}.jobs o
+     where j.debounce_key is not null and j.started_at is null and o.type = j.type and o.debounce_key = j.debounce_key
+       and o.status = 'pending' and o.started_at is null and o.id <> j.id
+     limit 1) as debounce_holder
 from {schema}.jobs j
 where j.id = %(id)s
 for update of j;
@@ -249,7 +254,8 @@ delete from {schema}.jobs where id = %(id)s and status in ('done', 'failed', 'ca
 -- range of jobs_type_status_id per job type (crontick_job_types), merged by id, then locked. A job
 -- that left the status meanwhile is not locked, but counts as looked at (`picked`), so the next
 -- chunk starts past it. Of the jobs sharing a key only the first is retried, and none whose key
--- another active job holds: those are skipped and counted, never a unique-violation error.
+-- another active job holds: those are skipped and counted, never a unique-violation error. The
+-- same for a debounce key of a job that never started.
 with picked as materialized (
     select p.id from {schema}.crontick_job_types() t(type)
     cross join lateral (
@@ -263,15 +269,21 @@ with picked as materialized (
     order by p.id
     limit %(chunk)s
 ), chosen as materialized (
-    select id, key from {schema}.jobs
+    select id, key, type, case when started_at is null then debounce_key end as debounce_key from {schema}.jobs
     where id = any(array(select id from picked)) and status = %(status)s
     order by id
     for update
 ), free as (
+    -- A debounced job that never started (a cancelled one) reopens its debounce window when
+    -- retried (jobs_debounce_open): the same rule as for a key, per type.
     select c.id from chosen c
-    where c.key is null
+    where (c.key is null
        or (c.id = (select min(c2.id) from chosen c2 where c2.key = c.key)
-           and not exists (select 1 from {schema}.jobs o where o.key = c.key and o.status in ('pending', 'running', 'waiting')))
+           and not exists (select 1 from {schema}.jobs o where o.key = c.key and o.status in ('pending', 'running', 'waiting'))))
+      and (c.debounce_key is null
+       or (c.id = (select min(c2.id) from chosen c2 where c2.type = c.type and c2.debounce_key = c.debounce_key)
+           and not exists (select 1 from {schema}.jobs o where o.type = c.type and o.debounce_key = c.debounce_key
+                           and o.status = 'pending' and o.started_at is null)))
 ), kept as (
     -- As admin_job_retry: a done job's succeeded attempt, kept in its row, goes into job_attempts.
     insert into {schema}.job_attempts (job_id, attempt, started_at, finished_at, outcome, error)
@@ -300,15 +312,21 @@ with picked as materialized (
     order by id
     limit %(chunk)s
 ), chosen as materialized (
-    select id, key from {schema}.jobs
+    select id, key, type, case when started_at is null then debounce_key end as debounce_key from {schema}.jobs
     where id = any(array(select id from picked)) and status = %(status)s
     order by id
     for update
 ), free as (
+    -- A debounced job that never started (a cancelled one) reopens its debounce window when
+    -- retried (jobs_debounce_open): the same rule as for a key, per type.
     select c.id from chosen c
-    where c.key is null
+    where (c.key is null
        or (c.id = (select min(c2.id) from chosen c2 where c2.key = c.key)
-           and not exists (select 1 from {schema}.jobs o where o.key = c.key and o.status in ('pending', 'running', 'waiting')))
+           and not exists (select 1 from {schema}.jobs o where o.key = c.key and o.status in ('pending', 'running', 'waiting'))))
+      and (c.debounce_key is null
+       or (c.id = (select min(c2.id) from chosen c2 where c2.type = c.type and c2.debounce_key = c.debounce_key)
+           and not exists (select 1 from {schema}.jobs o where o.type = c.type and o.debounce_key = c.debounce_key
+                           and o.status = 'pending' and o.started_at is null)))
 ), kept as (
     -- As admin_job_retry: a done job's succeeded attempt, kept in its row, goes into job_attempts.
     insert into {schema}.job_attempts (job_id, attempt, started_at, finished_at, outcome, error)

@@ -9,6 +9,7 @@ import httpx
 import psycopg
 import pytest
 
+import crontick
 from tests.admin.api_support import ADMIN, API_ADMIN_SECRET, VIEWER, api_settings, insert_jobs
 from tests.support.constants import TEST_SECRET
 from tests.support.core_jobs import db_now, job_row, tick
@@ -121,6 +122,25 @@ def test_retry_whose_key_is_held_is_409_and_bulk_skips_it(
         assert bulk.json() == {"retried": 3, "skipped_key_taken": 1, "max_id": free[-1], "next_after_id": None}
     assert job_row(conn, old)["status"] == "failed"
     assert {job_row(conn, i)["status"] for i in free} == {"pending"}
+
+
+def test_retry_of_a_cancelled_debounced_job_whose_window_reopened_is_409_and_bulk_skips_it(
+    live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    """Cancelled before they started, two jobs of one debounce key: retried, each would reopen the key's window."""
+    debounce = crontick.Debounce(key="reply:42", seconds=3)
+    with live_app(api_settings(database_url)) as base:
+        first = crontick.enqueue(conn, "t_api.reply", {"text": "hi"}, debounce=debounce)
+        assert httpx.post(f"{base}{JOBS}/{first}/cancel", headers=ADMIN).status_code == 200
+        second = crontick.enqueue(conn, "t_api.reply", {"text": "again"}, debounce=debounce)
+        assert second != first
+        assert httpx.post(f"{base}{JOBS}/{second}/cancel", headers=ADMIN).status_code == 200
+        bulk = httpx.post(f"{base}{JOBS}/retry", headers=ADMIN, json={"status": "cancelled"})
+        assert bulk.status_code == 200, bulk.text  # was a 500: UniqueViolation on jobs_debounce_open
+        assert bulk.json() == {"retried": 1, "skipped_key_taken": 1, "max_id": second, "next_after_id": None}
+        body = assert_json_error(httpx.post(f"{base}{JOBS}/{second}/retry", headers=ADMIN), 409, "key_taken")
+        assert f"debounce key to be free, got it held by active job {first}" in body["detail"]
+    assert (job_row(conn, first)["status"], job_row(conn, second)["status"]) == ("pending", "cancelled")
 
 
 def test_bulk_retry_walks_a_frozen_filter_in_chunks(

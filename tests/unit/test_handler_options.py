@@ -26,7 +26,8 @@ def test_the_flow_options_are_kept_on_the_handler() -> None:
     [
         ({"priority": 2**31}, "priority as a 32-bit integer"),
         ({"priority": True}, "priority as a 32-bit integer"),
-        ({"group_concurrency": 0}, "group_concurrency as an integer >= 1"),
+        ({"group_concurrency": 0}, "group_concurrency as an integer from 1 to 1000"),
+        ({"group_concurrency": 2**31}, "group_concurrency as an integer from 1 to 1000"),  # was every claim's error
         ({"rate_limit": ""}, "rate_limit as a limit's name"),
     ],
 )

@@ -272,13 +272,10 @@ async def retry_job(conn: Conn, job_id: int, *, role: str) -> ActionResult:
     _check_role(role)
     try:
         return await _retry_job(conn, job_id, role)
-    except psycopg.errors.UniqueViolation:  # a job with the key was enqueued after the lock was read
-        return ActionResult(
-            False,
-            "key_taken",
-            f"expected job {job_id}'s key to be free, got it taken by a job "
-            "enqueued just now: wait for that job to finish, or cancel it, then retry",
-        )
+    except psycopg.errors.UniqueViolation as exc:  # a job with its key came in after the lock was read
+        held = "debounce key" if exc.diag.constraint_name == "jobs_debounce_open" else "key"
+        detail = f"expected job {job_id}'s {held} to be free, got it taken by a job enqueued just now"
+        return ActionResult(False, "key_taken", detail + ": wait for that job to finish, or cancel it, then retry")
 
 
 async def _retry_job(conn: Conn, job_id: int, role: str) -> ActionResult:
@@ -288,12 +285,13 @@ async def _retry_job(conn: Conn, job_id: int, role: str) -> ActionResult:
         )
         if isinstance(lock, ActionResult):
             return lock
-        if lock["key_holder"] is not None:
+        holder, held = (lock["key_holder"], "key") if lock["key_holder"] else (lock["debounce_holder"], "debounce key")
+        if holder is not None:
             return ActionResult(
                 False,
                 "key_taken",
-                f"expected job {job_id}'s key to be free, got it held by active "
-                f"job {lock['key_holder']}: wait for that job to finish, or cancel it, then retry",
+                f"expected job {job_id}'s {held} to be free, got it held by active "
+                f"job {holder}: wait for that job to finish, or cancel it, then retry",
             )
         await cur.execute(query("admin_job_retry"), {"id": job_id})
         row = await cur.fetchone()

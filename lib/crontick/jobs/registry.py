@@ -13,6 +13,9 @@ from crontick.jobs.job import Job
 from crontick.retry import DEFAULT_POLICY, RetryPolicy
 
 HandlerFunc = Callable[[Any, Job], Awaitable[None] | None]
+# The claim reads up to this many unended jobs of each group it may start a wide job in
+# (sql/functions/job_claim_due.sql, `side`), so the bound keeps that read small.
+GROUP_CONCURRENCY_MAX = 1000
 
 
 @dataclass(frozen=True)
@@ -71,9 +74,14 @@ def handler(
         raise ConfigError(f"@crontick.handler: expected a non-empty job type string, got: {type!r}")
     if isinstance(priority, bool) or not isinstance(priority, int) or not -(2**31) <= priority < 2**31:
         raise ConfigError(f"@crontick.handler({type!r}): expected priority as a 32-bit integer, got {priority!r}")
-    if isinstance(group_concurrency, bool) or not isinstance(group_concurrency, int) or group_concurrency < 1:
+    if (
+        isinstance(group_concurrency, bool)
+        or not isinstance(group_concurrency, int)
+        or not 1 <= group_concurrency <= GROUP_CONCURRENCY_MAX
+    ):
         raise ConfigError(
-            f"@crontick.handler({type!r}): expected group_concurrency as an integer >= 1, got {group_concurrency!r}"
+            f"@crontick.handler({type!r}): expected group_concurrency as an integer from 1 to"
+            f" {GROUP_CONCURRENCY_MAX}, got {group_concurrency!r}"
         )
     if rate_limit is not None and (not isinstance(rate_limit, str) or not rate_limit):
         raise ConfigError(f"@crontick.handler({type!r}): expected rate_limit as a limit's name, got {rate_limit!r}")
