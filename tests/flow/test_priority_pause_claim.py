@@ -11,6 +11,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from crontick import db
+from crontick.admin import store
 from crontick.tick.claim import Claim, claim_batch
 from tests.support.core_jobs import db_now
 
@@ -117,6 +118,33 @@ def test_group_concurrency_above_one_starts_up_to_n_of_a_group_never_more(
     # Without the declaration (another deploy), the group is one at a time again: nothing starts beside them.
     conn.execute("update jobs set status = 'done' where id = (select min(id) from jobs where status = 'running')")
     assert _claim(database_url, now, 10, None).jobs == []
+
+
+def test_a_retried_job_behind_which_its_group_moved_on_waits_for_a_free_slot(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    """An admin retries a failed job while the jobs after it run: the group still runs at most n at once."""
+    conn.execute("insert into jobs (type, payload, group_key) select 't_wide.x', '{}', 'g' from generate_series(1, 3)")
+    first, second, third = (r[0] for r in conn.execute("select id from jobs order by id").fetchall())
+    flow = {"limits": [], "wide": [{"type": "t_wide.x", "n": 2}]}
+    now = db_now(conn)
+    running = "select array_agg(id order by id) from jobs where status = 'running'"
+    assert len(_claim(database_url, now, 10, flow).jobs) == 2
+    conn.execute("update jobs set status = 'failed', locked_until = null, finished_at = now() where id = %s", (first,))
+    assert len(_claim(database_url, now, 10, flow).jobs) == 1 and conn.execute(running).fetchone() == ([second, third],)
+
+    async def retry() -> bool:
+        c = await db.connect(database_url)
+        try:
+            return (await store.retry_job(c, first, role="admin")).ok
+        finally:
+            await c.close()
+
+    assert asyncio.run(retry())
+    assert _claim(database_url, now, 10, flow).jobs == []  # was a third running job
+    conn.execute("update jobs set status = 'done', locked_until = null where id = %s", (third,))
+    assert [j[0] for j in _claim(database_url, now, 10, flow).jobs] == [first]  # a slot freed: it starts
+    assert conn.execute(running).fetchone() == ([first, second],)
 
 
 def _claim_pages(conn: psycopg.Connection[Any], now: datetime, flow: dict[str, Any] | None) -> tuple[list[int], int]:
