@@ -192,6 +192,11 @@ async def work(
     follow-up ticks share the first one's budget).
     """
     run = {"execution_id": execution_id} if execution_id else {}
+    # Claims made after the tick's first statement (after a rescue, for a schedule's slot) come
+    # after the reminders' sends, maybe seconds later: they take the database's clock again, as
+    # the first did, so a rate limit's start and a lease are stamped when they happen, never at
+    # the tick's start. A faked `now` (tests) stays the tick's time throughout.
+    claim_now = now
     t0 = clock()
     deadline = t0 + settings.time_budget_seconds if deadline is None else deadline
     with translated():
@@ -236,10 +241,10 @@ async def work(
             scheduled = await schedules.run_due(conn, grace_seconds=settings.schedule_grace_seconds)
         jobs, rescued = found.jobs, RescueCounts(0, 0)
         if found.leases_expired and not out_of_time:
-            jobs, rescued = await _rescue(conn, settings, now, jobs)
+            jobs, rescued = await _rescue(conn, settings, now, claim_now, jobs)
         room = settings.batch_size - len(jobs)
         if scheduled.enqueued and room > 0 and not out_of_time:  # a slot due now runs in this very tick
-            jobs = jobs + await claim_due(conn, now, room, settings.lease_seconds)
+            jobs = jobs + await claim_due(conn, claim_now, room, settings.lease_seconds)
     from crontick.jobs import runner  # with the handler registry and retry policies: not loaded by an idle tick
 
     outcomes = await runner.run_batch(
@@ -359,11 +364,16 @@ def _done(result: TickResult, source: str, run: dict[str, str]) -> TickResult:
 
 
 async def _rescue(
-    conn: psycopg.AsyncConnection[Any], settings: Settings, now: datetime, claimed: list[Job]
+    conn: psycopg.AsyncConnection[Any],
+    settings: Settings,
+    now: datetime,
+    claim_now: datetime | None,
+    claimed: list[Job],
 ) -> tuple[list[Job], RescueCounts]:
-    """Rescue expired leases, then fill what is left of the batch from the rescued."""
+    """Rescue the leases expired by the tick's `now`, then fill what is left of the batch from the
+    rescued, claimed at `claim_now` (None: the database's clock, see work)."""
     rescued = await rescue_expired(conn, now)
     room = settings.batch_size - len(claimed)
     if rescued.retried and room > 0:
-        return claimed + await claim_due(conn, now, room, settings.lease_seconds), rescued
+        return claimed + await claim_due(conn, claim_now, room, settings.lease_seconds), rescued
     return claimed, rescued
