@@ -10,7 +10,8 @@
 -- duplicate too. ON CONFLICT without a target takes both unique indexes as arbiters. A
 -- concurrent twin waits on the index and then does nothing; the read of its job id may then miss
 -- the row it waited for (this statement's snapshot predates it), so the caller runs the
--- statement again when no row comes back.
+-- statement again when no row comes back. `priority` is the handler's `priority=` (else 0), as
+-- crontick.enqueue gives it.
 with drawn as materialized (
     select nextval(pg_get_serial_sequence(quote_ident({schema_name}) || '.jobs', 'id')) as job_id
 ), event as (
@@ -19,8 +20,8 @@ with drawn as materialized (
     on conflict do nothing
     returning job_id
 ), job as (
-    insert into {schema}.jobs (id, type, payload)
-    select event.job_id, %(type)s, %(payload)s from event
+    insert into {schema}.jobs (id, type, payload, priority)
+    select event.job_id, %(type)s, %(payload)s, %(priority)s from event
     returning id
 )
 select id as job_id, true as new from job
@@ -34,10 +35,10 @@ union all
 -- name: inbound_event_flow_record
 -- POST /api/hooks/{name} for a hook with a debounce or a group_key: record the event and enqueue
 -- (or merge) its job in one call (sql/functions/inbound_event_record.sql says how). No row: a
--- concurrent twin's event was not readable yet; the caller runs it again.
+-- concurrent twin's event was not readable yet; the caller runs it again. `priority` as above.
 select job_id, new from {schema}.crontick_inbound_event_record(%(hook)s, %(event_id)s, %(body_sha256)s,
     %(received_at)s, %(type)s, %(payload)s, %(group_key)s, %(debounce_key)s, %(debounce_seconds)s,
-    %(debounce_max_seconds)s);
+    %(debounce_max_seconds)s, %(priority)s);
 
 -- name: inbound_event_signal_record
 -- POST /api/hooks/{name} for a hook that only signals (crontick.inbound(name, verify=..., signal=...)):

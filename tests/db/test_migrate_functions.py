@@ -22,6 +22,7 @@ import pytest
 
 from crontick import db
 from tests.db.released import RELEASED, VERSIONS, Catalog, catalog, migrate_as_released
+from tests.support.constants import KEPT_OVERLOADS
 from tests.support.databases import fresh_database
 
 
@@ -70,7 +71,9 @@ def test_the_released_migrations_kept_here_are_migrations_of_today() -> None:
 
 def test_a_fresh_install_has_one_function_per_file_and_nothing_else(fresh: Catalog) -> None:
     names = [name for name, _ in fresh["functions"]]
-    assert names == sorted(f"crontick_{name}" for name, _ in db.function_files())  # in public: crontick_enqueue
+    # in public: crontick_enqueue; a file that keeps an older signature for a rolling deploy holds two
+    expected = [f"crontick_{name}" for name, _ in db.function_files() for _ in range(KEPT_OVERLOADS.get(name, 1))]
+    assert names == sorted(expected)
     # jobs_group_*: the groups' held flag (sql/migrations/0017_flow_claim.sql).
     assert {name for _, name, _ in fresh["triggers"]} == {
         "jobs_delete_attempts",
@@ -176,3 +179,15 @@ def test_a_changed_signature_ships_with_a_migration_that_drops_the_old_one(
     with fresh_database(admin_url, "template0") as url:
         asyncio.run(db.migrate(url))  # the drop finds nothing to drop on a fresh install
         assert catalog(url) == catalog(database_url)
+
+
+def test_the_hook_record_function_keeps_the_previous_releases_signature_beside_its_own(database_url: str) -> None:
+    """Code of the previous release still calls the 10 arguments while today's schema is in place (a rolling
+    deploy); the kept one is a wrapper, and a 10-argument call is not ambiguous (no default on _priority)."""
+    old = (
+        "_hook text, _event_id text, _body_sha256 bytea, _received_at timestamp with time zone, _type text,"
+        " _payload jsonb, _group_key text, _debounce_key text, _debounce_seconds double precision,"
+        " _debounce_max_seconds double precision"
+    )
+    assert _signatures(database_url, "crontick_inbound_event_record") == [old, old + ", _priority integer"]
+    assert len(_signatures(database_url, "crontick_inbound_event_record")) == KEPT_OVERLOADS["inbound_event_record"]

@@ -280,14 +280,22 @@ async def _record_job(
     payload: dict[str, Any],
     body_sha256: bytes | None,
 ) -> tuple[int, bool]:
-    """Record the event and enqueue its job in one statement; (job id, whether it is new)."""
+    """Record the event and enqueue its job in one statement; (job id, whether it is new).
+
+    Every path gives the job its handler's `priority=` (else 0), as `crontick.enqueue` does.
+    """
     from crontick.jobs.queue import enqueue
+    from crontick.jobs.registry import declared_priority
 
     flow = hook.flow(payload.get("event")) if hook.debounce is not None or hook.group_key is not None else Flow()
     if event_id is None:  # nothing to dedupe on (a bearer sender without Idempotency-Key)
         job_id = await enqueue(conn, hook.job_type, payload, group_key=flow.group_key, debounce=flow.debounce)
         return int(job_id), True
-    params = _event_params(hook, event_id, payload, body_sha256) | {"type": hook.job_type, "payload": Jsonb(payload)}
+    params = _event_params(hook, event_id, payload, body_sha256) | {
+        "type": hook.job_type,
+        "payload": Jsonb(payload),
+        "priority": declared_priority(hook.job_type),
+    }
     statement = "inbound_event_record"
     if flow != Flow():  # a debounce merges into the sender's open job, whose id only the enqueue knows
         statement = "inbound_event_flow_record"
