@@ -46,6 +46,20 @@ begin
         raise exception 'crontick.enqueue(%): expected a non-empty group_key or null, got %', _job, quote_literal('')
             using errcode = '22023';
     end if;
+    -- Each key sits in a btree index, whose entries PostgreSQL caps at 2,704 bytes: 512 characters (at most
+    -- 2,048 bytes of UTF-8) always fit (crontick.text.KEY_MAX_CHARS says why; Python checks the same).
+    if length({api_enqueue}.key) > 512 then
+        raise exception 'crontick.enqueue(%): expected key of at most 512 characters, got %', _job, length({api_enqueue}.key)
+            using errcode = '22001';
+    end if;
+    if length({api_enqueue}.group_key) > 512 then
+        raise exception 'crontick.enqueue(%): expected group_key of at most 512 characters, got %', _job,
+            length({api_enqueue}.group_key) using errcode = '22001';
+    end if;
+    if length({api_enqueue}.debounce_key) > 512 then
+        raise exception 'crontick.enqueue(%): expected debounce_key of at most 512 characters, got %', _job,
+            length({api_enqueue}.debounce_key) using errcode = '22001';
+    end if;
     if {api_enqueue}.debounce_key is not null or {api_enqueue}.debounce_seconds is not null
        or {api_enqueue}.debounce_max_seconds is not null then
         return {schema}.crontick_job_debounce(

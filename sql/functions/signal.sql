@@ -29,6 +29,12 @@ begin
         raise exception 'crontick.signal: expected a non-empty event key, got %', coalesce(quote_literal({api_signal}.event_key), 'null')
             using errcode = '22023';
     end if;
+    -- The key is indexed (job_steps_waiting, crontick_signals_key): at most 512 characters, which always fit
+    -- (crontick.text.KEY_MAX_CHARS says why; Python checks the same).
+    if length({api_signal}.event_key) > 512 then
+        raise exception 'crontick.signal: expected an event key of at most 512 characters, got %', length({api_signal}.event_key)
+            using errcode = '22001';
+    end if;
     perform pg_advisory_xact_lock(hashtextextended('crontick.signal:' || {api_signal}.event_key, 0));
     select s.job_id, s.name into _job, _name
     from {schema}.job_steps s

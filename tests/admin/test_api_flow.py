@@ -5,14 +5,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import psycopg
 
 import crontick
+from crontick.text import KEY_MAX_CHARS
 from tests.admin.api_support import ADMIN, VIEWER, api_settings
 from tests.support.core_jobs import db_now, tick
 from tests.support.http_checks import LiveApp
+from tests.support.keys import widest_key
 
 crontick.rate_limit("t_apiflow.llm", 2, per_seconds=3600)
 
@@ -108,3 +111,34 @@ def test_the_rate_limit_view_and_a_groups_bulk_cancel(
         assert r.status_code == 200 and r.json() == {"group_key": "import:7", "cancelled": 5, "more": False}
     assert _status(conn, backlog) == ["cancelled"] * 5
     assert conn.execute("select action, rows from admin_audit").fetchall() == [("cancel_group", 5)]
+
+
+def test_a_group_whose_key_is_at_the_bound_pauses_and_a_longer_name_is_a_json_400(
+    live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    # Any group an enqueue accepts can be paused, resumed and paged past (the key: 512 characters of 4 bytes each).
+    longest, other, too_long = widest_key(KEY_MAX_CHARS), widest_key(KEY_MAX_CHARS, seed=2), widest_key(1000, seed=1)
+    grouped = crontick.enqueue(conn, "t_apiflow.export", {}, group_key=longest)
+    _insert(conn, "t_apiflow.export", other)
+    with live_app(api_settings(database_url)) as base, httpx.Client(base_url=base, headers=ADMIN) as http:
+        for name, verb in ((longest, "pause"), (longest, "resume"), (longest, "pause")):
+            r = http.post(f"/api/admin/groups/{quote(name, safe='')}/{verb}")
+            assert r.status_code == 200 and r.json()["name"] == longest
+        first = http.get("/api/admin/groups", params={"limit": 1}).json()
+        rest = http.get("/api/admin/groups", params={"limit": 1, "cursor": first["next_cursor"]}).json()
+        assert first["next_cursor"] in (longest, other)  # a cursor at the bound is taken back
+        paged = {g["group_key"]: g["paused"] for g in first["groups"] + rest["groups"]}
+        assert paged == {longest: True, other: False}
+        for chars in (KEY_MAX_CHARS + 1, 1000):
+            for verb in ("pause", "resume", "cancel"):
+                r = http.post(f"/api/admin/groups/{quote(too_long[:chars], safe='')}/{verb}")
+                assert (r.status_code, r.json()) == (
+                    400,
+                    {
+                        "error": "bad_request",
+                        "detail": f"group_key: expected a name of at most 512 characters, got {chars}",
+                    },
+                )
+    tick(database_url, api_settings(database_url), now=db_now(conn))
+    assert _status(conn, [grouped]) == ["pending"]  # paused
+    assert conn.execute("select kind, name from crontick_pauses").fetchall() == [("group", longest)]

@@ -7,7 +7,9 @@ from typing import Any
 
 import psycopg
 
+from crontick.text import KEY_MAX_CHARS
 from tests.support.admin_pages import csrf_of, running, settings_for, signed_in
+from tests.support.keys import widest_key
 
 
 def test_groups_page_pauses_a_group_and_cancels_its_pending_jobs(
@@ -44,3 +46,23 @@ def test_groups_page_pauses_a_group_and_cancels_its_pending_jobs(
         assert "group conv:42" in listed and "priority -5" in listed
     actions = [r[0] for r in conn.execute("select action from admin_audit order by id")]
     assert actions == ["pause_group", "cancel_group"]
+
+
+def test_the_pause_form_takes_a_group_key_at_the_bound_and_refuses_a_longer_one(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    longest, too_long = widest_key(KEY_MAX_CHARS), widest_key(1000, seed=1)
+    with running(settings_for(database_url)) as base:
+        c = signed_in(base)
+        token = csrf_of(c.get("/admin/groups").text)
+        paused = c.post("/admin/flow/pause", data={"csrf": token, "kind": "group", "name": longest})
+        assert paused.status_code == 303
+        assert conn.execute("select kind, name from crontick_pauses").fetchall() == [("group", longest)]
+        detail = "name: expected a name of at most 512 characters, got 1000"
+        for verb in ("resume", "cancel"):
+            form = {"csrf": token, "kind": "group", "name": too_long}
+            as_json = c.post(f"/admin/flow/{verb}", data=form, headers={"Accept": "application/json"})
+            assert (as_json.status_code, as_json.json()) == (400, {"error": "bad_request", "detail": detail})
+            page = c.post(f"/admin/flow/{verb}", data=form)
+            assert page.status_code == 400 and detail in page.text
+    assert conn.execute("select kind, name from crontick_pauses").fetchall() == [("group", longest)]

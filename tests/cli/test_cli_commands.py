@@ -11,8 +11,10 @@ import psycopg
 import pytest
 
 from crontick import db, enqueue_many
+from crontick.text import KEY_MAX_CHARS
 from tests.support.core_jobs import job_row
 from tests.support.databases import fresh_database
+from tests.support.keys import widest_key
 from tests.support.run_cli import cli_env, crontick, crontick_many, spawn
 from tests.support.servers import free_port
 from tests.support.sidefx_handlers import SIDE_EFFECTS_TABLE_SQL
@@ -84,6 +86,26 @@ def test_enqueue_group_key_and_priority(env: dict[str, str], conn: psycopg.Conne
     assert (row["group_key"], row["priority"]) == ("conv:42", -10)
     result = crontick("enqueue", "reply", "--group-key", "", env=env)
     assert_one_line_error(result, "expected group_key as a non-empty string or None, got: ''")
+
+
+def test_enqueue_refuses_a_key_over_the_bound_in_one_line_and_takes_one_at_it(
+    env: dict[str, str], conn: psycopg.Connection[Any]
+) -> None:
+    at_bound, too_long = widest_key(KEY_MAX_CHARS), widest_key(8000, seed=1)
+    key, group, fits = crontick_many(
+        [
+            ["enqueue", "report", "--key", too_long],
+            ["enqueue", "report", "--group-key", too_long],
+            ["enqueue", "report", "--key", at_bound, "--group-key", at_bound],
+        ],
+        env,
+    )
+    assert_one_line_error(key, "enqueue('report'): expected key of at most 512 characters, got 8000")
+    assert_one_line_error(group, "enqueue('report'): expected group_key of at most 512 characters, got 8000")
+    assert fits.returncode == 0, fits.stderr
+    row = job_row(conn, int(fits.stdout))
+    assert (row["key"], row["group_key"]) == (at_bound, at_bound)
+    assert conn.execute("select count(*) from jobs").fetchone() == (1,)
 
 
 def test_enqueue_bad_json_is_one_line(env: dict[str, str], conn: psycopg.Connection[Any]) -> None:

@@ -13,9 +13,11 @@ import pytest
 
 import crontick
 from crontick.errors import ConfigError, CrontickError
+from crontick.text import KEY_MAX_CHARS
 from crontick.tick.claim import claim_due
 from tests.support.constants import PYTHONPATH, ROOT
 from tests.support.core_jobs import db_now, job_row, tick, wait_for
+from tests.support.keys import widest_key
 
 seen: list[tuple[int, Any, list[Any]]] = []
 
@@ -224,3 +226,67 @@ def test_concurrent_processes_enqueueing_one_key_make_one_job(database_url: str,
     row = job_row(conn, int(outs[0]))
     assert sorted(p["n"] for p in row["payloads"]) == [0, 1, 2, 3, 4]
     assert conn.execute("select count(*) from jobs").fetchone() == (1,)
+
+
+# -- keys' length: crontick.text.KEY_MAX_CHARS -------------------------------------------------------------------
+
+
+def test_keys_at_the_bound_fit_every_index_that_holds_them_and_one_character_more_is_refused(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    # 4-byte characters that do not compress: the most bytes a key within the bound can take. The grouped jobs put
+    # the group key in jobs_group_active, each claim in jobs_group_running.
+    key, group, reply = (widest_key(KEY_MAX_CHARS, seed=n) for n in range(3))
+    keyed = crontick.enqueue(conn, "t_flowq.collect", {}, key=key, group_key=group)
+    debounced = crontick.enqueue(conn, "t_flowq.collect", {}, group_key=group, debounce=crontick.Debounce(reply, 0))
+    assert crontick.enqueue(conn, "t_flowq.collect", {}, debounce=crontick.Debounce(reply, 0)) == debounced  # merged
+    [bulk] = crontick.enqueue_many(conn, [("t_flowq.collect", {})], group_key=group)
+    rows = [job_row(conn, i) for i in (keyed, debounced, bulk)]
+    assert [(r["key"], r["group_key"], r["debounce_key"]) for r in rows] == [
+        (key, group, None),
+        (None, group, reply),
+        (None, group, None),
+    ]
+    for _ in rows:  # one at a time: they share a group
+        assert tick(database_url, now=db_now(conn) + timedelta(seconds=1)).jobs.succeeded == 1
+    for option in ({"key": key + "k"}, {"group_key": group + "g"}):
+        with pytest.raises(CrontickError, match="of at most 512 characters, got 513$"):
+            crontick.enqueue(conn, "t_flowq.collect", {}, **option)
+    with pytest.raises(ConfigError, match="of at most 512 characters, got 513$"):
+        crontick.Debounce(reply + "r", 0)
+
+
+@pytest.mark.parametrize("chars", [KEY_MAX_CHARS + 1, 8000])
+@pytest.mark.parametrize("option", ["key", "group_key"])
+def test_a_longer_key_or_group_key_is_refused_before_any_sql(database_url: str, option: str, chars: int) -> None:
+    closed = psycopg.connect(database_url)
+    closed.close()  # the check comes first: a statement on this connection would raise OperationalError
+    with pytest.raises(CrontickError) as info:
+        crontick.enqueue(closed, "t_flowq.collect", {}, **{option: widest_key(chars)})
+    assert str(info.value) == f"enqueue('t_flowq.collect'): expected {option} of at most 512 characters, got {chars}"
+    with pytest.raises(CrontickError) as info:
+        crontick.enqueue_many(closed, [("t_flowq.collect", {})], group_key=widest_key(chars))
+    assert str(info.value) == f"enqueue_many: expected group_key of at most 512 characters, got {chars}"
+
+
+def test_a_longer_debounce_key_is_refused_when_the_debounce_is_made() -> None:
+    with pytest.raises(ConfigError) as info:
+        crontick.Debounce(widest_key(8000), 3)
+    assert str(info.value) == "crontick.Debounce: expected a key of at most 512 characters, got 8000"
+
+
+@pytest.mark.parametrize("argument", ["key", "group_key", "debounce_key"])
+def test_the_sql_function_refuses_a_longer_key_and_takes_one_at_the_bound(
+    conn: psycopg.Connection[Any], argument: str
+) -> None:
+    call = f"select crontick.enqueue('t_flowq.collect', '{{}}', {argument} => %(k)s, debounce_seconds => %(s)s)"
+    seconds = 3 if argument == "debounce_key" else None
+    for chars in (KEY_MAX_CHARS + 1, 8000):
+        with pytest.raises(psycopg.errors.StringDataRightTruncation) as info:
+            conn.execute(call, {"k": widest_key(chars), "s": seconds})
+        expected = f"crontick.enqueue('t_flowq.collect'): expected {argument} of at most 512 characters, got {chars}"
+        assert info.value.diag.message_primary == expected
+    assert conn.execute("select count(*) from jobs").fetchone() == (0,)
+    at_bound = widest_key(KEY_MAX_CHARS)
+    [job_id] = conn.execute(call, {"k": at_bound, "s": seconds}).fetchone() or ()
+    assert job_row(conn, job_id)[argument] == at_bound

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from typing import Any
@@ -13,8 +14,10 @@ import pytest
 import crontick
 from crontick.errors import ConfigError
 from crontick.hooks.inbound import forget
+from crontick.text import KEY_MAX_CHARS, fit_key
 from tests.support.hooks import TWILIO_TOKEN, settings_for, twilio_form, twilio_post
 from tests.support.http_checks import LiveApp
+from tests.support.keys import widest_key
 from tests.support.waiting import wait_until
 
 ADA, BOB = "whatsapp:+31612345678", "whatsapp:+447700900123"
@@ -29,6 +32,7 @@ crontick.inbound(
     debounce=crontick.Debounce("{From}", 1, max_seconds=5),
     group_key="conv:{From}",
 )
+crontick.inbound("t-chat-group", "t_hookq.reply", verify="twilio", secret=TWILIO_TOKEN, group_key="conv:{From}")
 crontick.inbound(
     "t-chat-fn",
     "t_hookq.reply",
@@ -90,6 +94,39 @@ def test_an_event_without_the_templates_field_is_enqueued_without_a_debounce(
     with live_app(settings_for(database_url, kick="off")) as base, httpx.Client() as client:
         assert twilio_post(client, base, form, hook="t-chat").status_code == 200
     assert conn.execute("select group_key, debounce_key from jobs").fetchall() == [(None, None)]
+
+
+def test_a_sender_field_too_long_for_a_key_still_debounces_and_groups_by_a_stable_digest(
+    live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    # Two senders of 1,000 characters (4 bytes each, which do not compress) that differ in their last one only.
+    long_ada = widest_key(1000, prefix="whatsapp:+31")
+    long_bob = long_ada[:-1] + ("a" if long_ada[-1] != "a" else "b")
+    sent = [("SMla0", long_ada, "t-chat"), ("SMla1", long_ada, "t-chat"), ("SMlb0", long_bob, "t-chat")]
+    sent += [("SMlg0", long_ada, "t-chat-group"), ("SMlg1", long_ada, "t-chat-group")]
+    with live_app(settings_for(database_url, kick="off")) as base, httpx.Client() as client:
+        for sid, sender, hook in sent:
+            response = twilio_post(client, base, _message(sid, sender, sid), hook=hook)
+            assert (response.status_code, response.text) == (200, "<Response></Response>")
+    rows = conn.execute("select id, group_key, debounce_key, payloads from jobs order by id").fetchall()
+    ada, bob = fit_key(long_ada), fit_key(long_bob)  # its first 440 characters, then "…sha256:" and the digest
+    assert ada == long_ada[: KEY_MAX_CHARS - 72] + "…sha256:" + hashlib.sha256(long_ada.encode()).hexdigest()
+    assert ada != bob and len(ada) == len(bob) == KEY_MAX_CHARS
+    ada_group, bob_group = fit_key(f"conv:{long_ada}"), fit_key(f"conv:{long_bob}")
+    assert [(r[1], r[2], len(r[3] or [None])) for r in rows] == [
+        (ada_group, ada, 2),  # both of Ada's messages, merged into one job
+        (bob_group, bob, 1),
+        (ada_group, None, 1),  # the group-only hook: two jobs in Ada's one group
+        (ada_group, None, 1),
+    ]
+    events = dict(conn.execute("select event_id, job_id from crontick_inbound_events").fetchall())
+    assert events == {
+        "SMla0": rows[0][0],
+        "SMla1": rows[0][0],
+        "SMlb0": rows[1][0],
+        "SMlg0": rows[2][0],
+        "SMlg1": rows[3][0],
+    }
 
 
 @pytest.mark.parametrize(

@@ -12,15 +12,18 @@ import pytest
 
 import crontick
 from crontick.errors import ConfigError
+from crontick.text import fit_key
 from tests.support.core_jobs import job_row, tick
 from tests.support.hooks import TWILIO_TOKEN, settings_for, twilio_post
 from tests.support.http_checks import LiveApp
+from tests.support.keys import widest_key
 from tests.support.waiting import wait_until
 
 crontick.inbound(
     "t-sms-status", verify="twilio", secret=TWILIO_TOKEN, signal=lambda event: f"sms:{event['MessageSid']}"
 )
 crontick.inbound("t-sms-both", "t_hooksig.log", verify="twilio", secret=TWILIO_TOKEN, signal="both:{MessageSid}")
+crontick.inbound("t-sms-from", verify="twilio", secret=TWILIO_TOKEN, signal="from:{From}")
 delivered: dict[int, Any] = {}
 logged: list[int] = []
 
@@ -89,3 +92,15 @@ def test_a_hook_with_neither_a_job_type_nor_a_signal_is_refused() -> None:
         crontick.inbound("t-sms-none", verify="twilio", secret=TWILIO_TOKEN)
     with pytest.raises(ConfigError, match="signal"):
         crontick.inbound("t-sms-bad", verify="twilio", secret=TWILIO_TOKEN, signal="sms:{Message Sid}")
+
+
+def test_a_sender_field_too_long_for_an_event_key_signals_its_stable_digest(
+    live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    sender = widest_key(1000, prefix="whatsapp:+31")  # 4-byte characters that do not compress
+    with live_app(settings_for(database_url, kick="off")) as base, httpx.Client() as client:
+        for sid in ("SMf1", "SMf2"):
+            response = twilio_post(client, base, {**_status(sid), "From": sender}, hook="t-sms-from")
+            assert response.status_code == 200, response.text
+    kept = conn.execute("select event_key, payload->>'event_id' from crontick_signals order by id").fetchall()
+    assert kept == [(fit_key(f"from:{sender}"), "SMf1"), (fit_key(f"from:{sender}"), "SMf2")]

@@ -8,7 +8,7 @@ import zlib
 import pytest
 
 from crontick.http.client import Inflater, Undecodable, inflater_for
-from crontick.text import LAST_ERROR_MAX_CHARS, describe, scrub, storable
+from crontick.text import KEY_MAX_CHARS, LAST_ERROR_MAX_CHARS, describe, fit_key, key_too_long, scrub, storable
 
 
 def test_ordinary_text_is_stored_as_it_is() -> None:
@@ -96,3 +96,13 @@ def test_a_bomb_decodes_to_no_more_than_the_room_given() -> None:
 def test_bytes_that_are_not_what_the_encoding_says_are_refused() -> None:
     with pytest.raises(Undecodable, match="expected a gzip body, got bytes zlib cannot decode"):
         Inflater("gzip").feed(b"this is not gzip at all", 1000)
+
+
+def test_a_key_within_the_bound_is_kept_and_a_longer_one_becomes_its_stable_digest() -> None:
+    at_bound = "€" * KEY_MAX_CHARS
+    assert fit_key(at_bound) == at_bound and key_too_long("key", at_bound) is None
+    longer, other = "k" * 5000, "k" * 4999 + "j"
+    assert key_too_long("key", longer) == "expected key of at most 512 characters, got 5000"
+    assert fit_key(longer) == fit_key(longer) != fit_key(other)  # one sender, one key; two senders, two
+    assert len(fit_key(longer)) == KEY_MAX_CHARS and fit_key(longer).startswith("k" * 400)
+    assert len(fit_key("\udc80" * 600)) == KEY_MAX_CHARS  # a lone surrogate does not make the digest raise

@@ -10,8 +10,10 @@ from crontick.admin import api_input, flow_store
 from crontick.admin.guard import Handler, answer, error, guarded_route
 from crontick.admin.operation import ApiRoute, Operation, Param
 from crontick.admin.store import ActionResult, Conn
+from crontick.text import KEY_MAX_CHARS
 
 TEXT = {"type": "string"}
+NAME = {"type": "string", "minLength": 1, "maxLength": KEY_MAX_CHARS}  # api_input.path_name
 OBJECT = {"type": "object"}
 # The path segment of each kind, and its name in crontick_pauses.
 KINDS = {"types": ("type", "type"), "groups": ("group_key", "group"), "rate-limits": ("name", "rate_limit")}
@@ -24,10 +26,7 @@ def _answered(result: ActionResult) -> Response:
 
 
 def _name(request: Request, param: str) -> str:
-    value = api_input.text(request.path_params[param], param)
-    if value is None:
-        raise api_input.BadRequest(f"{param}: expected a name, got an empty one")
-    return value
+    return api_input.path_name(request.path_params[param], param)
 
 
 def _toggle(segment: str, pausing: bool) -> Handler:
@@ -50,7 +49,8 @@ def _end_group(how: str) -> Handler:
 async def list_groups(request: Request, conn: Conn, role: str) -> Response:
     q = request.query_params
     limit = api_input.limit(q)
-    rows, cursor = await flow_store.groups(conn, after=api_input.text(q.get("cursor"), "cursor"), limit=limit)
+    after = api_input.text(q.get("cursor"), "cursor", max_chars=KEY_MAX_CHARS)  # the last group_key of a page
+    rows, cursor = await flow_store.groups(conn, after=after, limit=limit)
     return answer({"groups": rows, "next_cursor": cursor})
 
 
@@ -98,7 +98,7 @@ def routes(limit: Param, cursor: Param) -> list[ApiRoute]:
                         + ("its pending jobs stay pending and are not claimed" if pausing else "claimed again"),
                         (OBJECT, "The pause."),
                         errors=(409,),
-                        path=(Param(param, TEXT),),
+                        path=(Param(param, NAME),),
                     ),
                     write=True,
                 )
@@ -113,7 +113,7 @@ def routes(limit: Param, cursor: Param) -> list[ApiRoute]:
                     f"Make up to {flow_store.END_CHUNK} of a group's pending jobs {status} (newest first); "
                     "call again while `more`",
                     (OBJECT, "How many."),
-                    path=(Param("group_key", TEXT),),
+                    path=(Param("group_key", NAME),),
                 ),
                 write=True,
             )

@@ -12,6 +12,7 @@ from crontick import logs
 from crontick.errors import ConfigError
 from crontick.jobs.debounce import Debounce, fill, template_fields
 from crontick.settings import MIN_SECRET_CHARS, declare_secret, webhook_signing_key
+from crontick.text import fit_key
 
 VERIFIERS = ("twilio", "stripe", "github", "standard", "bearer")
 # The variable each provider's secret is read from when `secret` is not given; None: per hook.
@@ -59,11 +60,16 @@ class Hook:
         if key is None or not isinstance(key, str) or not key:
             logs.warning("inbound_signal_skipped", hook=self.name, got=repr(key)[:100])
             return None
-        return key
+        return fit_key(key)
 
     def flow(self, event: Any) -> Flow:
         """This event's group key and debounce. One the event cannot give (a field missing, a function that
-        raises or answers something else) is left out, and logged: the event is never lost for it."""
+        raises or answers something else) is left out, and logged: the event is never lost for it.
+
+        The keys come from what the sender sent (its `From`, say), which may be longer than a key can be
+        (crontick.text.KEY_MAX_CHARS). Refusing the event would lose it, and dropping its group or debounce would
+        let that sender's jobs run out of order; so a key over the bound is replaced by a stable digest
+        (crontick.text.fit_key), the same for each event of that sender. A signal's event key is fitted alike."""
         group_key, debounce = None, None
         if isinstance(self.group_key, str):
             group_key = fill(self.group_key, event)
@@ -72,6 +78,8 @@ class Hook:
             if group_key is not None and (not isinstance(group_key, str) or not group_key):
                 logs.warning("inbound_flow_ignored", hook=self.name, option="group_key", got=repr(group_key)[:100])
                 group_key = None
+        if group_key is not None:
+            group_key = fit_key(group_key)
         if isinstance(self.debounce, Debounce):
             debounce = self.debounce.for_event(event)
         elif self.debounce is not None:

@@ -11,6 +11,7 @@ from psycopg.types.json import Jsonb
 from crontick.db import query
 from crontick.errors import CrontickError
 from crontick.hooks import kick
+from crontick.text import key_too_long
 
 
 def signal(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], event_key: str, payload: Any = None) -> Any:
@@ -25,6 +26,8 @@ def signal(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], event_k
     """
     if not isinstance(event_key, str) or not event_key:
         raise CrontickError(f"crontick.signal: expected a non-empty event key, got {event_key!r}")
+    if problem := key_too_long("an event key", event_key):
+        raise CrontickError(f"crontick.signal: {problem}")
     params = {"event_key": event_key, "payload": None if payload is None else Jsonb(payload)}
     if isinstance(conn, psycopg.AsyncConnection):
         return _signal_async(conn, params)

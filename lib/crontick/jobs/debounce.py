@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from crontick.errors import ConfigError
+from crontick.text import fit_key, key_too_long
 
 # How many payloads a debounced job keeps in job.payloads (the newest; sql/functions/job_debounce.sql
 # drops the oldest past this). Bounds the row however chatty a sender is.
@@ -37,6 +38,8 @@ class Debounce:
     def __post_init__(self) -> None:
         if not isinstance(self.key, str) or not self.key:
             raise ConfigError(f"crontick.Debounce: expected a non-empty key string, got: {self.key!r}")
+        if problem := key_too_long("a key", self.key):  # crontick.text.KEY_MAX_CHARS: it must fit its index
+            raise ConfigError(f"crontick.Debounce: {problem}")
         if not _seconds(self.seconds, 0):
             raise ConfigError(f"crontick.Debounce: expected seconds between 0 and {MAX_SECONDS}, got: {self.seconds!r}")
         if self.max_seconds is not None and not _seconds(self.max_seconds, self.seconds):
@@ -52,9 +55,10 @@ class Debounce:
 
     def for_event(self, event: Any) -> Debounce | None:
         """This template with its key filled from `event`'s top-level fields ("{From}"); None when the event
-        lacks one of them (it is then enqueued without a debounce: no event is lost for want of a key)."""
+        lacks one of them (it is then enqueued without a debounce: no event is lost for want of a key). A key
+        over the bound is replaced by its stable digest (crontick.text.fit_key): the sender still debounces."""
         key = fill(self.key, event)
-        return None if key is None else replace(self, key=key)
+        return None if key is None else replace(self, key=fit_key(key))
 
 
 def template_fields(template: str, where: str) -> list[str]:

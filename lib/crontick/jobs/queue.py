@@ -12,6 +12,7 @@ from psycopg.types.json import Jsonb
 from crontick.db import query
 from crontick.errors import CrontickError
 from crontick.jobs.debounce import Debounce
+from crontick.text import key_too_long
 
 STATUSES = (
     "pending",
@@ -42,6 +43,8 @@ def insert_params(
     where = f"enqueue({type!r})"
     _check_options(where, run_after, max_attempts)
     _check_flow(where, group_key, priority)
+    if problem := key_too_long("key", key):
+        raise CrontickError(f"{where}: {problem}")
     if debounce is not None:
         if not isinstance(debounce, Debounce):
             raise CrontickError(f"{where}: expected debounce=crontick.Debounce(key, seconds, ...), got: {debounce!r}")
@@ -82,6 +85,8 @@ def _check_options(where: str, run_after: datetime | None, max_attempts: int | N
 def _check_flow(where: str, group_key: str | None, priority: int | None) -> None:
     if group_key is not None and (not isinstance(group_key, str) or not group_key):
         raise CrontickError(f"{where}: expected group_key as a non-empty string or None, got: {group_key!r}")
+    if problem := key_too_long("group_key", group_key):
+        raise CrontickError(f"{where}: {problem}")
     if priority is not None and (
         isinstance(priority, bool) or not isinstance(priority, int) or priority not in PRIORITY_RANGE
     ):
