@@ -255,7 +255,8 @@ delete from {schema}.jobs where id = %(id)s and status in ('done', 'failed', 'ca
 -- that left the status meanwhile is not locked, but counts as looked at (`picked`), so the next
 -- chunk starts past it. Of the jobs sharing a key only the first is retried, and none whose key
 -- another active job holds: those are skipped and counted, never a unique-violation error. The
--- same for a debounce key of a job that never started.
+-- same for a debounce key of a job that never started. With a type, only that type's range is read
+-- (as admin_jobs_bulk_run_now).
 with picked as materialized (
     select p.id from {schema}.crontick_job_types() t(type)
     cross join lateral (
@@ -266,50 +267,8 @@ with picked as materialized (
         order by j.id
         limit %(chunk)s
     ) p
+    where %(type)s::text is null or t.type = %(type)s::text
     order by p.id
-    limit %(chunk)s
-), chosen as materialized (
-    select id, key, type, case when started_at is null then debounce_key end as debounce_key from {schema}.jobs
-    where id = any(array(select id from picked)) and status = %(status)s
-    order by id
-    for update
-), free as (
-    -- A debounced job that never started (a cancelled one) reopens its debounce window when
-    -- retried (jobs_debounce_open): the same rule as for a key, per type.
-    select c.id from chosen c
-    where (c.key is null
-       or (c.id = (select min(c2.id) from chosen c2 where c2.key = c.key)
-           and not exists (select 1 from {schema}.jobs o where o.key = c.key and o.status in ('pending', 'running', 'waiting'))))
-      and (c.debounce_key is null
-       or (c.id = (select min(c2.id) from chosen c2 where c2.type = c.type and c2.debounce_key = c.debounce_key)
-           and not exists (select 1 from {schema}.jobs o where o.type = c.type and o.debounce_key = c.debounce_key
-                           and o.status = 'pending' and o.started_at is null)))
-), kept as (
-    -- As admin_job_retry: a done job's succeeded attempt, kept in its row, goes into job_attempts.
-    insert into {schema}.job_attempts (job_id, attempt, started_at, finished_at, outcome, error)
-    select j.id, j.attempts, j.started_at, j.finished_at, 'succeeded', null
-    from {schema}.jobs j
-    where j.id = any(array(select id from free)) and j.status = 'done' and j.started_at is not null
-      and not exists (select 1 from {schema}.job_attempts a
-                      where a.job_id = j.id and a.attempt = j.attempts and a.outcome = 'succeeded')
-), retried as (
-    update {schema}.jobs j set
-        status = 'pending', max_attempts = greatest(j.max_attempts, j.attempts + 1), run_after = now(),
-        locked_until = null, finished_at = null, updated_at = now()
-    where j.id = any(array(select id from free))
-    returning j.id
-)
-select (select count(*) from retried) as retried, (select count(*) from chosen) as chosen,
-    (select count(*) from picked) as picked, (select max(id) from picked) as last_id;
-
--- name: admin_jobs_bulk_retry_by_type
--- store.bulk_retry with a type: as admin_jobs_bulk_retry, on the type's one range of jobs_type_status_id.
-with picked as materialized (
-    select id from {schema}.jobs
-    where type = %(type)s and status = %(status)s and id > %(after_id)s and id <= %(max_id)s
-      and status <> 'running' and (status <> 'pending' or held)  -- jobs_type_status_id's predicate
-      and (%(payload)s::jsonb is null or payload @> %(payload)s::jsonb)
-    order by id
     limit %(chunk)s
 ), chosen as materialized (
     select id, key, type, case when started_at is null then debounce_key end as debounce_key from {schema}.jobs

@@ -169,7 +169,7 @@ def test_retrying_a_done_job_keeps_its_success_in_the_history(database_url: str,
             assert (await store.retry_job(c, one, role="admin")).ok
             await c.execute(
                 db.query("admin_jobs_bulk_retry"),
-                {"status": "done", "after_id": one, "max_id": bulk, "payload": None, "chunk": 10},
+                {"status": "done", "after_id": one, "max_id": bulk, "payload": None, "chunk": 10, "type": None},
             )
         finally:
             await c.close()

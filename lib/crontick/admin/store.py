@@ -357,7 +357,7 @@ async def bulk_retry(
     }
     filt = {"status": status, "type": type, "payload": payload_contains, "max_id": max_id, "after_id": after_id}
     async with action(conn, "bulk retry") as cur:
-        await cur.execute(query("admin_jobs_bulk_retry_by_type" if type else "admin_jobs_bulk_retry"), params)
+        await cur.execute(query("admin_jobs_bulk_retry"), params)
         row = await cur.fetchone()
         assert row is not None
         retried, chosen, last_id = int(row["retried"]), int(row["chosen"]), row["last_id"]
