@@ -147,24 +147,22 @@ with clock as (
 ), wide as (
     select w.type, w.n from jsonb_to_recordset(coalesce(_flow -> 'wide', '[]')) as w(type text, n int)
 ), running as materialized (
-    -- Each group's running jobs (a few: at most what the ticks running now claimed), for side: the
-    -- groups it ranks, and how many of each run.
+    -- Each group's running jobs (a few: at most what the ticks running now claimed), for side.
     select r.group_key, count(*) as n from {schema}.jobs r
     where r.status = 'running' and r.group_key is not null and exists (select 1 from wide)
     group by r.group_key
 ), side as materialized (
-    -- group_concurrency > 1: in each group running a job, or whose head of such a type this claim
-    -- takes (so a group with nothing running starts n at once, not its head first
+    -- group_concurrency > 1: in each group running a job of such a type, or whose head of such a
+    -- type this claim takes (so a group with nothing running starts n at once, not its head first
     -- and the rest a claim later), its first n unended jobs (n the largest such limit), ranked; one
     -- of them may start when its rank is within its own type's limit. Held rows, so never in cand.
     -- A pending job's rank is how many of the group would be running once it and the pending ones
     -- ahead of it start: its place among the group's pending jobs plus every job of the group
     -- running now. Counting all of those, not only the ones ahead of it, keeps the limit when a job
     -- runs behind a pending one (an admin retried a failed job that its group had moved past).
-    -- Every group running a job, of whatever type: in a group that mixes types the limit of the job
-    -- about to start applies, so a wide job may start beside a running limit-1 one (its rank counts it).
     select f.id, f.rank + coalesce((select r.n from running r where r.group_key = g.group_key), 0) as rank
-    from (select r.group_key from running r
+    from (select r.group_key from {schema}.jobs r
+          where r.status = 'running' and r.group_key is not null and r.type in (select w.type from wide w)
           union
           select c.group_key from cand c where c.group_key is not null and c.type in (select w.type from wide w)) g
     cross join lateral (

@@ -120,30 +120,6 @@ def test_group_concurrency_above_one_starts_up_to_n_of_a_group_never_more(
     assert _claim(database_url, now, 10, None).jobs == []
 
 
-def test_in_a_group_that_mixes_types_the_limit_of_the_job_about_to_start_applies(
-    database_url: str, conn: psycopg.Connection[Any]
-) -> None:
-    """A limit-1 job runs; the group's next jobs are of a type with group_concurrency=2: one starts beside it."""
-    conn.execute(
-        "insert into jobs (type, payload, group_key) values ('t_mix.one', '{}', 'g'), ('t_mix.wide', '{}', 'g'),"
-        " ('t_mix.wide', '{}', 'g'), ('t_mix.one', '{}', 'g')"
-    )
-    one, wide1, wide2, last = (r[0] for r in conn.execute("select id from jobs order by id").fetchall())
-    flow = {"limits": [], "wide": [{"type": "t_mix.wide", "n": 2}]}
-    now = db_now(conn)
-    running = "select array_agg(id order by id) from jobs where status = 'running'"
-    assert _ids(_claim(database_url, now, 10, flow)) == [one]  # a limit-1 head starts alone
-    assert _ids(_claim(database_url, now, 10, flow)) == [wide1]  # its limit is 2: it starts beside the head
-    assert _claim(database_url, now, 10, flow).jobs == []  # a third would be over 2
-    conn.execute("update jobs set status = 'done', locked_until = null where id = %s", (one,))
-    assert _ids(_claim(database_url, now, 10, flow)) == [wide2]
-    assert conn.execute(running).fetchone() == ([wide1, wide2],)
-    conn.execute("update jobs set status = 'done', locked_until = null where id = %s", (wide1,))
-    assert _claim(database_url, now, 10, flow).jobs == []  # a limit-1 job starts only once all before it ended
-    conn.execute("update jobs set status = 'done', locked_until = null where id = %s", (wide2,))
-    assert _ids(_claim(database_url, now, 10, flow)) == [last]
-
-
 def test_a_retried_job_behind_which_its_group_moved_on_waits_for_a_free_slot(
     database_url: str, conn: psycopg.Connection[Any]
 ) -> None:
