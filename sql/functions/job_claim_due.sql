@@ -10,7 +10,7 @@
 -- cache a pooler never sees), and force_generic_plan makes it one plan from the first call on.
 -- The tick's time: the caller's (tests fake time by passing it), else the DATABASE's clock,
 -- never the app host's, so hosts whose clocks disagree claim, lease and rescue alike; it is
--- returned, and the rest of the tick uses it (crontick.tick.pipeline.run_tick).
+-- returned, and the rest of the tick counts from it (crontick.tick.pipeline.work).
 -- The CTE is MATERIALIZED so the planner cannot inline it into the UPDATE and re-evaluate the
 -- LIMIT / SKIP LOCKED per row; the lock is taken exactly once per chosen row.
 -- `id = any(array(...))` makes the UPDATE find its rows by primary key whatever the table

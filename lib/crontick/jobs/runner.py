@@ -63,6 +63,7 @@ async def run_batch(
     clock: Callable[[], float] = time.monotonic,
     rand: Callable[[], float] = random.random,
     conn: psycopg.AsyncConnection[Any] | None = None,
+    now_at: float | None = None,
 ) -> list[Outcome]:
     """Run each job at most `concurrency` at a time and return one Outcome per job, in order.
 
@@ -73,10 +74,14 @@ async def run_batch(
     types read them (crontick.jobs.builtin.SETTINGS, set for the batch); None: the defaults.
     `conn` (the tick's) is where the handlers' durable steps are loaded and recorded
     (crontick.workflows.steps); None: job.step raises.
+    `now_at`: the clock() reading when `now` was read (the tick's start: reminders may have been
+    sent since), so that a retry, a snooze, a Retry-After or a sleep counts from when its job ended;
+    None: `now` is the batch's start.
     """
     settings = settings if settings is not None else builtin.SETTINGS.get()
     secrets = settings.secrets
     started_at = clock()
+    now_at = started_at if now_at is None else now_at
     budget_end = asyncio.get_running_loop().time() + (deadline - started_at)
     outcomes: dict[int, Outcome] = {}
 
@@ -86,7 +91,7 @@ async def run_batch(
     def decide(job: Job, ended: Ended) -> Outcome:
         if ended is SUCCEEDED:
             return Outcome(job.id, job.attempt, "done", job.attempt)
-        finished = now + timedelta(seconds=clock() - started_at)
+        finished = now + timedelta(seconds=clock() - now_at)
         if ended.parked is not None:  # durable steps: pending (a sleep) or waiting, the attempt handed back
             until = steps.until_of(finished, ended.parked.seconds)
             park = ended.parked.park(until)

@@ -211,7 +211,8 @@ async def work(
             found = await probe.look(conn, settings, now, source, summary, schedules_unsynced=unsynced)
         # The tick's time from here on: the caller's, else the database's clock as the first statement
         # read it. Never this host's clock, which may be minutes off: leases, due times, rescues, retries
-        # and the log all agree between hosts.
+        # and the log all agree between hosts. What happens later in the tick adds the time since (a
+        # retry's time: run_batch's now_at), or reads the database's clock again (claim_now).
         now = found.now
         if found.idle:
             await upkeep.after_tick(
@@ -248,7 +249,14 @@ async def work(
     from crontick.jobs import runner  # with the handler registry and retry policies: not loaded by an idle tick
 
     outcomes = await runner.run_batch(
-        jobs, now=now, deadline=deadline, concurrency=settings.concurrency, settings=settings, clock=clock, conn=conn
+        jobs,
+        now=now,
+        deadline=deadline,
+        concurrency=settings.concurrency,
+        settings=settings,
+        clock=clock,
+        conn=conn,
+        now_at=t0,
     )  # conn: where durable steps are loaded and recorded (crontick.workflows.steps), when a handler uses one
     duration_ms = int((clock() - t0) * 1000)
     partial = TickResult(JobCounts(), sent, False, duration_ms, scheduled).to_json() | run
