@@ -160,21 +160,27 @@ with clock as (
     -- ahead of it start: its place among the group's pending jobs plus every job of the group
     -- running now. Counting all of those, not only the ones ahead of it, keeps the limit when a job
     -- runs behind a pending one (an admin retried a failed job that its group had moved past).
-    select f.id, f.rank + coalesce((select r.n from running r where r.group_key = g.group_key), 0) as rank
+    -- `clear`: no pending job of a limit-1 type is ahead of it. Such a job is a barrier: the wide
+    -- jobs after it wait until it has run, so that they never start ahead of it, one after another,
+    -- while it stays held by whichever of them runs (starved as long as they keep coming).
+    select f.id, f.rank + coalesce((select r.n from running r where r.group_key = g.group_key), 0) as rank, f.clear
     from (select r.group_key from {schema}.jobs r
           where r.status = 'running' and r.group_key is not null and r.type in (select w.type from wide w)
           union
           select c.group_key from cand c where c.group_key is not null and c.type in (select w.type from wide w)) g
     cross join lateral (
         select e.id, row_number() over (order by e.id) - count(*) filter (where e.status = 'running') over (order by e.id)
-            as rank from {schema}.jobs e
+            as rank,
+            coalesce(bool_and(e.status <> 'pending' or e.type in (select w.type from wide w))
+                     over (order by e.id rows between unbounded preceding and 1 preceding), true) as clear
+            from {schema}.jobs e
         where e.group_key = g.group_key and e.status not in ('done', 'failed', 'cancelled')
         order by e.id limit (select max(w.n) from wide w)) f
 ), wcand as materialized (
     select j.id, j.type, j.priority, j.run_after, j.group_key from {schema}.jobs j
     join side s on s.id = j.id
     join wide w on w.type = j.type
-    where j.status = 'pending' and j.held and s.rank <= w.n and j.run_after <= (select k.now from clock k)
+    where j.status = 'pending' and j.held and s.rank <= w.n and s.clear and j.run_after <= (select k.now from clock k)
       and j.type <> all(array(select unnest(r.types) from room r where r.free = 0
                               union all select p.name from paused p where p.kind = 'type'))
       and j.group_key <> all(array(select p.name from paused p where p.kind = 'group'))

@@ -120,6 +120,27 @@ def test_group_concurrency_above_one_starts_up_to_n_of_a_group_never_more(
     assert _claim(database_url, now, 10, None).jobs == []
 
 
+def test_a_pending_limit_1_job_keeps_the_wide_jobs_after_it_from_starting_ahead_of_it(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    """A wide job, then a limit-1 one, then wide ones: none of the later wide jobs starts before the limit-1 job has
+    run, or wide jobs arriving one after another would keep it held for good."""
+    conn.execute(
+        "insert into jobs (type, payload, group_key) values ('t_wide.x', '{}', 'g'), ('t_bar.one', '{}', 'g'),"
+        " ('t_wide.x', '{}', 'g'), ('t_wide.x', '{}', 'g')"
+    )
+    wide1, one, wide2, wide3 = (r[0] for r in conn.execute("select id from jobs order by id").fetchall())
+    flow = {"limits": [], "wide": [{"type": "t_wide.x", "n": 3}]}
+    now = db_now(conn)
+    assert _ids(_claim(database_url, now, 10, flow)) == [wide1]  # was [wide1, wide2]: wide2 ranked 3 of 3
+    assert _claim(database_url, now, 10, flow).jobs == []
+    conn.execute("update jobs set status = 'done', locked_until = null where id = %s", (wide1,))
+    assert _ids(_claim(database_url, now, 10, flow)) == [one]
+    assert _claim(database_url, now, 10, flow).jobs == []  # a wide job waits for a running limit-1 one (docs)
+    conn.execute("update jobs set status = 'done', locked_until = null where id = %s", (one,))
+    assert _ids(_claim(database_url, now, 10, flow)) == [wide2, wide3]
+
+
 def test_a_retried_job_behind_which_its_group_moved_on_waits_for_a_free_slot(
     database_url: str, conn: psycopg.Connection[Any]
 ) -> None:
