@@ -15,21 +15,23 @@ _TRACEBACK_HEAD_CHARS = 2 * 1024
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
 
-# The longest job key, group_key, debounce key or event key (crontick.signal, job.wait_for), in characters.
+# The longest job key, group_key, debounce key or event key (crontick.signal, job.wait_for), in bytes of UTF-8.
 # Each sits in a btree index (jobs_key_active; jobs_group_active and jobs_group_running; jobs_debounce_open,
 # beside the job's type; job_steps_waiting and crontick_signals_key; crontick_pauses' primary key for a
-# paused group), and PostgreSQL refuses an index entry over 2,704 bytes (8 kB pages). A character is at
-# most 4 bytes of UTF-8, so 512 characters are at most 2,048 bytes, which fit with each entry's other
-# columns whatever the characters (PostgreSQL compresses a long entry, but random text does not shrink;
-# 700 such characters fail). Counted in characters, not bytes: what a person counts, and what
-# length() counts in sql/functions/enqueue.sql and signal.sql, which check the same number for any driver.
-# jobs_debounce_open also holds the type: beside a 2,048-byte key it takes a type of up to about 600 bytes.
-KEY_MAX_CHARS = 512
+# paused group), and PostgreSQL refuses an index entry over 2,704 bytes (8 kB pages). 2,048 bytes fit with
+# each entry's other columns whatever the characters: PostgreSQL compresses a long entry, but random text
+# does not shrink, and a key of about 2,690 such bytes fails on its own. jobs_debounce_open also holds the
+# type: beside a 2,048-byte key there is room for a type of 640 bytes (measured), far past any handler's
+# name. Counted in bytes, not characters, so that only keys near what an index can hold are refused: an
+# ASCII key of 2,000 characters (a URL, say) is taken, as it was before there was a bound.
+# sql/functions/enqueue.sql and signal.sql check the same number with octet_length(), for any driver.
+KEY_MAX_BYTES = 2048
 # A key over the bound that came from a sender (an inbound hook's group_key, debounce or signal template
-# filled from the event) is kept as its first characters, then "…sha256:" and the whole key's digest:
-# exactly KEY_MAX_CHARS long, readable in the admin, and the same for every event of that sender.
+# filled from the event, and any event key given to crontick.signal or job.wait_for) is kept as its first
+# characters (cut at a character, never inside one), then "…sha256:" and the whole key's digest: at most
+# KEY_MAX_BYTES, readable in the admin, and the same for every event of that sender.
 _KEY_DIGEST_MARK = "…sha256:"
-_KEY_PREFIX_CHARS = KEY_MAX_CHARS - len(_KEY_DIGEST_MARK) - 64
+_KEY_PREFIX_BYTES = KEY_MAX_BYTES - len(_KEY_DIGEST_MARK.encode()) - 64
 
 
 def storable(text: str, max_chars: int = LAST_ERROR_MAX_CHARS) -> str:
@@ -42,20 +44,32 @@ def storable(text: str, max_chars: int = LAST_ERROR_MAX_CHARS) -> str:
     return _UNSTORABLE.sub(REPLACEMENT, text)
 
 
+def _utf8(key: str) -> bytes:
+    # surrogatepass: a lone surrogate (which PostgreSQL cannot store anyway) is counted and digested, not raised on.
+    return key.encode("utf-8", "surrogatepass")
+
+
 def key_too_long(what: str, key: object) -> str | None:
-    """The refusal of a string `key` over the bound ("expected <what> of at most 512 characters, got N"), else None."""
-    if isinstance(key, str) and len(key) > KEY_MAX_CHARS:
-        return f"expected {what} of at most {KEY_MAX_CHARS} characters, got {len(key)}"
-    return None
+    """The refusal of a string `key` over the bound ("expected <what> of at most 2,048 bytes (UTF-8), got N"), else None."""
+    if not isinstance(key, str) or len(key) * 4 <= KEY_MAX_BYTES:  # at most 4 bytes a character: no need to encode
+        return None
+    size = len(_utf8(key))
+    return f"expected {what} of at most {KEY_MAX_BYTES:,} bytes (UTF-8), got {size}" if size > KEY_MAX_BYTES else None
 
 
 def fit_key(key: str) -> str:
-    """`key` if it is within KEY_MAX_CHARS; else its first characters and its SHA-256 (see _KEY_DIGEST_MARK), a
-    stable stand-in: one sender's long field maps to one group or debounce key, and two different ones stay apart."""
-    if len(key) <= KEY_MAX_CHARS:
+    """`key` if it is within KEY_MAX_BYTES; else its first characters and its SHA-256 (see _KEY_DIGEST_MARK), a
+    stable stand-in: one sender's long field maps to one key, and two different ones stay apart."""
+    if len(key) * 4 <= KEY_MAX_BYTES:
         return key
-    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
-    return key[:_KEY_PREFIX_CHARS] + _KEY_DIGEST_MARK + digest
+    encoded = _utf8(key)
+    if len(encoded) <= KEY_MAX_BYTES:
+        return key
+    cut = _KEY_PREFIX_BYTES
+    while encoded[cut] & 0xC0 == 0x80:  # a continuation byte: the cut would split a character
+        cut -= 1
+    prefix = encoded[:cut].decode("utf-8", "surrogatepass")
+    return prefix + _KEY_DIGEST_MARK + hashlib.sha256(encoded).hexdigest()
 
 
 def scrub(text: str, secrets: Sequence[str], *, max_chars: int = LAST_ERROR_MAX_CHARS) -> str:

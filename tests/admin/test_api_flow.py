@@ -11,11 +11,11 @@ import httpx
 import psycopg
 
 import crontick
-from crontick.text import KEY_MAX_CHARS
+from crontick.text import KEY_MAX_BYTES
 from tests.admin.api_support import ADMIN, VIEWER, api_settings
 from tests.support.core_jobs import db_now, tick
 from tests.support.http_checks import LiveApp
-from tests.support.keys import widest_key
+from tests.support.keys import WIDEST_CHARS, key_of_bytes, widest_key
 
 crontick.rate_limit("t_apiflow.llm", 2, per_seconds=3600)
 
@@ -116,29 +116,30 @@ def test_the_rate_limit_view_and_a_groups_bulk_cancel(
 def test_a_group_whose_key_is_at_the_bound_pauses_and_a_longer_name_is_a_json_400(
     live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]
 ) -> None:
-    # Any group an enqueue accepts can be paused, resumed and paged past (the key: 512 characters of 4 bytes each).
-    longest, other, too_long = widest_key(KEY_MAX_CHARS), widest_key(KEY_MAX_CHARS, seed=2), widest_key(1000, seed=1)
+    # Any group an enqueue accepts can be paused, resumed and paged past (the key: 2,048 bytes, 4 to a character).
+    longest, other = widest_key(WIDEST_CHARS), widest_key(WIDEST_CHARS, seed=2)
     grouped = crontick.enqueue(conn, "t_apiflow.export", {}, group_key=longest)
     _insert(conn, "t_apiflow.export", other)
     with live_app(api_settings(database_url)) as base, httpx.Client(base_url=base, headers=ADMIN) as http:
-        for name, verb in ((longest, "pause"), (longest, "resume"), (longest, "pause")):
+        ascii_name = "conv:" + "7" * (KEY_MAX_BYTES - 5)  # 2,048 characters: bytes are counted, not characters
+        for name, verb in ((longest, "pause"), (longest, "resume"), (longest, "pause"), (ascii_name, "pause")):
             r = http.post(f"/api/admin/groups/{quote(name, safe='')}/{verb}")
-            assert r.status_code == 200 and r.json()["name"] == longest
+            assert r.status_code == 200 and r.json()["name"] == name
+        assert http.post(f"/api/admin/groups/{ascii_name}/resume").status_code == 200
         first = http.get("/api/admin/groups", params={"limit": 1}).json()
         rest = http.get("/api/admin/groups", params={"limit": 1, "cursor": first["next_cursor"]}).json()
         assert first["next_cursor"] in (longest, other)  # a cursor at the bound is taken back
         paged = {g["group_key"]: g["paused"] for g in first["groups"] + rest["groups"]}
         assert paged == {longest: True, other: False}
-        for chars in (KEY_MAX_CHARS + 1, 1000):
+        for size in (KEY_MAX_BYTES + 1, 4000):
+            too_long = quote(key_of_bytes(size, seed=1), safe="")
             for verb in ("pause", "resume", "cancel"):
-                r = http.post(f"/api/admin/groups/{quote(too_long[:chars], safe='')}/{verb}")
-                assert (r.status_code, r.json()) == (
-                    400,
-                    {
-                        "error": "bad_request",
-                        "detail": f"group_key: expected a name of at most 512 characters, got {chars}",
-                    },
-                )
+                r = http.post(f"/api/admin/groups/{too_long}/{verb}")
+                detail = f"group_key: expected a name of at most 2,048 bytes (UTF-8), got {size}"
+                assert (r.status_code, r.json()) == (400, {"error": "bad_request", "detail": detail})
+            r = http.get("/api/admin/groups", params={"cursor": key_of_bytes(size, seed=1)})
+            detail = f"cursor: expected a name of at most 2,048 bytes (UTF-8), got {size}"
+            assert (r.status_code, r.json()) == (400, {"error": "bad_request", "detail": detail})
     tick(database_url, api_settings(database_url), now=db_now(conn))
     assert _status(conn, [grouped]) == ["pending"]  # paused
     assert conn.execute("select kind, name from crontick_pauses").fetchall() == [("group", longest)]

@@ -7,9 +7,9 @@ from typing import Any
 
 import psycopg
 
-from crontick.text import KEY_MAX_CHARS
+from crontick.text import KEY_MAX_BYTES
 from tests.support.admin_pages import csrf_of, running, settings_for, signed_in
-from tests.support.keys import widest_key
+from tests.support.keys import WIDEST_CHARS, key_of_bytes, widest_key
 
 
 def test_groups_page_pauses_a_group_and_cancels_its_pending_jobs(
@@ -51,18 +51,41 @@ def test_groups_page_pauses_a_group_and_cancels_its_pending_jobs(
 def test_the_pause_form_takes_a_group_key_at_the_bound_and_refuses_a_longer_one(
     database_url: str, conn: psycopg.Connection[Any]
 ) -> None:
-    longest, too_long = widest_key(KEY_MAX_CHARS), widest_key(1000, seed=1)
+    longest, too_long = widest_key(WIDEST_CHARS), key_of_bytes(KEY_MAX_BYTES + 1, seed=1)
+    ascii_type = "t_pagesflow." + "x" * (KEY_MAX_BYTES - 12)  # 2,048 characters of ASCII: within the bound
     with running(settings_for(database_url)) as base:
         c = signed_in(base)
         token = csrf_of(c.get("/admin/groups").text)
-        paused = c.post("/admin/flow/pause", data={"csrf": token, "kind": "group", "name": longest})
-        assert paused.status_code == 303
-        assert conn.execute("select kind, name from crontick_pauses").fetchall() == [("group", longest)]
-        detail = "name: expected a name of at most 512 characters, got 1000"
+        for kind, name in (("group", longest), ("type", ascii_type)):
+            paused = c.post("/admin/flow/pause", data={"csrf": token, "kind": kind, "name": name})
+            assert paused.status_code == 303
+        pauses = [("group", longest), ("type", ascii_type)]
+        assert conn.execute("select kind, name from crontick_pauses order by kind").fetchall() == pauses
+        detail = "name: expected a name of at most 2,048 bytes (UTF-8), got 2049"
         for verb in ("resume", "cancel"):
             form = {"csrf": token, "kind": "group", "name": too_long}
             as_json = c.post(f"/admin/flow/{verb}", data=form, headers={"Accept": "application/json"})
             assert (as_json.status_code, as_json.json()) == (400, {"error": "bad_request", "detail": detail})
             page = c.post(f"/admin/flow/{verb}", data=form)
             assert page.status_code == 400 and detail in page.text
-    assert conn.execute("select kind, name from crontick_pauses").fetchall() == [("group", longest)]
+    assert conn.execute("select kind, name from crontick_pauses order by kind").fetchall() == pauses
+
+
+def test_the_groups_page_pages_past_a_long_ascii_group_key_and_ignores_a_cursor_over_the_bound(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    # 2,000 ASCII characters: within the byte bound, so a cursor the page may give.
+    first, second = ("conv:" + letter * 1995 for letter in "ab")
+    conn.execute(
+        "insert into jobs (type, payload, group_key) select 't_pagesflow.x', '{}', g from unnest(%(g)s::text[]) g",
+        {"g": [first, second]},
+    )
+    with running(settings_for(database_url)) as base:
+        c = signed_in(base)
+        after_first = c.get("/admin/groups", params={"cursor": first})
+        assert after_first.status_code == 200
+        assert f"<code>{second}</code>" in after_first.text and f"<code>{first}</code>" not in after_first.text
+        # A cursor no page gave (over the bound) starts from the first group, as one with a NUL does.
+        for cursor in (key_of_bytes(KEY_MAX_BYTES + 1), "a\x00b"):
+            listed = c.get("/admin/groups", params={"cursor": cursor})
+            assert listed.status_code == 200 and f"<code>{first}</code>" in listed.text

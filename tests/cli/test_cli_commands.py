@@ -11,10 +11,9 @@ import psycopg
 import pytest
 
 from crontick import db, enqueue_many
-from crontick.text import KEY_MAX_CHARS
 from tests.support.core_jobs import job_row
 from tests.support.databases import fresh_database
-from tests.support.keys import widest_key
+from tests.support.keys import WIDEST_CHARS, key_of_bytes, widest_key
 from tests.support.run_cli import cli_env, crontick, crontick_many, spawn
 from tests.support.servers import free_port
 from tests.support.sidefx_handlers import SIDE_EFFECTS_TABLE_SQL
@@ -91,21 +90,24 @@ def test_enqueue_group_key_and_priority(env: dict[str, str], conn: psycopg.Conne
 def test_enqueue_refuses_a_key_over_the_bound_in_one_line_and_takes_one_at_it(
     env: dict[str, str], conn: psycopg.Connection[Any]
 ) -> None:
-    at_bound, too_long = widest_key(KEY_MAX_CHARS), widest_key(8000, seed=1)
-    key, group, fits = crontick_many(
+    at_bound, too_long = widest_key(WIDEST_CHARS), key_of_bytes(8000, seed=1)  # 2,048 and 8,000 bytes
+    ascii_key = "https://example.com/report?" + "q" * 1973  # 2,000 characters, 2,000 bytes: within the bound
+    key, group, fits, ascii_fits = crontick_many(
         [
             ["enqueue", "report", "--key", too_long],
             ["enqueue", "report", "--group-key", too_long],
             ["enqueue", "report", "--key", at_bound, "--group-key", at_bound],
+            ["enqueue", "report", "--key", ascii_key, "--group-key", ascii_key],
         ],
         env,
     )
-    assert_one_line_error(key, "enqueue('report'): expected key of at most 512 characters, got 8000")
-    assert_one_line_error(group, "enqueue('report'): expected group_key of at most 512 characters, got 8000")
-    assert fits.returncode == 0, fits.stderr
-    row = job_row(conn, int(fits.stdout))
-    assert (row["key"], row["group_key"]) == (at_bound, at_bound)
-    assert conn.execute("select count(*) from jobs").fetchone() == (1,)
+    assert_one_line_error(key, "enqueue('report'): expected key of at most 2,048 bytes (UTF-8), got 8000")
+    assert_one_line_error(group, "enqueue('report'): expected group_key of at most 2,048 bytes (UTF-8), got 8000")
+    for fit, expected in ((fits, at_bound), (ascii_fits, ascii_key)):
+        assert fit.returncode == 0, fit.stderr
+        row = job_row(conn, int(fit.stdout))
+        assert (row["key"], row["group_key"]) == (expected, expected)
+    assert conn.execute("select count(*) from jobs").fetchone() == (2,)
 
 
 def test_enqueue_bad_json_is_one_line(env: dict[str, str], conn: psycopg.Connection[Any]) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import psycopg
 
-from tests.support.run_cli import cli_env
+from tests.support.run_cli import cli_env, crontick_many
 from tests.support.run_cli import crontick as run_crontick
 
 
@@ -27,3 +27,16 @@ def test_pause_a_group_list_it_as_paused_and_resume_it(database_url: str, conn: 
     assert conn.execute("select count(*) from crontick_pauses").fetchone() == (0,)
     audit = conn.execute("select role, action, detail from admin_audit order by id").fetchall()
     assert audit == [("cli", "pause_group", {"name": "conv:9"}), ("cli", "resume_group", {"name": "conv:9"})]
+
+
+def test_pause_takes_a_name_up_to_the_key_bound_in_bytes_and_refuses_a_longer_one_in_one_line(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    env = cli_env(database_url)
+    ascii_group = "conv:" + "9" * 2043  # 2,048 bytes: a group_key an enqueue accepts, so it can be paused
+    paused, refused = crontick_many([["pause", "group", ascii_group], ["pause", "group", ascii_group + "€"]], env)
+    assert paused.returncode == 0, paused.stderr
+    assert conn.execute("select kind, name from crontick_pauses").fetchall() == [("group", ascii_group)]
+    assert refused.returncode == 1 and refused.stderr == (
+        "crontick: error: name: expected a name of at most 2,048 bytes (UTF-8), got 2051\n"
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 import sys
 from datetime import timedelta
@@ -13,11 +14,11 @@ import pytest
 
 import crontick
 from crontick.errors import ConfigError, CrontickError
-from crontick.text import KEY_MAX_CHARS
+from crontick.text import KEY_MAX_BYTES
 from crontick.tick.claim import claim_due
 from tests.support.constants import PYTHONPATH, ROOT
 from tests.support.core_jobs import db_now, job_row, tick, wait_for
-from tests.support.keys import widest_key
+from tests.support.keys import WIDEST_CHARS, key_of_bytes, widest_key
 
 seen: list[tuple[int, Any, list[Any]]] = []
 
@@ -228,15 +229,20 @@ def test_concurrent_processes_enqueueing_one_key_make_one_job(database_url: str,
     assert conn.execute("select count(*) from jobs").fetchone() == (1,)
 
 
-# -- keys' length: crontick.text.KEY_MAX_CHARS -------------------------------------------------------------------
+# -- keys' length: crontick.text.KEY_MAX_BYTES -------------------------------------------------------------------
+
+BOUND = "of at most 2,048 bytes (UTF-8)"
+# An idempotency key made from a URL: 2,000 ASCII characters, over the 512 characters keys were once held to.
+URL_KEY = "https://example.com/hooks/callback?" + "".join(f"{n:x}" for n in range(2000))[:1965]
 
 
-def test_keys_at_the_bound_fit_every_index_that_holds_them_and_one_character_more_is_refused(
+def test_keys_at_the_bound_fit_every_index_that_holds_them_and_one_byte_more_is_refused(
     database_url: str, conn: psycopg.Connection[Any]
 ) -> None:
-    # 4-byte characters that do not compress: the most bytes a key within the bound can take. The grouped jobs put
-    # the group key in jobs_group_active, each claim in jobs_group_running.
-    key, group, reply = (widest_key(KEY_MAX_CHARS, seed=n) for n in range(3))
+    # 2,048 bytes of 4-byte characters that do not compress: the most a key within the bound can take. The grouped
+    # jobs put the group key in jobs_group_active, each claim in jobs_group_running.
+    key, group, reply = (widest_key(WIDEST_CHARS, seed=n) for n in range(3))
+    assert {len(k.encode()) for k in (key, group, reply)} == {KEY_MAX_BYTES}
     keyed = crontick.enqueue(conn, "t_flowq.collect", {}, key=key, group_key=group)
     debounced = crontick.enqueue(conn, "t_flowq.collect", {}, group_key=group, debounce=crontick.Debounce(reply, 0))
     assert crontick.enqueue(conn, "t_flowq.collect", {}, debounce=crontick.Debounce(reply, 0)) == debounced  # merged
@@ -250,29 +256,49 @@ def test_keys_at_the_bound_fit_every_index_that_holds_them_and_one_character_mor
     for _ in rows:  # one at a time: they share a group
         assert tick(database_url, now=db_now(conn) + timedelta(seconds=1)).jobs.succeeded == 1
     for option in ({"key": key + "k"}, {"group_key": group + "g"}):
-        with pytest.raises(CrontickError, match="of at most 512 characters, got 513$"):
+        with pytest.raises(CrontickError, match=re.escape(f"{BOUND}, got 2049") + "$"):
             crontick.enqueue(conn, "t_flowq.collect", {}, **option)
-    with pytest.raises(ConfigError, match="of at most 512 characters, got 513$"):
+    with pytest.raises(ConfigError, match=re.escape(f"{BOUND}, got 2049") + "$"):
         crontick.Debounce(reply + "r", 0)
 
 
-@pytest.mark.parametrize("chars", [KEY_MAX_CHARS + 1, 8000])
+def test_a_long_ascii_key_that_fits_its_index_is_taken_by_python_and_sql(conn: psycopg.Connection[Any]) -> None:
+    # The keys a 512-character bound refused: an upgrade must not break an app that enqueues them.
+    assert len(URL_KEY) == len(URL_KEY.encode()) == 2000
+    first = crontick.enqueue(conn, "t_flowq.collect", {}, key=URL_KEY, group_key=URL_KEY)
+    assert crontick.enqueue(conn, "t_flowq.collect", {}, key=URL_KEY) == first  # jobs_key_active holds it
+    debounced = crontick.enqueue(conn, "t_flowq.collect", {"n": 1}, debounce=crontick.Debounce(URL_KEY, 5))
+    [bulk] = crontick.enqueue_many(conn, [("t_flowq.collect", {})], group_key=URL_KEY)
+    keyed = "select crontick.enqueue('t_flowq.collect', key => %(k)s, group_key => %(k)s)"
+    assert conn.execute(keyed, {"k": URL_KEY}).fetchone() == (first,)
+    debounce = "select crontick.enqueue('t_flowq.collect', %(p)s, debounce_key => %(k)s, debounce_seconds => 5)"
+    assert conn.execute(debounce, {"p": '{"n": 2}', "k": URL_KEY}).fetchone() == (debounced,)  # merged
+    assert job_row(conn, debounced)["payloads"] == [{"n": 1}, {"n": 2}]
+    rows = [job_row(conn, i) for i in (first, debounced, bulk)]
+    assert [(r["key"], r["group_key"], r["debounce_key"]) for r in rows] == [
+        (URL_KEY, URL_KEY, None),
+        (None, None, URL_KEY),
+        (None, URL_KEY, None),
+    ]
+
+
+@pytest.mark.parametrize("size", [KEY_MAX_BYTES + 1, 8000])
 @pytest.mark.parametrize("option", ["key", "group_key"])
-def test_a_longer_key_or_group_key_is_refused_before_any_sql(database_url: str, option: str, chars: int) -> None:
+def test_a_longer_key_or_group_key_is_refused_before_any_sql(database_url: str, option: str, size: int) -> None:
     closed = psycopg.connect(database_url)
     closed.close()  # the check comes first: a statement on this connection would raise OperationalError
     with pytest.raises(CrontickError) as info:
-        crontick.enqueue(closed, "t_flowq.collect", {}, **{option: widest_key(chars)})
-    assert str(info.value) == f"enqueue('t_flowq.collect'): expected {option} of at most 512 characters, got {chars}"
+        crontick.enqueue(closed, "t_flowq.collect", {}, **{option: key_of_bytes(size)})
+    assert str(info.value) == f"enqueue('t_flowq.collect'): expected {option} {BOUND}, got {size}"
     with pytest.raises(CrontickError) as info:
-        crontick.enqueue_many(closed, [("t_flowq.collect", {})], group_key=widest_key(chars))
-    assert str(info.value) == f"enqueue_many: expected group_key of at most 512 characters, got {chars}"
+        crontick.enqueue_many(closed, [("t_flowq.collect", {})], group_key=key_of_bytes(size))
+    assert str(info.value) == f"enqueue_many: expected group_key {BOUND}, got {size}"
 
 
 def test_a_longer_debounce_key_is_refused_when_the_debounce_is_made() -> None:
     with pytest.raises(ConfigError) as info:
-        crontick.Debounce(widest_key(8000), 3)
-    assert str(info.value) == "crontick.Debounce: expected a key of at most 512 characters, got 8000"
+        crontick.Debounce(key_of_bytes(8000), 3)
+    assert str(info.value) == f"crontick.Debounce: expected a key {BOUND}, got 8000"
 
 
 @pytest.mark.parametrize("argument", ["key", "group_key", "debounce_key"])
@@ -281,12 +307,21 @@ def test_the_sql_function_refuses_a_longer_key_and_takes_one_at_the_bound(
 ) -> None:
     call = f"select crontick.enqueue('t_flowq.collect', '{{}}', {argument} => %(k)s, debounce_seconds => %(s)s)"
     seconds = 3 if argument == "debounce_key" else None
-    for chars in (KEY_MAX_CHARS + 1, 8000):
+    for size in (KEY_MAX_BYTES + 1, 8000):
         with pytest.raises(psycopg.errors.StringDataRightTruncation) as info:
-            conn.execute(call, {"k": widest_key(chars), "s": seconds})
-        expected = f"crontick.enqueue('t_flowq.collect'): expected {argument} of at most 512 characters, got {chars}"
+            conn.execute(call, {"k": key_of_bytes(size), "s": seconds})
+        expected = f"crontick.enqueue('t_flowq.collect'): expected {argument} {BOUND}, got {size}"
         assert info.value.diag.message_primary == expected
     assert conn.execute("select count(*) from jobs").fetchone() == (0,)
-    at_bound = widest_key(KEY_MAX_CHARS)
+    at_bound = widest_key(WIDEST_CHARS)
     [job_id] = conn.execute(call, {"k": at_bound, "s": seconds}).fetchone() or ()
     assert job_row(conn, job_id)[argument] == at_bound
+
+
+def test_the_sql_function_names_the_first_key_over_the_bound(conn: psycopg.Connection[Any]) -> None:
+    call = "select crontick.enqueue('t_flowq.collect', key => %s, group_key => %s, debounce_key => %s)"
+    for sizes, named, size in (((1, 3000, 2049), "group_key", 3000), ((2100, 3000, 1), "key", 2100)):
+        with pytest.raises(psycopg.errors.StringDataRightTruncation) as info:
+            conn.execute(call, [key_of_bytes(n) for n in sizes])
+        expected = f"crontick.enqueue('t_flowq.collect'): expected {named} {BOUND}, got {size}"
+        assert info.value.diag.message_primary == expected

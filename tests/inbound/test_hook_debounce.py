@@ -14,7 +14,7 @@ import pytest
 import crontick
 from crontick.errors import ConfigError
 from crontick.hooks.inbound import forget
-from crontick.text import KEY_MAX_CHARS, fit_key
+from crontick.text import KEY_MAX_BYTES, fit_key
 from tests.support.hooks import TWILIO_TOKEN, settings_for, twilio_form, twilio_post
 from tests.support.http_checks import LiveApp
 from tests.support.keys import widest_key
@@ -109,9 +109,11 @@ def test_a_sender_field_too_long_for_a_key_still_debounces_and_groups_by_a_stabl
             response = twilio_post(client, base, _message(sid, sender, sid), hook=hook)
             assert (response.status_code, response.text) == (200, "<Response></Response>")
     rows = conn.execute("select id, group_key, debounce_key, payloads from jobs order by id").fetchall()
-    ada, bob = fit_key(long_ada), fit_key(long_bob)  # its first 440 characters, then "…sha256:" and the digest
-    assert ada == long_ada[: KEY_MAX_CHARS - 72] + "…sha256:" + hashlib.sha256(long_ada.encode()).hexdigest()
-    assert ada != bob and len(ada) == len(bob) == KEY_MAX_CHARS
+    # Its first 1,974 bytes (cut between characters), then "…sha256:" and the digest: at most 2,048 bytes.
+    ada, bob = fit_key(long_ada), fit_key(long_bob)
+    prefix = long_ada[:12] + long_ada[12 : 12 + (1974 - 12) // 4]  # "whatsapp:+31", then 4-byte characters
+    assert ada == prefix + "…sha256:" + hashlib.sha256(long_ada.encode()).hexdigest()
+    assert ada != bob and len(ada.encode()) <= KEY_MAX_BYTES and len(bob.encode()) <= KEY_MAX_BYTES
     ada_group, bob_group = fit_key(f"conv:{long_ada}"), fit_key(f"conv:{long_bob}")
     assert [(r[1], r[2], len(r[3] or [None])) for r in rows] == [
         (ada_group, ada, 2),  # both of Ada's messages, merged into one job

@@ -104,3 +104,25 @@ def test_a_sender_field_too_long_for_an_event_key_signals_its_stable_digest(
             assert response.status_code == 200, response.text
     kept = conn.execute("select event_key, payload->>'event_id' from crontick_signals order by id").fetchall()
     assert kept == [(fit_key(f"from:{sender}"), "SMf1"), (fit_key(f"from:{sender}"), "SMf2")]
+
+
+def test_a_long_senders_signal_wakes_the_workflow_waiting_on_the_same_template_key(
+    live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    # The workflow waits on f"from:{From}" and the hook signals "from:{From}": over the bound, both become the same
+    # digest (job.wait_for fits its key as the hook does), so the long sender's callback wakes it.
+    delivered.clear()
+    sender = widest_key(1000, prefix="whatsapp:+31")  # about 4 kB that do not compress
+    waiter = crontick.enqueue(conn, "t_hooksig.send", {"sid": sender, "prefix": "from"})
+    tick(database_url)
+    assert job_row(conn, waiter)["status"] == "waiting"
+    waits = conn.execute("select event_key from job_steps where job_id = %s and status = 'waiting'", (waiter,))
+    assert waits.fetchall() == [(fit_key(f"from:{sender}"),)]
+    with live_app(settings_for(database_url, kick="off")) as base, httpx.Client() as client:
+        response = twilio_post(client, base, {**_status("SMw1"), "From": sender}, hook="t-sms-from")
+        assert response.status_code == 200, response.text
+    assert job_row(conn, waiter)["status"] == "pending"  # woken in the event's transaction
+    assert conn.execute("select count(*) from crontick_signals").fetchone() == (0,)  # none kept: it met the wait
+    tick(database_url)
+    assert job_row(conn, waiter)["status"] == "done"
+    assert (delivered[waiter]["event_id"], delivered[waiter]["event"]["From"]) == ("SMw1", sender)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import zlib
 
 import pytest
 
 from crontick.http.client import Inflater, Undecodable, inflater_for
-from crontick.text import KEY_MAX_CHARS, LAST_ERROR_MAX_CHARS, describe, fit_key, key_too_long, scrub, storable
+from crontick.text import KEY_MAX_BYTES, LAST_ERROR_MAX_CHARS, describe, fit_key, key_too_long, scrub, storable
 
 
 def test_ordinary_text_is_stored_as_it_is() -> None:
@@ -98,11 +99,34 @@ def test_bytes_that_are_not_what_the_encoding_says_are_refused() -> None:
         Inflater("gzip").feed(b"this is not gzip at all", 1000)
 
 
-def test_a_key_within_the_bound_is_kept_and_a_longer_one_becomes_its_stable_digest() -> None:
-    at_bound = "€" * KEY_MAX_CHARS
-    assert fit_key(at_bound) == at_bound and key_too_long("key", at_bound) is None
+def _bytes(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def test_the_key_bound_counts_utf8_bytes_so_a_long_ascii_key_is_kept() -> None:
+    for kept in ("k" * 2000, "k" * KEY_MAX_BYTES, "€" * 682 + "kk", "\U0001f600" * 512):  # each 2,048 bytes at most
+        assert _bytes(kept) <= KEY_MAX_BYTES and key_too_long("key", kept) is None and fit_key(kept) == kept
+    assert key_too_long("key", "k" * 2049) == "expected key of at most 2,048 bytes (UTF-8), got 2049"
+    assert key_too_long("key", "€" * 683) == "expected key of at most 2,048 bytes (UTF-8), got 2049"  # 683 characters
+    assert key_too_long("key", "\U0001f600" * 512 + "k") == "expected key of at most 2,048 bytes (UTF-8), got 2049"
+    assert key_too_long("key", None) is None
+
+
+def test_a_longer_key_becomes_its_stable_digest_within_the_bound() -> None:
     longer, other = "k" * 5000, "k" * 4999 + "j"
-    assert key_too_long("key", longer) == "expected key of at most 512 characters, got 5000"
     assert fit_key(longer) == fit_key(longer) != fit_key(other)  # one sender, one key; two senders, two
-    assert len(fit_key(longer)) == KEY_MAX_CHARS and fit_key(longer).startswith("k" * 400)
-    assert len(fit_key("\udc80" * 600)) == KEY_MAX_CHARS  # a lone surrogate does not make the digest raise
+    assert fit_key(longer) == "k" * 1974 + "…sha256:" + hashlib.sha256(longer.encode()).hexdigest()
+    assert _bytes(fit_key(longer)) == KEY_MAX_BYTES
+    assert _bytes(fit_key("\udc80" * 1000)) <= KEY_MAX_BYTES  # a lone surrogate does not make the digest raise
+
+
+@pytest.mark.parametrize("lead", range(4))
+@pytest.mark.parametrize("char", ["é", "€", "\U0001f600"])  # 2, 3 and 4 bytes
+def test_a_digest_cuts_a_multibyte_key_between_characters(lead: int, char: str) -> None:
+    key = "a" * lead + char * 2000  # the 1,974th byte falls anywhere in a character
+    fitted = fit_key(key)
+    prefix, mark, digest = fitted.partition("…sha256:")
+    assert mark and digest == hashlib.sha256(key.encode()).hexdigest()
+    assert key.startswith(prefix) and _bytes(key[: len(prefix) + 1]) > 1974  # whole characters, as many as fit
+    assert KEY_MAX_BYTES - 3 <= _bytes(fitted) <= KEY_MAX_BYTES
+    assert fitted.encode().decode() == fitted and fit_key(fitted) == fitted

@@ -19,11 +19,11 @@ from psycopg.types.json import Jsonb
 
 import crontick
 from crontick import db
-from crontick.text import KEY_MAX_CHARS
+from crontick.text import KEY_MAX_BYTES, fit_key
 from crontick.tick import retention
 from tests.support.core_jobs import db_now, job_row, settings_for, tick
 from tests.support.databases import url_of
-from tests.support.keys import widest_key
+from tests.support.keys import WIDEST_CHARS, key_of_bytes, widest_key
 
 calls: Counter[tuple[int, str]] = Counter()
 answers: dict[int, Any] = {}
@@ -144,34 +144,30 @@ def test_a_signal_sent_before_the_wait_is_kept_and_delivered_when_it_begins(
     assert answers == {job_id: {"n": 1}}
 
 
-def test_event_keys_at_the_bound_wait_and_signal_and_longer_ones_are_refused(
+def test_event_keys_within_the_bound_wait_as_given_and_longer_ones_meet_as_their_digest(
     database_url: str, conn: psycopg.Connection[Any]
 ) -> None:
     # 4-byte characters that do not compress (tests/support/keys.py): the most bytes a key within the bound takes.
-    waited, kept, too_long = widest_key(KEY_MAX_CHARS), widest_key(KEY_MAX_CHARS, seed=1), widest_key(8000, seed=2)
+    waited, kept = widest_key(WIDEST_CHARS), widest_key(WIDEST_CHARS, seed=1)
+    long_ascii = "survey:" + "9" * 1993  # 2,000 characters: within the bound, which counts bytes
+    too_long = widest_key(2000, seed=2)  # 8,000 bytes
     assert crontick.signal(conn, kept, "early") is None  # crontick_signals_key holds it
-    waiter = crontick.enqueue(conn, "t_wfsleep.survey", {"key": waited})
-    refused = crontick.enqueue(conn, "t_wfsleep.survey", {"key": too_long})
+    jobs = [crontick.enqueue(conn, "t_wfsleep.survey", {"key": key}) for key in (waited, long_ascii, too_long)]
     parked = tick(database_url, now=db_now(conn))
-    assert (parked.jobs.claimed, parked.jobs.failed) == (2, 1)  # the other's wait is recorded beside the failure
-    assert job_row(conn, waiter)["status"] == "waiting"  # job_steps_waiting holds its key
-    row = job_row(conn, refused)
-    assert row["status"] == "failed" and row["attempts"] == 1  # a StepError: no retry would help
-    assert row["last_error"] == (
-        f"StepError: job {refused} (t_wfsleep.survey) job.wait_for('answer'): "
-        "expected an event key of at most 512 characters, got 8000"
-    )
-    with pytest.raises(crontick.CrontickError) as info:
-        crontick.signal(conn, too_long, 1)
-    assert str(info.value) == "crontick.signal: expected an event key of at most 512 characters, got 8000"
-    with pytest.raises(psycopg.errors.StringDataRightTruncation) as sql_info:
-        conn.execute("select crontick.signal(%s, '1')", (too_long,))
-    assert sql_info.value.diag.message_primary == (
-        "crontick.signal: expected an event key of at most 512 characters, got 8000"
-    )
-    assert conn.execute("select crontick.signal(%s, '\"yes\"')", (waited,)).fetchone() == (waiter,)
-    assert tick(database_url, now=db_now(conn) + timedelta(seconds=5)).jobs.succeeded == 1
-    assert answers == {waiter: "yes"}
+    assert (parked.jobs.claimed, parked.jobs.failed) == (3, 0)
+    waits = conn.execute("select job_id, event_key from job_steps where status = 'waiting' order by job_id")
+    assert waits.fetchall() == list(zip(jobs, (waited, long_ascii, fit_key(too_long)), strict=True))
+    for size in (KEY_MAX_BYTES + 1, 8000):  # the SQL function refuses what Python fits
+        with pytest.raises(psycopg.errors.StringDataRightTruncation) as sql_info:
+            conn.execute("select crontick.signal(%s, '1')", (key_of_bytes(size),))
+        assert sql_info.value.diag.message_primary == (
+            f"crontick.signal: expected an event key of at most 2,048 bytes (UTF-8), got {size}"
+        )
+    assert conn.execute("select crontick.signal(%s, '\"yes\"')", (waited,)).fetchone() == (jobs[0],)
+    assert conn.execute("select crontick.signal(%s, '\"url\"')", (long_ascii,)).fetchone() == (jobs[1],)
+    assert crontick.signal(conn, too_long, "fitted") == jobs[2]  # fitted as job.wait_for fitted it
+    assert tick(database_url, now=db_now(conn) + timedelta(seconds=5)).jobs.succeeded == 3
+    assert answers == dict(zip(jobs, ("yes", "url", "fitted"), strict=True))
 
 
 def test_a_wait_that_times_out_returns_none(database_url: str, conn: psycopg.Connection[Any]) -> None:

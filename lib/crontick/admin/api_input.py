@@ -14,12 +14,10 @@ from crontick.admin import params
 from crontick.admin.store import MAX_LIMIT
 from crontick.errors import CrontickError
 from crontick.http.body import BodyTooLarge, read_body_capped
-from crontick.text import KEY_MAX_CHARS, key_too_long
 
 MAX_BODY_BYTES = 64 * 1024
 MAX_ID = params.MAX_ID
 DEFAULT_LIMIT = 50
-TEXT_MAX_CHARS = 200
 
 
 class BadRequest(CrontickError):
@@ -43,23 +41,20 @@ def limit(query: Mapping[str, str]) -> int:
     return integer(query.get("limit"), "limit", default=DEFAULT_LIMIT, high=MAX_LIMIT) or DEFAULT_LIMIT
 
 
-def text(value: str | None, name: str, *, max_chars: int = TEXT_MAX_CHARS) -> str | None:
+def text(value: str | None, name: str) -> str | None:
     if value is None or value == "":
         return None
-    if "\x00" in value or len(value) > max_chars:
-        raise BadRequest(f"{name}: expected text up to {max_chars} characters without NUL, got: {value[:40]!r}")
+    if "\x00" in value or len(value) > 200:
+        raise BadRequest(f"{name}: expected text up to 200 characters without NUL, got: {value[:40]!r}")
     return value
 
 
-def path_name(value: str, param: str) -> str:
-    """A path segment that names a group, a job type or a rate limit: 1 to KEY_MAX_CHARS characters, the
-    longest group_key an enqueue accepts (crontick.text), so every group that has jobs can be paused."""
-    if problem := key_too_long("a name", value):
+def flow_name(value: str, param: str) -> str:
+    """A group, job type or rate limit by name (a path segment, or the groups' cursor, the last group_key of a
+    page): crontick.admin.params.name_problem's rule, else a 400."""
+    if problem := params.name_problem(value):
         raise BadRequest(f"{param}: {problem}")
-    found = text(value, param, max_chars=KEY_MAX_CHARS)
-    if found is None:
-        raise BadRequest(f"{param}: expected a name, got an empty one")
-    return found
+    return value
 
 
 def json_object(value: str | None, name: str) -> dict[str, Any] | None:

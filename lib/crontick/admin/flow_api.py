@@ -10,10 +10,14 @@ from crontick.admin import api_input, flow_store
 from crontick.admin.guard import Handler, answer, error, guarded_route
 from crontick.admin.operation import ApiRoute, Operation, Param
 from crontick.admin.store import ActionResult, Conn
-from crontick.text import KEY_MAX_CHARS
+from crontick.text import KEY_MAX_BYTES
 
 TEXT = {"type": "string"}
-NAME = {"type": "string", "minLength": 1, "maxLength": KEY_MAX_CHARS}  # api_input.path_name
+# api_input.flow_name: up to KEY_MAX_BYTES bytes of UTF-8. A schema's maxLength counts characters, and no name
+# has fewer bytes than characters, so this one is never stricter than the bound (a name within it that is over
+# the bound in bytes is a 400).
+NAME = {"type": "string", "minLength": 1, "maxLength": KEY_MAX_BYTES}
+NAME_NOTE = f"At most {KEY_MAX_BYTES:,} bytes of UTF-8 (the longest group_key); a longer name is a 400."
 OBJECT = {"type": "object"}
 # The path segment of each kind, and its name in crontick_pauses.
 KINDS = {"types": ("type", "type"), "groups": ("group_key", "group"), "rate-limits": ("name", "rate_limit")}
@@ -26,7 +30,7 @@ def _answered(result: ActionResult) -> Response:
 
 
 def _name(request: Request, param: str) -> str:
-    return api_input.path_name(request.path_params[param], param)
+    return api_input.flow_name(request.path_params[param], param)
 
 
 def _toggle(segment: str, pausing: bool) -> Handler:
@@ -49,7 +53,8 @@ def _end_group(how: str) -> Handler:
 async def list_groups(request: Request, conn: Conn, role: str) -> Response:
     q = request.query_params
     limit = api_input.limit(q)
-    after = api_input.text(q.get("cursor"), "cursor", max_chars=KEY_MAX_CHARS)  # the last group_key of a page
+    given = q.get("cursor")  # the last group_key of a page
+    after = api_input.flow_name(given, "cursor") if given else None
     rows, cursor = await flow_store.groups(conn, after=after, limit=limit)
     return answer({"groups": rows, "next_cursor": cursor})
 
@@ -98,7 +103,7 @@ def routes(limit: Param, cursor: Param) -> list[ApiRoute]:
                         + ("its pending jobs stay pending and are not claimed" if pausing else "claimed again"),
                         (OBJECT, "The pause."),
                         errors=(409,),
-                        path=(Param(param, NAME),),
+                        path=(Param(param, NAME, NAME_NOTE),),
                     ),
                     write=True,
                 )
@@ -113,7 +118,7 @@ def routes(limit: Param, cursor: Param) -> list[ApiRoute]:
                     f"Make up to {flow_store.END_CHUNK} of a group's pending jobs {status} (newest first); "
                     "call again while `more`",
                     (OBJECT, "How many."),
-                    path=(Param("group_key", NAME),),
+                    path=(Param("group_key", NAME, NAME_NOTE),),
                 ),
                 write=True,
             )

@@ -9,11 +9,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from crontick.admin.params import name_problem
 from crontick.admin.store import ActionResult, Conn, Row, action, audit, read
 from crontick.db import query
 from crontick.errors import CrontickError
 from crontick.flow import limits
-from crontick.text import KEY_MAX_CHARS
 
 # What can be paused from here (the schedules' own pause is the schedules page's).
 KINDS = {"type": "type", "group": "group", "rate_limit": "rate_limit"}
@@ -28,8 +28,8 @@ def _check(role: str, kind: str, name: str) -> None:
         raise CrontickError(f"role: expected admin or cli to change flow control, got: {role!r}")
     if kind not in KINDS:
         raise CrontickError(f"kind: expected one of {', '.join(KINDS)}, got: {kind!r}")
-    if not name or len(name) > KEY_MAX_CHARS:  # a group's name is its group_key, which may be this long
-        raise CrontickError(f"name: expected a name of 1 to {KEY_MAX_CHARS} characters, got {len(name)}")
+    if problem := name_problem(name):
+        raise CrontickError(f"name: {problem}")
 
 
 async def pause(conn: Conn, kind: str, name: str, *, role: str) -> ActionResult:

@@ -12,9 +12,8 @@ from starlette.responses import Response
 from crontick.admin import flow_store
 from crontick.admin.actions import _confirm, _done, safe_back
 from crontick.admin.pages import panel
-from crontick.admin.params import storable
+from crontick.admin.params import name_problem
 from crontick.admin.view import View, error, form, gate
-from crontick.text import KEY_MAX_CHARS, key_too_long
 
 VERBS = {"pause", "resume", "cancel", "fail"}
 
@@ -36,7 +35,7 @@ def _instant(text: str | None) -> datetime | None:
 async def groups(request: Request) -> Response:
     async def build(view: View) -> Response:
         after = view.request.query_params.get("cursor") or None
-        if after is not None and (len(after) > KEY_MAX_CHARS or not storable(after)):
+        if after is not None and name_problem(after):  # not one the page gave: start from the first group
             after = None
         data = await panel(view, lambda conn: _rows(conn, after))
         if data is None:
@@ -61,10 +60,10 @@ async def flow_action(request: Request) -> Response:
         fields = await form(view.request)
         back = safe_back(view.request, fields.get("back"), "/admin/groups")
         kind, name = fields.get("kind", "group"), fields.get("name", "")
-        if problem := key_too_long("a name", name):
-            return error(view.request, 400, "bad_request", f"name: {problem}")
-        if kind not in flow_store.KINDS or not name or not storable(name):
+        if kind not in flow_store.KINDS or not name:
             return _done(view, "Nothing was changed: expected a type, group or rate limit by name.", back)
+        if problem := name_problem(name):
+            return error(view.request, 400, "bad_request", f"name: {problem}")
         if verb in ("cancel", "fail"):
             if fields.get("confirm") != "yes":
                 return _confirm(

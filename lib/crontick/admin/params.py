@@ -11,6 +11,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from crontick.errors import CrontickError
+from crontick.text import key_too_long
 
 # bigint: a larger id names no row, and psycopg would send it as numeric, which no index on id serves.
 MAX_ID = 2**63 - 1
@@ -49,6 +50,20 @@ def storable(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def name_problem(value: str) -> str | None:
+    """Why `value` cannot name a group, a job type or a rate limit (an API path segment, a Groups form field, a
+    groups cursor, a CLI argument), else None. A name is 1 to crontick.text.KEY_MAX_BYTES bytes of UTF-8 that
+    PostgreSQL can store: the longest group_key an enqueue accepts, so every group with jobs can be paused,
+    ended and paged past. The callers say it as their own 400 (or CrontickError)."""
+    if not value:
+        return "expected a name, got an empty one"
+    if problem := key_too_long("a name", value):
+        return problem
+    if not storable(value):
+        return f"expected a name without NUL or lone surrogates, got: {shown(value)}"
+    return None
 
 
 def row_id(text: str | None) -> int | None:

@@ -67,7 +67,7 @@ class Hook:
         raises or answers something else) is left out, and logged: the event is never lost for it.
 
         The keys come from what the sender sent (its `From`, say), which may be longer than a key can be
-        (crontick.text.KEY_MAX_CHARS). Refusing the event would lose it, and dropping its group or debounce would
+        (crontick.text.KEY_MAX_BYTES). Refusing the event would lose it, and dropping its group or debounce would
         let that sender's jobs run out of order; so a key over the bound is replaced by a stable digest
         (crontick.text.fit_key), the same for each event of that sender. A signal's event key is fitted alike."""
         group_key, debounce = None, None

@@ -11,7 +11,7 @@ from psycopg.types.json import Jsonb
 from crontick.db import query
 from crontick.errors import CrontickError
 from crontick.hooks import kick
-from crontick.text import key_too_long
+from crontick.text import fit_key
 
 
 def signal(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], event_key: str, payload: Any = None) -> Any:
@@ -23,11 +23,14 @@ def signal(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], event_k
     crontick.workflows.steps.SIGNAL_KEEP_DAYS). Returns the woken job's id, or None when kept
     (awaitable for an AsyncConnection). A tick is kicked once the transaction commits (at once on
     an autocommit connection), as crontick.kick() does.
+
+    An event key over crontick.text.KEY_MAX_BYTES (one made from a sender's long field, say) is replaced by
+    its stable digest (crontick.text.fit_key), as job.wait_for replaces it: a wait and a signal on the same
+    long key still meet. The SQL function refuses such a key instead.
     """
     if not isinstance(event_key, str) or not event_key:
         raise CrontickError(f"crontick.signal: expected a non-empty event key, got {event_key!r}")
-    if problem := key_too_long("an event key", event_key):
-        raise CrontickError(f"crontick.signal: {problem}")
+    event_key = fit_key(event_key)
     params = {"event_key": event_key, "payload": None if payload is None else Jsonb(payload)}
     if isinstance(conn, psycopg.AsyncConnection):
         return _signal_async(conn, params)

@@ -38,7 +38,7 @@ class Debounce:
     def __post_init__(self) -> None:
         if not isinstance(self.key, str) or not self.key:
             raise ConfigError(f"crontick.Debounce: expected a non-empty key string, got: {self.key!r}")
-        if problem := key_too_long("a key", self.key):  # crontick.text.KEY_MAX_CHARS: it must fit its index
+        if problem := key_too_long("a key", self.key):  # crontick.text.KEY_MAX_BYTES: it must fit its index
             raise ConfigError(f"crontick.Debounce: {problem}")
         if not _seconds(self.seconds, 0):
             raise ConfigError(f"crontick.Debounce: expected seconds between 0 and {MAX_SECONDS}, got: {self.seconds!r}")

@@ -38,7 +38,7 @@ from psycopg.types.json import Json
 
 from crontick.db import query
 from crontick.errors import CrontickError, StepError, StepFenced
-from crontick.text import key_too_long
+from crontick.text import fit_key
 
 # The most a step's result may take as JSON text (UTF-8 bytes). Keep big things (documents,
 # audio) in your own storage and return their key.
@@ -141,10 +141,9 @@ def wait_for(job: StepJob, name: str, event_key: str, timeout_seconds: float) ->
         raise StepError(
             f"job {job.id} ({job.type}) job.wait_for({name!r}): expected a non-empty event key, got {event_key!r}"
         )
-    if problem := key_too_long("an event key", event_key):  # the key is indexed (job_steps_waiting)
-        raise StepError(f"job {job.id} ({job.type}) job.wait_for({name!r}): {problem}")
     seconds = _seconds(job, name, timeout_seconds, "job.wait_for timeout_seconds")
-    return _park(job, Parked(name, "wait", seconds, event_key))
+    # The key is indexed (job_steps_waiting): one over the bound becomes its stable digest, as crontick.signal's does.
+    return _park(job, Parked(name, "wait", seconds, fit_key(event_key)))
 
 
 def _park(job: StepJob, parked: Parked) -> Any:
