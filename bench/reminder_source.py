@@ -48,7 +48,7 @@ LOAD = (
         'Europe/Amsterdam', case when g %% 10 = 0 then 'cancelled_by_client' else 'booked' end,
         (array['en', 'nl', 'es'])[1 + g %% 3]
     from generate_series(1, %(rows)s) g""",
-    """create view public.appointments_for_crontick as
+    """create view public.appointments_for_crontick with (security_invoker = true) as
     select uid as id, client as customer_name, mail as email, mobile as phone, begins as starts_at, tz as time_zone,
         case state when 'booked' then 'confirmed' else 'cancelled' end as status, lang as language
     from public.appointments""",

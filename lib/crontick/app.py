@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -178,9 +179,14 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/api/hooks/{name}", inbound_hook, methods=["POST"]),
             *admin.routes(runtime),
         ],
+        middleware=[Middleware(mount.PrefixRoot)],
         exception_handlers={HTTPException: http_error, Exception: internal_error},
         lifespan=lifespan,
     )
+    # Starlette answers `/api/health/` with a redirect to `http://<the request's Host>/api/health`: a link
+    # to any host the client names. crontick's paths have one spelling each, and the mount's root is
+    # served both ways by PrefixRoot, so nothing is redirected and the rest is a 404.
+    app.router.redirect_slashes = False
     app.state.runtime = runtime
     attach_kick(runtime)
     return app

@@ -59,9 +59,9 @@ class Project:
         assert done.returncode == 0, done.stderr
 
     @contextmanager
-    def serve(self, **env: str) -> Iterator[str]:
+    def serve(self, port: int | None = None, **env: str) -> Iterator[str]:
         """uvicorn serving project.asgi:application (Django with crontick mounted at /ops); yields the base URL."""
-        port = free_port()
+        port = port or free_port()
         with tempfile.TemporaryFile("w+") as log:  # a file, not a pipe: crontick's log lines never block the server
             command = [sys.executable, "-m", "uvicorn", "project.asgi:application", "--port", str(port)]
             server = subprocess.Popen(command, cwd=PROJECT, env={**self.env, **env}, stderr=log, text=True)
@@ -299,3 +299,57 @@ def test_an_async_handler_that_uses_the_async_orm_leaves_no_connection_open(proj
         shell.stdout.close()
         shell.stderr.close()
     assert shell.returncode == 0
+
+
+@pytest.mark.parametrize("project", ["psycopg"], indirect=True)
+def test_under_ops_nothing_redirects_to_the_host_header_that_allowed_hosts_refuses(project: Project) -> None:
+    """`/ops` and `/ops/` both answer as crontick's root, with a path for a Location; a slash too many is a 404.
+    Starlette's redirect would have sent the browser to whatever Host the request named, past ALLOWED_HOSTS."""
+    forged = {"Host": "evil.example"}
+    with project.serve() as base, httpx.Client(base_url=base, timeout=30) as client:
+        bare = client.get("/ops", headers=forged)
+        slashed = client.get("/ops/", headers=forged)
+        extra = client.get("/ops/api/health/", headers=forged)
+        djangos = client.post("/signup", headers=forged)
+    assert (bare.status_code, bare.headers["location"]) == (302, "/ops/admin")
+    assert (slashed.status_code, slashed.headers["location"]) == (302, "/ops/admin")
+    assert (extra.status_code, extra.headers.get("location")) == (404, None)
+    assert djangos.status_code == 400  # Django's own pages: ALLOWED_HOSTS refuses the host
+
+
+@pytest.mark.parametrize("project", ["psycopg"], indirect=True)
+@pytest.mark.parametrize("form", ["origin", "with prefix"])
+def test_signed_twilio_and_qstash_requests_verify_with_either_form_of_the_public_url(
+    project: Project, form: str
+) -> None:
+    """docs/django.md once said CRONTICK_PUBLIC_URL is the origin, docs/deploy/servers.md that it carries the
+    prefix: either way, the URL a signature names is the one the sender called, /ops included."""
+    from tests.support.credentials import QSTASH_CURRENT, qstash_signature, tick_token
+    from tests.support.hooks import twilio_form, twilio_post
+
+    project.migrate()
+    port = free_port()
+    called = f"http://127.0.0.1:{port}/ops"  # what Twilio and QStash call, and sign
+    public = f"http://127.0.0.1:{port}" if form == "origin" else called
+    key = QSTASH_CURRENT
+    env = {
+        "PYTHONPATH": os.pathsep.join((project.env["PYTHONPATH"], str(ROOT))),  # the tests' Twilio hook
+        "CRONTICK_HANDLERS": "signups.jobs,tests.support.hooks",
+        "CRONTICK_PUBLIC_URL": public,
+        "CRONTICK_KICK": "off",
+        "QSTASH_CURRENT_SIGNING_KEY": key,
+    }
+    with project.serve(port=port, **env), httpx.Client(timeout=30) as client:
+        hooked = twilio_post(client, called, twilio_form("SMdjango1"), public_url=called)
+        ticked = client.post(
+            called + "/api/cron/tick",
+            headers={"Upstash-Signature": qstash_signature(key, called + "/api/cron/tick", b"")},
+        )
+        # `crontick token` names CRONTICK_PUBLIC_URL as written, which stays a valid audience.
+        token = {"Authorization": f"Bearer {tick_token(TEST_SECRET, public)}"}
+        by_token = client.post(called + "/api/cron/tick", headers=token)
+        # Signed for the URL without the prefix, which no sender calls: refused in both forms.
+        elsewhere = twilio_post(client, called, twilio_form("SMdjango2"), public_url=f"http://127.0.0.1:{port}")
+    answers = [r.status_code for r in (hooked, ticked, by_token, elsewhere)]
+    assert answers == [200, 200, 200, 401], [r.text for r in (hooked, ticked, by_token, elsewhere)]
+    assert project.one("select count(*) from crontick.jobs where type = 't_inbound.record'") == 1

@@ -52,13 +52,13 @@ create table public.appointments (
 create index appointments_begins on public.appointments (begins);
 """
 VIEW = """
-create view public.appointments_for_crontick as
+create view public.appointments_for_crontick with (security_invoker = true) as
 select uid as id, client as customer_name, mail as email, mobile as phone, begins as starts_at, tz as time_zone,
        case state when 'booked' then 'confirmed' else 'cancelled' end as status, lang as language
 from public.appointments
 """
 VIEW_WITHOUT_PHONE = """
-create view public.appointments_for_crontick as
+create view public.appointments_for_crontick with (security_invoker = true) as
 select uid as id, client as customer_name, mail as email, begins as starts_at, tz as time_zone,
        case state when 'booked' then 'confirmed' else 'cancelled' end as status
 from public.appointments
@@ -66,7 +66,7 @@ from public.appointments
 
 # The view above, with the booking of 'Two Mails' repeated under a second address, and once without its id.
 VIEW_REPEATING = """
-create view public.appointments_for_crontick as
+create view public.appointments_for_crontick with (security_invoker = true) as
 select uid as id, client as customer_name, mail as email, mobile as phone, begins as starts_at, tz as time_zone,
        case state when 'booked' then 'confirmed' else 'cancelled' end as status, lang as language
 from public.appointments

@@ -10,6 +10,7 @@ import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
+from urllib.parse import urlsplit
 
 import psycopg
 from starlette.requests import Request
@@ -89,9 +90,9 @@ def bearer_token(header: str | None) -> str | None:
 
 def credentials(request: Request, body: bytes, settings: Settings) -> Credentials:
     """What the request carries, and the URL it was sent to: the base URL crontick is reached at, then
-    the path inside crontick. CRONTICK_PUBLIC_URL is that base, a mount prefix included
-    (`https://app.example.com/ops`); without it, the request's origin plus the mount prefix."""
-    base = settings.public_url or (
+    the path inside crontick: CRONTICK_PUBLIC_URL (`public_base`), or without it the request's origin
+    plus the mount prefix."""
+    base = public_base(request, settings) or (
         _request_origin(request, trust_forwarded=settings.trust_forwarded) + mount.prefix(request)
     )
     query_string = request.url.query
@@ -103,6 +104,20 @@ def credentials(request: Request, body: bytes, settings: Settings) -> Credential
         url=url,
         body=body,
     )
+
+
+def public_base(request: Request, settings: Settings) -> str | None:
+    """CRONTICK_PUBLIC_URL as the base of this request's URL: as written when it has a path
+    (`https://app.example.com/ops`, an API Gateway stage), else the origin plus the mount prefix.
+
+    Either form names the same URL under `Mount("/ops")`, `--root-path /ops` or the Django mount,
+    so a signature checks whichever the operator wrote. The prefix is the ASGI `root_path`, which the
+    host app or the server sets, never a request header.
+    """
+    url = settings.public_url
+    if url is None or urlsplit(url).path:
+        return url
+    return url + mount.prefix(request)
 
 
 def _request_origin(request: Request, *, trust_forwarded: bool) -> str:
@@ -164,7 +179,8 @@ async def check_signed_token(creds: Credentials, settings: Settings, db: Databas
     assert settings.cron_secret is not None
     token = _jwt_bearer(creds)
     _require_trusted_url(settings)
-    audiences = [creds.base_url, creds.url.split("?")[0]]
+    # CRONTICK_PUBLIC_URL as written counts too: `crontick token` names it, without the mount prefix.
+    audiences = [creds.base_url, creds.url.split("?")[0], *([settings.public_url] if settings.public_url else [])]
     try:
         claims = jwt.decode(
             token,

@@ -146,6 +146,7 @@ async def migrate(url: str, schema: str | None = None, source: schemas.Source | 
                     await conn.execute(record.encode(), {"v": step.version})
                     applied.append(step.version)
             await reminder_source.check(conn, source or schemas.default_source(schema))
+            await reminder_source.warn_if_exposed(conn, source or schemas.default_source(schema))
         return applied
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailable(exc) from exc

@@ -7,11 +7,13 @@ only when one of them fails does `explain` look at the catalogue (a few statemen
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
+from crontick import logs
 from crontick.db.schema import Source, source_label
 from crontick.errors import ReminderSourceError
 
@@ -40,6 +42,44 @@ left join pg_namespace n on n.oid = s.oid
 left join pg_class c on c.relnamespace = n.oid and c.relname = %(name)s and c.relkind in ('r', 'v', 'm', 'p', 'f')
 left join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
 """
+
+
+# Roles that may read the source but not a relation under it, when the source is a view that reads with its
+# owner's rights (not security_invoker) or a materialized view: through it they read what the owner reads.
+# A role subject to row-level security on a table reads the table's rows by the owner's policies through such
+# a view, its own never applied. Superusers, predefined roles, the view's owner and the role migrating are
+# left out: the owner reads for them by design.
+_EXPOSED = """
+with v as (
+    select c.oid, c.relowner from pg_catalog.pg_class c
+    where c.oid operator(pg_catalog.=) pg_catalog.to_regclass(%(source)s)
+      and (c.relkind operator(pg_catalog.=) 'v' or c.relkind operator(pg_catalog.=) 'm')
+      and not exists (
+          select from pg_catalog.unnest(c.reloptions) o
+          where o operator(pg_catalog.~*) '^security_invoker=(t|tr|tru|true|y|ye|yes|on|1)$')
+), under as (
+    select distinct d.refobjid as oid
+    from v
+    join pg_catalog.pg_rewrite w on w.ev_class operator(pg_catalog.=) v.oid
+    join pg_catalog.pg_depend d on d.objid operator(pg_catalog.=) w.oid
+      and d.classid operator(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
+      and d.refclassid operator(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+      and d.refobjid operator(pg_catalog.<>) v.oid
+)
+select r.rolname::text, pg_catalog.min(pg_catalog.format('%%I.%%I', n.nspname, t.relname))
+from v cross join pg_catalog.pg_roles r
+join under u on true
+join pg_catalog.pg_class t on t.oid operator(pg_catalog.=) u.oid
+join pg_catalog.pg_namespace n on n.oid operator(pg_catalog.=) t.relnamespace
+where not r.rolsuper and r.rolname::text operator(pg_catalog.!~) '^pg_'
+  and r.oid operator(pg_catalog.<>) v.relowner and r.rolname operator(pg_catalog.<>) current_user
+  and pg_catalog.has_table_privilege(r.oid, v.oid, 'SELECT')
+  and (not pg_catalog.has_table_privilege(r.oid, t.oid, 'SELECT')
+       or (t.relrowsecurity and not r.rolbypassrls
+           and (t.relforcerowsecurity or not pg_catalog.pg_has_role(r.oid, t.relowner, 'USAGE'))))
+group by r.rolname order by r.rolname
+"""
+EXPOSED_ROLES_SHOWN = 5
 
 
 def _error(source: Source, expected: str, got: str) -> ReminderSourceError:
@@ -80,6 +120,23 @@ async def problem(conn: psycopg.AsyncConnection[Any], source: Source) -> Reminde
         first = (exc.diag.message_primary or str(exc)).splitlines()[0]
         return _error(source, "a table or view crontick can read", f"{type(exc).__name__}: {first}")
     return None
+
+
+async def warn_if_exposed(conn: psycopg.AsyncConnection[Any], source: Source) -> None:
+    """Warn (a line on stderr and a `reminder_source_exposed` event) when `source` is a view other roles read with
+    its owner's rights: Supabase's `anon` key, say, reading names and phones that row-level security hides."""
+    cur = await conn.execute(_EXPOSED, {"source": sql.Identifier(*source).as_string(None)})
+    rows = await cur.fetchall()
+    if not rows:
+        return
+    shown = ", ".join(f"{role} (cannot read {table})" for role, table in rows[:EXPOSED_ROLES_SHOWN])
+    more = f" and {len(rows) - EXPOSED_ROLES_SHOWN} more" if len(rows) > EXPOSED_ROLES_SHOWN else ""
+    detail = (
+        f"CRONTICK_REMINDER_SOURCE {source_label(source)}: expected a view only crontick's role reads, or one "
+        f"created with (security_invoker = true), got: a view that reads with its owner's rights for {shown}{more}"
+    )
+    print(f"crontick: warning: {detail}", file=sys.stderr)
+    logs.warning("reminder_source_exposed", source=source_label(source), roles=[r[0] for r in rows], detail=detail)
 
 
 def _regnamespace_arg(schema: str) -> str:

@@ -9,6 +9,7 @@ the server's or the host app's configuration, never from a request header.
 from __future__ import annotations
 
 from starlette.requests import HTTPConnection
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 
 def prefix(conn: HTTPConnection) -> str:
@@ -28,3 +29,21 @@ def route_path(conn: HTTPConnection) -> str:
     if root and (path == root or path.startswith(root + "/")):
         return path[len(root) :] or "/"
     return path
+
+
+class PrefixRoot:
+    """Serve the prefix itself (`/ops`) as crontick's root (`/ops/`), directly.
+
+    The Django mount and `--root-path /ops` hand crontick `/ops` with nothing after it, which no route
+    matches; Starlette would redirect it to `/ops/` with a Location built from the request's Host header
+    (any host the client names, past Django's ALLOWED_HOSTS), so crontick's router redirects nothing.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        root = str(scope.get("root_path") or "").rstrip("/")
+        if scope["type"] == "http" and root and scope["path"] == root:
+            scope = {**scope, "path": root + "/"}
+        await self.app(scope, receive, send)
