@@ -34,8 +34,9 @@ class Job(NamedTuple):
 
     @property
     def payloads(self) -> list[Any]:
-        """Every payload merged into this job by a debounced enqueue, oldest first (the newest 100 are
-        kept; see crontick.Debounce); `[payload]` for a job that merged nothing. `payload` is the newest."""
+        """Every payload merged into this job by a debounced enqueue, oldest first (the newest 100 that add
+        up to 16 MiB are kept; see crontick.Debounce); `[payload]` for a job that merged nothing. `payload`
+        is the newest."""
         merged = self.merged_payloads
         return merged if isinstance(merged, list) else [self.payload]
 
