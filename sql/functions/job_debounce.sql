@@ -69,14 +69,18 @@ begin
         on conflict (type, debounce_key) where debounce_key is not null and status = 'pending' and started_at is null
         do update set
             payload = excluded.payload,
-            -- The newest entries, counted and summed from the newest back, while both bounds hold.
-            payloads = (select jsonb_agg(t.value order by t.n)
-                        from (select e.value, e.n, row_number() over newest as count,
-                                  sum(octet_length(e.value::text)) over newest as bytes
-                              from jsonb_array_elements(coalesce(j.payloads, jsonb_build_array(j.payload))
-                                                        || jsonb_build_array(excluded.payload)) with ordinality e(value, n)
-                              window newest as (order by e.n desc)) t
-                        where t.count <= 100 and t.bytes <= 16777216),
+            -- Within 16 MiB as a whole (the usual case, one cast), past 100 the oldest goes (one per merge);
+            -- else the newest entries, counted and summed from the newest back, while both bounds hold.
+            payloads = (select case when octet_length(m.merged::text) <= 16777216 then
+                                   case when jsonb_array_length(m.merged) > 100 then m.merged - 0 else m.merged end
+                               else (select jsonb_agg(t.value order by t.n)
+                                     from (select e.value, e.n, row_number() over newest as count,
+                                               sum(octet_length(e.value::text)) over newest as bytes
+                                           from jsonb_array_elements(m.merged) with ordinality e(value, n)
+                                           window newest as (order by e.n desc)) t
+                                     where t.count <= 100 and t.bytes <= 16777216) end
+                        from (select coalesce(j.payloads, jsonb_build_array(j.payload))
+                                     || jsonb_build_array(excluded.payload) as merged) m),
             run_after = least(excluded.run_after, coalesce(j.debounce_until, 'infinity')),
             updated_at = now()
         where j.status = 'pending' and j.started_at is null
