@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from typing import Any
@@ -127,3 +128,22 @@ def test_with_kicks_off_a_signal_on_an_autocommit_connection_starts_no_thread(
     finally:
         kick.attach(None)
     assert started == 0 and _kick_ticks(conn) == 0
+
+
+def test_an_async_transactions_signals_wait_for_its_commit_in_one_thread(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    async def signal_many() -> int:
+        async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as aconn:
+            async with aconn.transaction():
+                for n in range(50):
+                    await crontick.signal(aconn, f"async:{n}", n)
+                return _kick_threads()
+
+    kick.attach(Runtime(settings_for(database_url, kick="inline")))
+    try:
+        threads = asyncio.run(signal_many())
+        kick.wait_for_threads()
+    finally:
+        kick.attach(None)
+    assert threads == 1 and _kick_ticks(conn) == 1
