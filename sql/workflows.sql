@@ -37,8 +37,10 @@ returning job_id, name;
 -- name: job_signal
 -- crontick.signal (Python), inside the caller's transaction: the SQL API's signal
 -- (sql/functions/signal.sql), which every other driver calls directly. Returns the woken job's id,
--- or null when the signal was kept for a wait yet to begin.
-select {schema}.{api_signal}(%(event_key)s, %(payload)s);
+-- or null when the signal was kept for a wait yet to begin, and the caller's transaction id, so that
+-- a transaction's many signals wait for its commit in one kick thread (crontick.hooks.kick.AfterCommit).
+select {schema}.{api_signal}(%(event_key)s, %(payload)s) as job_id,
+    pg_catalog.pg_current_xact_id()::pg_catalog.text as transaction;
 
 -- name: admin_job_steps
 -- The admin's job page and GET /api/admin/jobs/{id}: the job's steps in the order they were

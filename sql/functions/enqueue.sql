@@ -10,7 +10,7 @@
 -- partial unique index jobs_key_active). With `debounce_key` (and debounce_seconds), a job of the
 -- same type with that key that has not started (pending, never claimed: jobs_debounce_open) takes
 -- this enqueue instead of a new job: its payload becomes this one, `payloads` appends it (oldest
--- first, the newest 100 kept), and its run_after moves to now + debounce_seconds, never past its
+-- first, the newest 100 within 16 MiB kept), and its run_after moves to now + debounce_seconds, never past its
 -- debounce_until (its first enqueue + debounce_max_seconds). The merged job keeps its group_key,
 -- priority and max_attempts. Returns the job's id (the merged job's, on a merge). In its own schema
 -- it is crontick.enqueue; under CRONTICK_SCHEMA=public it is public.crontick_enqueue (a plain

@@ -1,13 +1,15 @@
 -- crontick_job_begin_waits: called by crontick_job_record_outcomes, before its one statement, when
 -- the batch's outcomes include a wait beginning (job.wait_for, crontick.workflows). It takes the
 -- advisory lock of each key waited on (in key order, so two ticks never deadlock on each other;
--- crontick.signal takes the same lock), and delivers a signal kept for the key, oldest first,
+-- crontick.signal takes the same lock), and delivers a signal kept for the key, oldest first, sent
+-- at or after the wait's `since` (park's seventh element: by default the job's creation, so an
+-- answer older than the job is not taken for its answer; null or absent: any kept signal),
 -- to the wait that begins on it: that outcome becomes pending again, due now, with its wait step
 -- signalled with the payload, and the kept signal is consumed. A job no longer running the
 -- attempt the tick claimed (fenced) consumes nothing; the row is locked so that it stays this
 -- tick's until the statement that records it. Returns the outcomes, changed where a signal was
 -- delivered ([id, claimed_attempt, status, attempts, run_after, last_error, snoozed, traceback,
--- park]; park is [name, kind, event_key, step status, result, wait_until]: see
+-- park]; park is [name, kind, event_key, step status, result, wait_until, since]: see
 -- crontick.workflows.steps.Parked).
 -- The live definition: `crontick migrate` applies this file after the migrations, every time
 -- (lib/crontick/db/migrate.py says how a changed signature ships).
@@ -32,6 +34,7 @@ begin
                 delete from {schema}.crontick_signals s where s.id = (
                     select k.id from {schema}.crontick_signals k
                     where k.event_key = _o -> 8 ->> 2 and k.created_at > _now - interval '7 days'
+                        and k.created_at >= coalesce((_o -> 8 ->> 6)::timestamptz, '-infinity')
                     order by k.created_at, k.id
                     limit 1
                     for update skip locked)

@@ -5,13 +5,17 @@
 -- `_seconds`, with debounce_until = now + `_max_seconds` (null: no cap); every later enqueue of
 -- the same (type, key) while that job is pending and was never claimed merges into it:
 --   payload   becomes the newest payload;
---   payloads  appends it, oldest first; it starts as [first payload], and past 100 entries the
---             oldest is dropped (one per merge: an enqueue adds one), so the newest 100 are kept;
+--   payloads  appends it, oldest first; it starts as [first payload], and keeps the newest 100
+--             entries that add up to at most 16 MiB as JSON text (crontick.jobs.debounce
+--             MAX_PAYLOADS and MAX_PAYLOADS_BYTES), dropping the oldest first: each merge rewrites
+--             the row, so a burst of large events costs at most 16 MiB a merge, not 100 of them;
 --   run_after moves to now + `_seconds`, never past debounce_until;
 -- group_key, priority and max_attempts stay the first enqueue's. Concurrent enqueues of one key
 -- serialise on the index entry: one inserts, the others wait for it and then merge. A claim that
 -- locked the job first wins: the merging enqueue then finds no open job (the claimed row left the
 -- index) and inserts a new one, which (with a group_key) runs after the claimed one.
+-- A debounced payload over 16 MiB as JSON text is refused (SQLSTATE 22001): the newest payload is
+-- always kept, so it could not fit the bound. Enqueue it without a debounce, or keep it elsewhere.
 -- Returns the job's id: the new job's, or the one merged into.
 create or replace function {schema}.crontick_job_debounce(
     _type text,
@@ -52,6 +56,10 @@ begin
         raise exception 'crontick.enqueue(%): expected run_after or a debounce (which sets run_after), got both', _job
             using errcode = '22023';
     end if;
+    if octet_length(_payload::text) > 16777216 then
+        raise exception 'crontick.enqueue(%): expected a debounced payload of at most 16 MiB (16,777,216 bytes as JSON text), got % bytes; enqueue it without a debounce, or keep it in your own storage and pass its key',
+            _job, octet_length(_payload::text) using errcode = '22001';
+    end if;
     -- Twice at most: the merge's WHERE is false only if the open job changed between the conflict
     -- and its lock (PostgreSQL then retries the conflict itself), so the second pass inserts or merges.
     for _ in 1..2 loop
@@ -61,8 +69,18 @@ begin
         on conflict (type, debounce_key) where debounce_key is not null and status = 'pending' and started_at is null
         do update set
             payload = excluded.payload,
-            payloads = (select case when jsonb_array_length(m.merged) > 100 then m.merged - 0 else m.merged end
-                        from (select coalesce(j.payloads, jsonb_build_array(j.payload)) || jsonb_build_array(excluded.payload) as merged) m),
+            -- Within 16 MiB as a whole (the usual case, one cast), past 100 the oldest goes (one per merge);
+            -- else the newest entries, counted and summed from the newest back, while both bounds hold.
+            payloads = (select case when octet_length(m.merged::text) <= 16777216 then
+                                   case when jsonb_array_length(m.merged) > 100 then m.merged - 0 else m.merged end
+                               else (select jsonb_agg(t.value order by t.n)
+                                     from (select e.value, e.n, row_number() over newest as count,
+                                               sum(octet_length(e.value::text)) over newest as bytes
+                                           from jsonb_array_elements(m.merged) with ordinality e(value, n)
+                                           window newest as (order by e.n desc)) t
+                                     where t.count <= 100 and t.bytes <= 16777216) end
+                        from (select coalesce(j.payloads, jsonb_build_array(j.payload))
+                                     || jsonb_build_array(excluded.payload) as merged) m),
             run_after = least(excluded.run_after, coalesce(j.debounce_until, 'infinity')),
             updated_at = now()
         where j.status = 'pending' and j.started_at is null

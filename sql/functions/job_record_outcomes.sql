@@ -29,7 +29,8 @@
 -- attempts all succeeded takes a shorter statement (tests/db/test_record_paths.py holds the two
 -- to the same rows and answers).
 -- Durable steps (issue 21, crontick.workflows; the parts marked "steps:" below): an outcome may
--- carry a ninth element, park ([name, kind, event_key, step status, result, wait_until]), for a
+-- carry a ninth element, park ([name, kind, event_key, step status, result, wait_until, since]; since
+-- is read by crontick_job_begin_waits only), for a
 -- job.sleep (pending, due later) or a job.wait_for (waiting until its deadline, run_after) that
 -- parked the job: its step row is written here, fenced like the outcome, and the attempt is handed
 -- back without counting a snooze. Every record statement also wakes waits whose deadline passed

@@ -73,13 +73,14 @@ def test_an_early_callback_is_kept_and_a_hook_can_enqueue_and_signal(
     live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]
 ) -> None:
     logged.clear()
+    # The job that sent the message exists before its callback (job.wait_for takes no signal older than its job).
+    waiter = crontick.enqueue(conn, "t_hooksig.send", {"sid": "SMb1", "prefix": "both"})
     with live_app(settings_for(database_url, kick="off")) as base, httpx.Client() as client:
         assert twilio_post(client, base, _status("SMb1"), hook="t-sms-both").status_code == 200
         assert twilio_post(client, base, _status("SMb1"), hook="t-sms-both").status_code == 200
     # The callback came before anyone waited: one job enqueued, one signal kept for the wait.
     kept = conn.execute("select event_key, payload->>'event_id' from crontick_signals").fetchall()
     assert kept == [("both:SMb1", "SMb1")]
-    waiter = crontick.enqueue(conn, "t_hooksig.send", {"sid": "SMb1", "prefix": "both"})
     tick(database_url)
     tick(database_url)
     assert job_row(conn, waiter)["status"] == "done"

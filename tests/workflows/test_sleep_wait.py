@@ -132,9 +132,9 @@ def test_signals_from_sql_and_psycopg2_wake_waiters_as_python_does(
 def test_a_signal_sent_before_the_wait_is_kept_and_delivered_when_it_begins(
     database_url: str, conn: psycopg.Connection[Any]
 ) -> None:
+    job_id = crontick.enqueue(conn, "t_wfsleep.survey", {"key": "early"})  # one sent before the job: test_wait_since
     assert crontick.signal(conn, "early", {"n": 1}) is None  # nobody waits yet: kept
     assert conn.execute("select event_key, payload from crontick_signals").fetchall() == [("early", {"n": 1})]
-    job_id = crontick.enqueue(conn, "t_wfsleep.survey", {"key": "early"})
     now = db_now(conn)
     parked = tick(database_url, now=now)
     assert parked.more  # delivered as the wait began: due again at once

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from crontick import logs
 from crontick.db import query
@@ -75,10 +75,15 @@ def attach(runtime: Runtime | None) -> None:
     _runtime = runtime
 
 
+def _wanted(rt: Runtime) -> bool:
+    """False when kicks are off (CRONTICK_KICK=off, or no database): then no thread and no connection starts."""
+    return rt.settings.kick != "off" and rt.db is not None
+
+
 async def after_commit(rt: Runtime) -> None:
     """Run (or send) a coalesced kick; never raises: a failed kick only leaves work for the scheduled tick."""
     mode = rt.settings.kick
-    if mode == "off" or rt.db is None:
+    if not _wanted(rt):
         return
     if rt.settings.refuses_ticks:  # a preview deployment: its work waits for production's ticks
         logs.info("kick_skipped", reason="preview deployment (VERCEL_ENV=preview, CRONTICK_ALLOW_PREVIEW unset)")
@@ -159,7 +164,7 @@ async def kick_async() -> None:
 def kick() -> None:
     """Like kick_async, for sync code (a Django view's transaction.on_commit): runs in a thread, returns at once."""
     rt = _current_runtime()
-    if rt is None:
+    if rt is None or not _wanted(rt):
         return
     if coalescer.running:
         coalescer.begin()  # marks one more round for the kick in flight
@@ -171,20 +176,41 @@ def kick() -> None:
 COMMIT_WAIT_SECONDS = 60
 
 
-def kick_after_commit(lock: str, params: dict[str, Any]) -> None:
+class AfterCommit(NamedTuple):
+    """What kick_after_commit's thread waits on: the named query `lock` with `params`, which returns once the
+    caller's transaction `transaction` (its id, pg_current_xact_id) has ended."""
+
+    lock: str
+    params: dict[str, Any]
+    transaction: str
+
+
+# The transactions a kick thread waits for already: one thread (and one connection) per transaction,
+# however many signals it sends.
+_awaited: set[str] = set()
+
+
+def kick_after_commit(after: AfterCommit) -> None:
     """kick(), once the caller's open transaction has ended (crontick.signal inside `with conn.transaction()`).
 
-    psycopg has no commit hook, so the thread waits on a connection of its own for the
-    transaction-scoped advisory lock that the caller's transaction took (the named query `lock`,
+    psycopg has no commit hook, so a thread waits on a connection of its own for the
+    transaction-scoped advisory lock that the caller's transaction took (the named query `after.lock`,
     e.g. sql/workflows.sql signal_committed): granted once that transaction commits or rolls back.
-    After a rollback the tick finds nothing new, which costs an idle tick.
+    After a rollback the tick finds nothing new, which costs an idle tick. Coalesced per transaction:
+    the later calls of a transaction already waited for start nothing, since the one kick after its
+    commit runs their work too; with kicks off, nothing starts at all.
     """
     rt = _current_runtime()
-    if rt is not None:
-        _in_thread(rt, (lock, params))
+    if rt is None or not _wanted(rt):
+        return
+    with _threads_lock:
+        if after.transaction in _awaited:
+            return
+        _awaited.add(after.transaction)
+    _in_thread(rt, after)
 
 
-def _in_thread(rt: Runtime, after: tuple[str, dict[str, Any]] | None) -> None:
+def _in_thread(rt: Runtime, after: AfterCommit | None) -> None:
     def run() -> None:
         from crontick.runtime import Runtime
 
@@ -197,6 +223,8 @@ def _in_thread(rt: Runtime, after: tuple[str, dict[str, Any]] | None) -> None:
         finally:
             with _threads_lock:
                 _threads.discard(threading.current_thread())
+                if after is not None:
+                    _awaited.discard(after.transaction)
 
     thread = threading.Thread(target=run, name="crontick-kick", daemon=True)
     with _threads_lock:
@@ -204,11 +232,15 @@ def _in_thread(rt: Runtime, after: tuple[str, dict[str, Any]] | None) -> None:
     thread.start()
 
 
-async def _with_close(rt: Runtime, after: tuple[str, dict[str, Any]] | None = None) -> None:
+async def _with_close(rt: Runtime, after: AfterCommit | None = None) -> None:
     try:
         if after is not None and rt.db is not None:
             conn = await rt.db.connection()
-            await conn.execute(query(after[0]), after[1])
+            await conn.execute(query(after.lock), after.params)
+            # Granted: the transaction has ended, or the savepoint that took the lock rolled back (which
+            # releases it early); a later call of a transaction still open then waits on its own lock.
+            with _threads_lock:
+                _awaited.discard(after.transaction)
         await after_commit(rt)
     finally:
         if rt.db is not None:

@@ -22,7 +22,8 @@ def signal(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], event_k
     no job waiting, the signal is kept for the next wait that begins on the key (7 days:
     crontick.workflows.steps.SIGNAL_KEEP_DAYS). Returns the woken job's id, or None when kept
     (awaitable for an AsyncConnection). A tick is kicked once the transaction commits (at once on
-    an autocommit connection), as crontick.kick() does.
+    an autocommit connection), as crontick.kick() does: one kick (one thread and one connection that
+    wait for the commit) per transaction however many signals it sends, and none with CRONTICK_KICK=off.
 
     An event key over crontick.text.KEY_MAX_BYTES (one made from a sender's long field, say) is replaced by
     its stable digest (crontick.text.fit_key), as job.wait_for replaces it: a wait and a signal on the same
@@ -34,21 +35,22 @@ def signal(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], event_k
     params = {"event_key": event_key, "payload": None if payload is None else Jsonb(payload)}
     if isinstance(conn, psycopg.AsyncConnection):
         return _signal_async(conn, params)
-    row = conn.execute(query("job_signal"), params).fetchone()
-    _kick(conn, event_key)
-    return row[0] if row else None
+    job_id, transaction = conn.execute(query("job_signal"), params).fetchone() or (None, "")
+    _kick(conn, event_key, transaction)
+    return job_id
 
 
 async def _signal_async(conn: psycopg.AsyncConnection[Any], params: dict[str, Any]) -> int | None:
     cur = await conn.execute(query("job_signal"), params)
-    row = await cur.fetchone()
-    _kick(conn, params["event_key"])
-    return row[0] if row else None
+    job_id, transaction = await cur.fetchone() or (None, "")
+    _kick(conn, params["event_key"], transaction)
+    return job_id
 
 
-def _kick(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], event_key: str) -> None:
-    """Kick now when the signal is committed already (autocommit), else once the caller's transaction ends."""
+def _kick(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], event_key: str, transaction: str) -> None:
+    """Kick now when the signal is committed already (autocommit), else once the caller's transaction ends
+    (one kick per transaction, however many signals it sends; none with kicks off)."""
     if conn.info.transaction_status == pq.TransactionStatus.IDLE:
         kick.kick()
     else:
-        kick.kick_after_commit("signal_committed", {"event_key": event_key})
+        kick.kick_after_commit(kick.AfterCommit("signal_committed", {"event_key": event_key}, transaction))

@@ -14,6 +14,10 @@ from crontick.text import fit_key, key_too_long
 # How many payloads a debounced job keeps in job.payloads (the newest; sql/functions/job_debounce.sql
 # drops the oldest past this). Bounds the row however chatty a sender is.
 MAX_PAYLOADS = 100
+# ... and how many bytes they may add up to, as JSON text (as PostgreSQL writes each jsonb payload):
+# the oldest are dropped first past it. Each merge rewrites the list, so this bounds what one
+# enqueue costs however large the events are. A debounced payload larger than this alone is refused.
+MAX_PAYLOADS_BYTES = 16 * 1024 * 1024
 MAX_SECONDS = 30 * 86400
 
 
@@ -23,9 +27,10 @@ class Debounce:
 
     An enqueue whose `key` matches a job of the same type that has not started (pending and never
     claimed by a tick) merges into that job instead of adding one: the job's payload becomes the
-    newest, `job.payloads` gets every merged payload oldest first (the newest 100 kept), and its
-    run_after moves to now + `seconds`, never past its first enqueue + `max_seconds` (None: no
-    cap). Once a tick has claimed the job, the next enqueue with the key starts a new job.
+    newest, `job.payloads` gets every merged payload oldest first (the newest 100 within 16 MiB
+    kept; a payload over 16 MiB is refused), and its run_after moves to now + `seconds`, never past
+    its first enqueue + `max_seconds` (None: no cap). Once a tick has claimed the job, the next
+    enqueue with the key starts a new job.
 
     For `crontick.inbound(..., debounce=...)` the key is a template filled from the event's
     top-level fields: `Debounce("{From}", 3, max_seconds=20)` debounces per WhatsApp sender.

@@ -6,7 +6,7 @@ import json
 import sys
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from crontick.workflows import steps as _steps
 
@@ -34,8 +34,9 @@ class Job(NamedTuple):
 
     @property
     def payloads(self) -> list[Any]:
-        """Every payload merged into this job by a debounced enqueue, oldest first (the newest 100 are
-        kept; see crontick.Debounce); `[payload]` for a job that merged nothing. `payload` is the newest."""
+        """Every payload merged into this job by a debounced enqueue, oldest first (the newest 100 that add
+        up to 16 MiB are kept; see crontick.Debounce); `[payload]` for a job that merged nothing. `payload`
+        is the newest."""
         merged = self.merged_payloads
         return merged if isinstance(merged, list) else [self.payload]
 
@@ -61,10 +62,19 @@ class Job(NamedTuple):
         then, and this call returns None (awaited in an `async def` handler)."""
         return _steps.sleep(self, name, seconds)
 
-    def wait_for(self, name: str, event_key: str, *, timeout_seconds: float) -> Any:
+    def wait_for(
+        self, name: str, event_key: str, *, timeout_seconds: float, since: datetime | Literal["job"] | None = "job"
+    ) -> Any:
         """Park the job as waiting until `crontick.signal(conn, event_key, payload)` commits, then return the
-        payload; None once `timeout_seconds` have passed (awaited in an `async def` handler)."""
-        return _steps.wait_for(self, name, event_key, timeout_seconds)
+        payload; None once `timeout_seconds` have passed (awaited in an `async def` handler).
+
+        A signal sent while no job waited on the key is kept, and taken by the next wait that begins on it
+        if it was sent at or after `since`: by default ("job") this job's creation, so an answer sent before
+        the job existed (to an earlier question) is not taken for this one's; a datetime (timezone-aware,
+        compared with the database's clock when the signal's transaction began) for a later bound, such as
+        when you asked; None for any kept signal. A signal sent while the job waits always wakes it.
+        """
+        return _steps.wait_for(self, name, event_key, timeout_seconds, since)
 
 
 class Outcome(NamedTuple):

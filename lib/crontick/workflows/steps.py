@@ -49,6 +49,9 @@ MAX_PARK_SECONDS = 365 * 86400
 # How long a signal sent before any job waits on its key is kept for the wait that begins on it
 # (sql/functions/job_begin_waits.sql; the retention run deletes older ones).
 SIGNAL_KEEP_DAYS = 7
+# job.wait_for's default `since`: a kept signal counts only when sent at or after the waiting job was
+# created; one sent before cannot answer this job's question (a previous survey's reply, say).
+SINCE_JOB = "job"
 
 
 class StepJob(Protocol):
@@ -78,9 +81,11 @@ class Parked(BaseException):
     A BaseException, like asyncio.CancelledError: a handler's `except Exception` must not swallow it.
     """
 
-    def __init__(self, name: str, kind: str, seconds: float, event_key: str | None = None) -> None:
+    def __init__(
+        self, name: str, kind: str, seconds: float, event_key: str | None = None, since: datetime | None = None
+    ) -> None:
         super().__init__(f"{kind} {name!r} for {seconds:g} s")
-        self.name, self.kind, self.seconds, self.event_key = name, kind, seconds, event_key
+        self.name, self.kind, self.seconds, self.event_key, self.since = name, kind, seconds, event_key, since
 
     @property
     def status(self) -> str:
@@ -88,10 +93,12 @@ class Parked(BaseException):
         return "pending" if self.kind == "sleep" else "waiting"
 
     def park(self, until: datetime) -> list[Any]:
-        """The record statement's park element: [name, kind, event_key, step status, result, wait_until]."""
+        """The record statement's park element: [name, kind, event_key, step status, result, wait_until, since]
+        (since: the oldest kept signal a wait takes; null: any)."""
         if self.kind == "sleep":
-            return [self.name, "sleep", None, "done", {"until": until.isoformat()}, None]
-        return [self.name, "wait", self.event_key, "waiting", None, until.isoformat()]
+            return [self.name, "sleep", None, "done", {"until": until.isoformat()}, None, None]
+        since = None if self.since is None else self.since.isoformat()
+        return [self.name, "wait", self.event_key, "waiting", None, until.isoformat(), since]
 
 
 def step_key(job: StepJob, name: str) -> str:
@@ -135,15 +142,29 @@ def sleep(job: StepJob, name: str, seconds: float) -> Any:
     return _park(job, Parked(name, "sleep", _seconds(job, name, seconds, "job.sleep")))
 
 
-def wait_for(job: StepJob, name: str, event_key: str, timeout_seconds: float) -> Any:
-    """job.wait_for: park the job until a signal on `event_key` or the timeout; then the payload, or None."""
+def wait_for(job: StepJob, name: str, event_key: str, timeout_seconds: float, since: Any = SINCE_JOB) -> Any:
+    """job.wait_for: park the job until a signal on `event_key` or the timeout; then the payload, or None.
+
+    A signal kept from before the wait began counts only when it was sent at or after `since` (crontick.Job.wait_for
+    says which values it takes)."""
     if not isinstance(event_key, str) or not event_key:
         raise StepError(
             f"job {job.id} ({job.type}) job.wait_for({name!r}): expected a non-empty event key, got {event_key!r}"
         )
     seconds = _seconds(job, name, timeout_seconds, "job.wait_for timeout_seconds")
     # The key is indexed (job_steps_waiting): one over the bound becomes its stable digest, as crontick.signal's does.
-    return _park(job, Parked(name, "wait", seconds, fit_key(event_key)))
+    return _park(job, Parked(name, "wait", seconds, fit_key(event_key), _since(job, name, since)))
+
+
+def _since(job: StepJob, name: str, since: Any) -> datetime | None:
+    if since == SINCE_JOB:
+        return job.created_at
+    if since is None or (isinstance(since, datetime) and since.tzinfo is not None):
+        return since
+    raise StepError(
+        f"job {job.id} ({job.type}) job.wait_for({name!r}): expected since={SINCE_JOB!r}, None or a timezone-aware "
+        f"datetime, got {since!r}"
+    )
 
 
 def _park(job: StepJob, parked: Parked) -> Any:
