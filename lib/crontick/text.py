@@ -79,6 +79,11 @@ def text_problem(what: str, text: object, max_bytes: int | None = KEY_MAX_BYTES)
     return None if max_bytes is None else key_too_long(what, text, max_bytes)
 
 
+def type_problem(type: object) -> str | None:
+    """Why a string `type` cannot be a job type, else None: a NUL or lone surrogate, or more than TYPE_MAX_BYTES."""
+    return text_problem("a job type", type, TYPE_MAX_BYTES)
+
+
 # In JSON text written with ensure_ascii=False: the escape of a NUL (\u0000, which jsonb refuses; an escaped
 # backslash before "u0000" is not one) or a surrogate left raw (a lone one, which UTF-8 cannot encode).
 _UNSTORABLE_JSON = re.compile(r"(?<!\\)(?:\\\\)*\\u0000|[\ud800-\udfff]")
