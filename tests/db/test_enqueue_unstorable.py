@@ -105,3 +105,11 @@ def test_handlers_schedules_and_hooks_refuse_a_type_or_payload_that_cannot_be_st
         ConfigError, match=re.escape("crontick.inbound('t-unstorable'): expected a job type of at most")
     ):
         crontick.inbound("t-unstorable", LONG_TYPE, verify="bearer", secret="s" * 40)
+
+
+def test_rate_limit_names_that_cannot_be_stored_are_refused_where_they_are_declared() -> None:
+    # Every tick's claim carries the declared limits and the names handlers give: one NUL would fail every claim.
+    with pytest.raises(ConfigError, match=re.escape("crontick.rate_limit: " + NUL_TEXT.format("a limit name"))):
+        crontick.rate_limit("llm\x00", 10, per_seconds=60)
+    with pytest.raises(ConfigError, match=re.escape(NUL_TEXT.format("rate_limit as a limit's name"))):
+        crontick.handler("t_unstorable.limited", rate_limit="llm\x00")(lambda payload, job: None)
