@@ -46,6 +46,7 @@ class Sizes:
     skew_window_seconds: float = 150.0  # scenario 10: jobs, reminders and slots fall due over this long
     workflows: int = 2_000  # scenario 11: three-step workflows
     workflow_kill_every: tuple[float, float] = (2.0, 4.0)  # scenario 11: seconds between kills (uniform)
+    nul_workflows: int = 1_000  # scenario 12: two-step workflows, one in five with a NUL
 
 
 FULL = Sizes(
@@ -74,6 +75,7 @@ SHORT = Sizes(
     skew_window_seconds=8,
     workflows=60,
     workflow_kill_every=(0.5, 1.5),
+    nul_workflows=100,
 )
 
 
@@ -684,6 +686,12 @@ def workflows(rig: Rig, sizes: Sizes) -> Row:
     return scenario(rig, sizes)
 
 
+def nul_workflows(rig: Rig, sizes: Sizes) -> Row:
+    from .nul import nul_workflows as scenario  # its own module (its handlers, its own recorder)
+
+    return scenario(rig, sizes)
+
+
 SCENARIOS: list[Callable[[Rig, Sizes], Row]] = [
     auth_attack,
     load,
@@ -698,6 +706,7 @@ SCENARIOS: list[Callable[[Rig, Sizes], Row]] = [
     database_restart_pgbouncer,
     clock_skew,
     workflows,
+    nul_workflows,
 ]
 # Each scenario's number in issue 10's list, as its row starts: `python -m bench.chaos --only 10`.
 NUMBERS: dict[Callable[[Rig, Sizes], Row], int] = {
@@ -713,4 +722,5 @@ NUMBERS: dict[Callable[[Rig, Sizes], Row], int] = {
     bad_input: 9,
     clock_skew: 10,
     workflows: 11,
+    nul_workflows: 12,
 }

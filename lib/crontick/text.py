@@ -24,8 +24,15 @@ REPLACEMENT = "\ufffd"
 # type: beside a 2,048-byte key there is room for a type of 640 bytes (measured), far past any handler's
 # name. Counted in bytes, not characters, so that only keys near what an index can hold are refused: an
 # ASCII key of 2,000 characters (a URL, say) is taken, as it was before there was a bound.
-# sql/functions/enqueue.sql and signal.sql check the same number with octet_length(), for any driver.
+# sql/functions/enqueue.sql and signal.sql check the same number with octet_length(), for any driver
+# (crontick.db.schema fills it in as {key_max_bytes}).
 KEY_MAX_BYTES = 2048
+# The longest job type, in bytes of UTF-8: a handler's name, as a schedule's name is at most 200 characters.
+# A type sits in btree indexes (jobs_type_status_id, jobs_pending_type_id; jobs_debounce_open beside a
+# debounce key of up to KEY_MAX_BYTES, which leaves room for about 640 bytes), so a type of 2.7 kB was taken
+# by enqueue and then failed the statement that recorded its whole batch. Checked by @crontick.handler,
+# crontick.enqueue, enqueue_many and the SQL enqueue function ({type_max_bytes}).
+TYPE_MAX_BYTES = 200
 # A key over the bound that came from a sender (an inbound hook's group_key, debounce or signal template
 # filled from the event, and any event key given to crontick.signal or job.wait_for) is kept as its first
 # characters (cut at a character, never inside one), then "…sha256:" and the whole key's digest: at most
@@ -49,12 +56,48 @@ def _utf8(key: str) -> bytes:
     return key.encode("utf-8", "surrogatepass")
 
 
-def key_too_long(what: str, key: object) -> str | None:
+def key_too_long(what: str, key: object, max_bytes: int = KEY_MAX_BYTES) -> str | None:
     """The refusal of a string `key` over the bound ("expected <what> of at most 2,048 bytes (UTF-8), got N"), else None."""
-    if not isinstance(key, str) or len(key) * 4 <= KEY_MAX_BYTES:  # at most 4 bytes a character: no need to encode
+    if not isinstance(key, str) or len(key) * 4 <= max_bytes:  # at most 4 bytes a character: no need to encode
         return None
     size = len(_utf8(key))
-    return f"expected {what} of at most {KEY_MAX_BYTES:,} bytes (UTF-8), got {size}" if size > KEY_MAX_BYTES else None
+    return f"expected {what} of at most {max_bytes:,} bytes (UTF-8), got {size}" if size > max_bytes else None
+
+
+def can_store(text: str) -> bool:
+    """Whether PostgreSQL takes `text` as it is, in a text column or as a jsonb string: no NUL, no lone surrogate."""
+    return _UNSTORABLE.search(text) is None
+
+
+def text_problem(what: str, text: object, max_bytes: int | None = KEY_MAX_BYTES) -> str | None:
+    """Why a string `text` (a key, a name, a job type: what a caller or a sender chose) cannot be stored as it is,
+    else None: a NUL or lone surrogate, which would fail the statement that carries it (and, for a step's name or
+    a wait's key, the statement of every other job of its batch), or more than `max_bytes` of UTF-8 (see
+    key_too_long; None: a caller that fits a long key instead, crontick.text.fit_key)."""
+    if isinstance(text, str) and not can_store(text):
+        return f"expected {what} without NUL (\\x00) or lone surrogates, got {text!r:.80}"
+    return None if max_bytes is None else key_too_long(what, text, max_bytes)
+
+
+def type_problem(type: object) -> str | None:
+    """Why a string `type` cannot be a job type, else None: a NUL or lone surrogate, or more than TYPE_MAX_BYTES."""
+    return text_problem("a job type", type, TYPE_MAX_BYTES)
+
+
+# In JSON text written with ensure_ascii=False: the escape of a NUL (\u0000, which jsonb refuses; an escaped
+# backslash before "u0000" is not one) or a surrogate left raw (a lone one, which UTF-8 cannot encode).
+_UNSTORABLE_JSON = re.compile(r"(?<!\\)(?:\\\\)*\\u0000|[\ud800-\udfff]")
+
+
+def json_problem(text: str) -> str | None:
+    """Why PostgreSQL's jsonb would refuse the JSON `text` (written by json.dumps with ensure_ascii=False), else None:
+    a NUL (\\u0000) or a lone surrogate in one of its strings or keys. One scan, in C; caught before the statement,
+    such a value fails only the call that made it, never a statement that carries other jobs' values too."""
+    found = _UNSTORABLE_JSON.search(text)
+    if found is None:
+        return None
+    got = "a NUL (\\u0000)" if found.group().endswith("u0000") else "a lone surrogate"
+    return f"expected JSON whose strings hold no NUL or lone surrogate (jsonb refuses both), got one with {got}"
 
 
 def fit_key(key: str) -> str:

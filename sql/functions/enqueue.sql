@@ -40,6 +40,12 @@ begin
         raise exception 'crontick.enqueue: expected a non-empty job type, got %', coalesce(quote_literal({api_enqueue}.type), 'null')
             using errcode = '22023';
     end if;
+    -- A type sits in indexes (jobs_type_status_id, and jobs_debounce_open beside a key of up to
+    -- {key_max_bytes} bytes): crontick.text.TYPE_MAX_BYTES says why it is bounded; Python checks the same.
+    if octet_length({api_enqueue}.type) > {type_max_bytes} then
+        raise exception 'crontick.enqueue: expected a job type of at most % bytes (UTF-8), got %',
+            to_char({type_max_bytes}, 'FM999,999'), octet_length({api_enqueue}.type) using errcode = '22001';
+    end if;
     if {api_enqueue}.max_attempts is not null and {api_enqueue}.max_attempts < 1 then
         raise exception 'crontick.enqueue(%): expected max_attempts >= 1, got %', _job, {api_enqueue}.max_attempts
             using errcode = '22023';
@@ -49,18 +55,18 @@ begin
             using errcode = '22023';
     end if;
     -- Each key sits in a btree index, whose entries PostgreSQL caps at 2,704 bytes: 2,048 bytes always fit
-    -- (crontick.text.KEY_MAX_BYTES says why; Python checks the same). One cheap test covers the three keys;
+    -- (crontick.text.KEY_MAX_BYTES, filled in as {key_max_bytes}, says why; Python checks the same). One cheap test covers the three keys;
     -- which one is over (the first, in argument order) is looked up only when one is.
     if greatest(octet_length({api_enqueue}.key), octet_length({api_enqueue}.group_key),
-                octet_length({api_enqueue}.debounce_key)) > 2048 then
+                octet_length({api_enqueue}.debounce_key)) > {key_max_bytes} then
         select k.name, octet_length(k.value) into _long, _bytes
         from (values (1, 'key', {api_enqueue}.key), (2, 'group_key', {api_enqueue}.group_key),
                      (3, 'debounce_key', {api_enqueue}.debounce_key)) k(n, name, value)
-        where octet_length(k.value) > 2048
+        where octet_length(k.value) > {key_max_bytes}
         order by k.n
         limit 1;
-        raise exception 'crontick.enqueue(%): expected % of at most 2,048 bytes (UTF-8), got %', _job, _long, _bytes
-            using errcode = '22001';
+        raise exception 'crontick.enqueue(%): expected % of at most % bytes (UTF-8), got %', _job, _long,
+            to_char({key_max_bytes}, 'FM999,999'), _bytes using errcode = '22001';
     end if;
     if {api_enqueue}.debounce_key is not null or {api_enqueue}.debounce_seconds is not null
        or {api_enqueue}.debounce_max_seconds is not null then

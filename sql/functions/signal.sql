@@ -32,9 +32,9 @@ begin
     -- The key is indexed (job_steps_waiting, crontick_signals_key): at most 2,048 bytes, which always fit
     -- (crontick.text.KEY_MAX_BYTES says why). Refused here; Python's crontick.signal and job.wait_for replace a
     -- longer key by its stable digest (crontick.text.fit_key) before it gets here.
-    if octet_length({api_signal}.event_key) > 2048 then
-        raise exception 'crontick.signal: expected an event key of at most 2,048 bytes (UTF-8), got %',
-            octet_length({api_signal}.event_key) using errcode = '22001';
+    if octet_length({api_signal}.event_key) > {key_max_bytes} then
+        raise exception 'crontick.signal: expected an event key of at most % bytes (UTF-8), got %',
+            to_char({key_max_bytes}, 'FM999,999'), octet_length({api_signal}.event_key) using errcode = '22001';
     end if;
     perform pg_advisory_xact_lock(hashtextextended('crontick.signal:' || {api_signal}.event_key, 0));
     select s.job_id, s.name into _job, _name

@@ -11,7 +11,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from crontick.errors import CrontickError
-from crontick.text import key_too_long
+from crontick.text import can_store, key_too_long
 
 # bigint: a larger id names no row, and psycopg would send it as numeric, which no index on id serves.
 MAX_ID = 2**63 - 1
@@ -43,13 +43,7 @@ def shown(text: str) -> str:
 
 def storable(text: str) -> bool:
     """True when PostgreSQL can store `text`: no NUL (text refuses it) and no lone surrogate (not UTF-8)."""
-    if "\x00" in text:
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return can_store(text)
 
 
 def name_problem(value: str) -> str | None:

@@ -16,6 +16,7 @@ from psycopg import sql
 
 from crontick.errors import ConfigError
 from crontick.settings import schema_name
+from crontick.text import KEY_MAX_BYTES, TYPE_MAX_BYTES
 
 SCHEMA_VARIABLE = "CRONTICK_SCHEMA"
 
@@ -62,6 +63,9 @@ def _names(schema: str, source: Source | None) -> dict[str, sql.Composable]:
         "schema_name": sql.Literal(schema),
         "reminder_source": sql.Identifier(*src),
         "reminder_source_label": sql.Literal(source_label(src)),
+        # The bounds the SQL API checks, defined once in crontick.text beside Python's own checks.
+        "key_max_bytes": sql.Literal(KEY_MAX_BYTES),
+        "type_max_bytes": sql.Literal(TYPE_MAX_BYTES),
         **api_names(schema),
     }
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from crontick.errors import ConfigError
+from crontick.text import text_problem
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,8 @@ def rate_limit(name: str, count: int, *, per_seconds: float) -> RateLimit:
     """
     if not isinstance(name, str) or not name:
         raise ConfigError(f"crontick.rate_limit: expected a non-empty limit name, got {name!r}")
+    if problem := text_problem("a limit name", name):  # every tick's claim carries it
+        raise ConfigError(f"crontick.rate_limit: {problem}")
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count < 2**31:
         raise ConfigError(f"crontick.rate_limit({name!r}): expected count as an integer >= 1, got {count!r}")
     if isinstance(per_seconds, bool) or not isinstance(per_seconds, int | float) or not 0 < per_seconds <= 86400 * 366:

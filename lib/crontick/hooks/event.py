@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from crontick.auth import verifiers as verify
 from crontick.errors import CrontickError, Refused
+from crontick.text import can_store
 
 MAX_EVENT_ID_CHARS = 500
 # Objects and arrays inside one another. Providers' events nest a dozen levels at most; Python's
@@ -72,7 +73,7 @@ def parse(verify_kind: str, headers: Mapping[str, str], url: str, body: bytes) -
         event_id = headers.get("idempotency-key")
     if event_id is not None and not 1 <= len(event_id) <= MAX_EVENT_ID_CHARS:
         raise BadEvent(f"expected an event id of 1 to {MAX_EVENT_ID_CHARS} characters, got: {len(event_id)}")
-    if event_id is not None and not _storable_text(event_id):
+    if event_id is not None and not can_store(event_id):
         raise BadEvent("expected an event id without NUL characters or unpaired surrogates, got one with them")
     check_storable(event)
     return Parsed(event, event_id or None, body_sha256)
@@ -89,7 +90,7 @@ def check_storable(value: Any) -> None:
     while stack:
         item, depth = stack.pop()
         if isinstance(item, str):
-            if not _storable_text(item):
+            if not can_store(item):
                 raise BadEvent(
                     "expected JSON text without NUL characters (\\u0000) or unpaired surrogates, got a string with one"
                 )
@@ -104,16 +105,6 @@ def check_storable(value: Any) -> None:
                 stack.extend((child, depth + 1) for child in item.values())
             else:
                 stack.extend((child, depth + 1) for child in item)
-
-
-def _storable_text(text: str) -> bool:
-    if "\x00" in text:
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # an unpaired surrogate (json reads "\ud800" as one)
-        return False
-    return True
 
 
 def signed_body_hash(url: str) -> bool:

@@ -12,7 +12,7 @@ from crontick import logs
 from crontick.errors import ConfigError
 from crontick.jobs.debounce import Debounce, fill, template_fields
 from crontick.settings import MIN_SECRET_CHARS, declare_secret, webhook_signing_key
-from crontick.text import fit_key
+from crontick.text import can_store, fit_key, type_problem
 
 VERIFIERS = ("twilio", "stripe", "github", "standard", "bearer")
 # The variable each provider's secret is read from when `secret` is not given; None: per hook.
@@ -57,7 +57,7 @@ class Hook:
             key = self._call(self.signal, event, "signal")
         else:
             return None
-        if key is None or not isinstance(key, str) or not key:
+        if key is None or not isinstance(key, str) or not key or not can_store(key):
             logs.warning("inbound_signal_skipped", hook=self.name, got=repr(key)[:100])
             return None
         return fit_key(key)
@@ -75,7 +75,7 @@ class Hook:
             group_key = fill(self.group_key, event)
         elif self.group_key is not None:
             group_key = self._call(self.group_key, event, "group_key")
-            if group_key is not None and (not isinstance(group_key, str) or not group_key):
+            if group_key is not None and (not isinstance(group_key, str) or not group_key or not can_store(group_key)):
                 logs.warning("inbound_flow_ignored", hook=self.name, option="group_key", got=repr(group_key)[:100])
                 group_key = None
         if group_key is not None:
@@ -138,6 +138,8 @@ def inbound(
         raise ConfigError(f"crontick.inbound({name!r}): expected a job type, a signal= or both, got neither")
     if job_type is not None and (not isinstance(job_type, str) or not job_type):
         raise ConfigError(f"crontick.inbound({name!r}): expected a non-empty job type, got: {job_type!r}")
+    if problem := type_problem(job_type):
+        raise ConfigError(f"crontick.inbound({name!r}): {problem}")
     if job_type is None and (debounce is not None or group_key is not None):
         raise ConfigError(f"crontick.inbound({name!r}): expected a job type with debounce= or group_key=, got none")
     _check_signal(name, signal)

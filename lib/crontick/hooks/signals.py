@@ -6,12 +6,12 @@ from typing import Any
 
 import psycopg
 from psycopg import pq
-from psycopg.types.json import Jsonb
 
 from crontick.db import query
 from crontick.errors import CrontickError
 from crontick.hooks import kick
-from crontick.text import fit_key
+from crontick.jobs.queue import payload_param
+from crontick.text import fit_key, text_problem
 
 
 def signal(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], event_key: str, payload: Any = None) -> Any:
@@ -31,8 +31,10 @@ def signal(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any], event_k
     """
     if not isinstance(event_key, str) or not event_key:
         raise CrontickError(f"crontick.signal: expected a non-empty event key, got {event_key!r}")
+    if problem := text_problem("an event key", event_key, None):
+        raise CrontickError(f"crontick.signal: {problem}")
     event_key = fit_key(event_key)
-    params = {"event_key": event_key, "payload": None if payload is None else Jsonb(payload)}
+    params = {"event_key": event_key, "payload": None if payload is None else payload_param("crontick.signal", payload)}
     if isinstance(conn, psycopg.AsyncConnection):
         return _signal_async(conn, params)
     job_id, transaction = conn.execute(query("job_signal"), params).fetchone() or (None, "")

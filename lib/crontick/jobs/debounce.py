@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from crontick.errors import ConfigError
-from crontick.text import fit_key, key_too_long
+from crontick.text import fit_key, text_problem
 
 # How many payloads a debounced job keeps in job.payloads (the newest; sql/functions/job_debounce.sql
 # drops the oldest past this). Bounds the row however chatty a sender is.
@@ -43,7 +43,7 @@ class Debounce:
     def __post_init__(self) -> None:
         if not isinstance(self.key, str) or not self.key:
             raise ConfigError(f"crontick.Debounce: expected a non-empty key string, got: {self.key!r}")
-        if problem := key_too_long("a key", self.key):  # crontick.text.KEY_MAX_BYTES: it must fit its index
+        if problem := text_problem("a key", self.key):  # crontick.text.KEY_MAX_BYTES: it must fit its index
             raise ConfigError(f"crontick.Debounce: {problem}")
         if not _seconds(self.seconds, 0):
             raise ConfigError(f"crontick.Debounce: expected seconds between 0 and {MAX_SECONDS}, got: {self.seconds!r}")

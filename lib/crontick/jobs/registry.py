@@ -11,6 +11,7 @@ from typing import Any
 from crontick.errors import ConfigError
 from crontick.jobs.job import Job
 from crontick.retry import DEFAULT_POLICY, RetryPolicy
+from crontick.text import text_problem, type_problem
 
 HandlerFunc = Callable[[Any, Job], Awaitable[None] | None]
 # The claim reads up to this many unended jobs of each group it may start a wide job in
@@ -72,6 +73,8 @@ def handler(
     _load_builtins()
     if not type or not isinstance(type, str):
         raise ConfigError(f"@crontick.handler: expected a non-empty job type string, got: {type!r}")
+    if problem := type_problem(type):
+        raise ConfigError(f"@crontick.handler: {problem}")
     if isinstance(priority, bool) or not isinstance(priority, int) or not -(2**31) <= priority < 2**31:
         raise ConfigError(f"@crontick.handler({type!r}): expected priority as a 32-bit integer, got {priority!r}")
     if (
@@ -85,6 +88,8 @@ def handler(
         )
     if rate_limit is not None and (not isinstance(rate_limit, str) or not rate_limit):
         raise ConfigError(f"@crontick.handler({type!r}): expected rate_limit as a limit's name, got {rate_limit!r}")
+    if problem := text_problem("rate_limit as a limit's name", rate_limit):  # every tick's claim carries it
+        raise ConfigError(f"@crontick.handler({type!r}): {problem}")
 
     def register(func: HandlerFunc) -> HandlerFunc:
         existing = _registry.get(type)

@@ -14,6 +14,7 @@ from crontick import logs
 from crontick.db import query
 from crontick.errors import ConfigError
 from crontick.settings import DEFAULT_SCHEDULE_GRACE_SECONDS
+from crontick.text import json_problem, text_problem, type_problem
 
 # crontick.schedules.slots (and cronsim, the cron parser under it) is imported where a schedule is declared
 # or planned: a tick in a process that declares none never loads it.
@@ -61,8 +62,12 @@ def schedule(
     where = f"crontick.schedule({name!r})"
     if not isinstance(name, str) or not name.strip() or len(name) > 200:
         raise ConfigError(f"crontick.schedule: expected a non-empty name of at most 200 characters, got: {name!r}")
+    if problem := text_problem("a name", name, None):
+        raise ConfigError(f"crontick.schedule: {problem}")
     if not isinstance(job_type, str) or not job_type:
         raise ConfigError(f"{where}: expected a non-empty job type, got: {job_type!r}")
+    if problem := type_problem(job_type):
+        raise ConfigError(f"{where}: {problem}")
     from crontick.schedules import slots
 
     try:
@@ -70,9 +75,11 @@ def schedule(
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"{where}: {exc}") from None
     try:
-        json.dumps(payload)
+        text = json.dumps(payload, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: expected a JSON-serialisable payload, got one that is not ({exc})") from None
+    if problem := json_problem(text):  # it would fail the statement that syncs every schedule, on every tick
+        raise ConfigError(f"{where}: payload: {problem}")
     declared = Schedule(name, cron, job_type, {} if payload is None else payload, time_zone, catch_up)
     existing = _registry.get(name)
     if existing is not None and existing != declared:

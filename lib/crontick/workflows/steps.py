@@ -38,7 +38,7 @@ from psycopg.types.json import Json
 
 from crontick.db import query
 from crontick.errors import CrontickError, StepError, StepFenced
-from crontick.text import fit_key
+from crontick.text import fit_key, json_problem, text_problem
 
 # The most a step's result may take as JSON text (UTF-8 bytes). Keep big things (documents,
 # audio) in your own storage and return their key.
@@ -151,6 +151,9 @@ def wait_for(job: StepJob, name: str, event_key: str, timeout_seconds: float, si
         raise StepError(
             f"job {job.id} ({job.type}) job.wait_for({name!r}): expected a non-empty event key, got {event_key!r}"
         )
+    # Refused here, not fitted: the key goes into the statement that records the whole batch's outcomes.
+    if problem := text_problem("an event key", event_key, None):
+        raise StepError(f"job {job.id} ({job.type}) job.wait_for({name!r}): {problem}")
     seconds = _seconds(job, name, timeout_seconds, "job.wait_for timeout_seconds")
     # The key is indexed (job_steps_waiting): one over the bound becomes its stable digest, as crontick.signal's does.
     return _park(job, Parked(name, "wait", seconds, fit_key(event_key), _since(job, name, since)))
@@ -168,8 +171,9 @@ def _since(job: StepJob, name: str, since: Any) -> datetime | None:
 
 
 def _park(job: StepJob, parked: Parked) -> Any:
-    batch = _batch(job, f"job.{'sleep' if parked.kind == 'sleep' else 'wait_for'}")
-    batch.use_name(job, parked.name)
+    what = f"job.{'sleep' if parked.kind == 'sleep' else 'wait_for'}"
+    batch = _batch(job, what)
+    batch.use_name(job, parked.name, what)
     if _on_loop():
         return batch.resume(job, parked)
     return batch.blocking(batch.resume(job, parked))
@@ -190,9 +194,9 @@ class StepBatch:
         self._queue: list[tuple[int, int, str, str, asyncio.Future[bool]]] = []
         self._flusher: asyncio.Task[None] | None = None
 
-    def use_name(self, job: StepJob, name: str) -> None:
+    def use_name(self, job: StepJob, name: str, what: str = "job.step") -> None:
         """Claim `name` for this run of `job`'s handler; a second use is a StepError, not a silent reuse."""
-        _check_name(job, name, "job.step")
+        _check_name(job, name, what)
         with self._lock:
             names = self._names.setdefault(job.id, set())
             if name in names:
@@ -340,6 +344,10 @@ def _check_name(job: StepJob, name: Any, what: str) -> None:
             f"job {job.id} ({job.type}) {what}: expected a name of 1 to {STEP_NAME_MAX_CHARS} characters, "
             f"got {name!r:.80}"
         )
+    # A step's name is written with other jobs' steps (group commit), a sleep's or a wait's with the whole batch's
+    # outcomes: one PostgreSQL cannot store would fail those statements for every job in them.
+    if problem := text_problem("a name", name, None):
+        raise StepError(f"job {job.id} ({job.type}) {what}: {problem}")
 
 
 def _seconds(job: StepJob, name: str, seconds: Any, what: str) -> float:
@@ -359,6 +367,10 @@ def _encoded(job: StepJob, name: str, value: Any) -> str:
             f"job {job.id} ({job.type}) step {name!r}: expected a JSON result (dict, list, str, number, bool or "
             f"None), got {type(value).__name__}: {exc}"
         ) from None
+    # Refused before anything is written: the result would go with other jobs' steps (group commit), and one that
+    # jsonb refuses would fail that statement for all of them.
+    if problem := json_problem(text):
+        raise StepError(f"job {job.id} ({job.type}) step {name!r}: {problem}")
     size = len(text.encode())
     if size > STEP_RESULT_MAX_BYTES:
         raise StepError(
