@@ -152,8 +152,8 @@ select extract(epoch from now() - (select pg_catalog.min(run_after) from {schema
 -- store.stats: done and failed jobs per hour over the last 24 h, summed from the ticks' own
 -- summaries (crontick_ticks_finished), not by scanning jobs.
 select pg_catalog.date_trunc('hour', finished_at) as hour,
-    pg_catalog.sum(coalesce((summary -> 'jobs' ->> 'succeeded')::bigint, 0))::bigint as done,
-    pg_catalog.sum(coalesce((summary -> 'jobs' ->> 'failed')::bigint, 0))::bigint as failed,
+    pg_catalog.sum(coalesce((summary -> 'jobs'::text ->> 'succeeded'::text)::bigint, 0))::bigint as done,
+    pg_catalog.sum(coalesce((summary -> 'jobs'::text ->> 'failed'::text)::bigint, 0))::bigint as failed,
     count(*) as ticks
 from {schema}.crontick_ticks
 where finished_at > now() - interval '24 hours'

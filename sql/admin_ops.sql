@@ -149,7 +149,7 @@ select (select count(*) from moved) as moved, (select count(*) from picked) as p
 -- (crontick_ticks.finished_at) with the same `_now`, so each finished_at finds its tick on
 -- crontick_ticks_finished; a rescued attempt (lease_expired) was ended by a later tick's rescue
 -- and finds none. %(finished)s: the history's finished_at values.
-select f.at as finished_at, t.id as tick_id, t.source, t.summary ->> 'execution_id' as execution_id
+select f.at as finished_at, t.id as tick_id, t.source, t.summary ->> 'execution_id'::text as execution_id
 from pg_catalog.unnest(%(finished)s::timestamptz[]) as f(at)
 cross join lateral (
     select id, source, summary from {schema}.crontick_ticks where finished_at = f.at order by id limit 1

@@ -29,7 +29,7 @@
 -- is planned against the source itself (its indexes), never a copy of it.
 with src as not materialized (
     select b.id::text as booking_id, b.customer_name, b.email, b.phone, b.starts_at, b.time_zone, b.status,
-        pg_catalog.to_jsonb(b) ->> 'language' as language
+        pg_catalog.to_jsonb(b) ->> 'language'::text as language
     from {reminder_source} b
 ), overdue as materialized (
     select r.id,
