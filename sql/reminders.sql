@@ -27,8 +27,10 @@
 -- correctness rests on the unique constraint, not on a lock.
 -- src: the source's rows as crontick reads them, written once; NOT MATERIALIZED, so each use below
 -- is planned against the source itself (its indexes), never a copy of it.
+-- Some aliases go without `as`, and the lease message is one format(): the statement is just under
+-- psycopg's 4 KiB parse cache (tests/alerts/test_alert_policy.py).
 with src as not materialized (
-    select b.id::text as booking_id, b.customer_name, b.email, b.phone, b.starts_at, b.time_zone, b.status,
+    select b.id::text booking_id, b.customer_name, b.email, b.phone, b.starts_at, b.time_zone, b.status,
         pg_catalog.to_jsonb(b) ->> 'language'::text as language
     from {reminder_source} b
 ), overdue as materialized (
@@ -40,14 +42,14 @@ with src as not materialized (
             when b.status = 'confirmed' and b.starts_at > %(now)s then 'sending'
             when r.maybe_delivered then 'unknown'
             else 'failed'
-        end as next_status,
+        end next_status,
         case
             when b.booking_id is null then 'the booking is gone'
             when b.status <> 'confirmed' then 'the booking was cancelled'
             when b.starts_at <= %(now)s then 'the booking has started'
             when r.channel <> all(%(idempotent)s::text[]) then 'the ' || r.channel || ' channel has no idempotency key'
             else 'no attempts are left'
-        end as reason,
+        end reason,
         b.customer_name, b.email, b.phone, b.starts_at, b.time_zone, b.language
     from {schema}.reminder_sends r
     left join src b using (booking_id)
@@ -66,10 +68,9 @@ with src as not materialized (
         next_attempt_at = null,
         last_error = case
             when o.next_status = 'sending' then r.last_error
-            when r.status = 'sending' then 'LeaseExpired: attempt ' || r.attempts::text || ' over ' || r.channel
-                || ' was still sending when its lease ended at ' || r.locked_until::text
-                || ' (tick stopped mid-call); maybe delivered, not resent: '
-                || o.reason || '. Check the provider; delete the row to resend.'
+            when r.status = 'sending' then pg_catalog.format('LeaseExpired: attempt %%s over %%s was still sending when its'
+                || ' lease ended at %%s (tick stopped mid-call); maybe delivered, not resent: %%s. Check the provider;'
+                || ' delete the row to resend.', r.attempts, r.channel, r.locked_until, o.reason)
             else coalesce(r.last_error, 'failed') || ' (not retried: ' || o.reason || ')'
         end,
         updated_at = %(now)s
@@ -91,15 +92,15 @@ with src as not materialized (
 ), fresh as materialized (
     select b.*, k.kind,
         coalesce(
-            (select c from pg_catalog.unnest(%(channels)s::text[]) with ordinality as ch(c, n)
+            (select c from pg_catalog.unnest(%(channels)s::text[]) with ordinality ch(c, n)
              where c in ('console', 'webhook')
                 or (c = 'email' and b.email <> '')
                 or (c in ('sms', 'whatsapp') and b.phone <> '')
              order by n limit 1),
             (%(channels)s::text[])[1]
-        ) as channel
+        ) channel
     from src b
-    join rows from (pg_catalog.unnest(%(kinds)s::text[]), pg_catalog.unnest(%(leads)s::interval[]), pg_catalog.unnest(%(floors)s::interval[])) as k(kind, lead, floor)
+    join rows from (pg_catalog.unnest(%(kinds)s::text[]), pg_catalog.unnest(%(leads)s::interval[]), pg_catalog.unnest(%(floors)s::interval[])) k(kind, lead, floor)
         on b.starts_at > %(now)s + k.floor and b.starts_at <= %(now)s + k.lead
     -- The widest window, (now, window_end = now + the longest lead], as a range of an index on
     -- the source's starts_at: without one the join reads every booking ever made (docs/reminders.md
