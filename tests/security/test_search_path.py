@@ -321,3 +321,11 @@ def test_the_migration_script_pins_the_search_path_as_migrate_does() -> None:
     text = script("crontick")
     assert "set local search_path = pg_catalog, pg_temp;" in text.split("select pg_advisory_xact_lock")[0]
     assert text.count("alter function %s set search_path = pg_catalog, pg_temp") == 1
+
+
+def test_no_statement_the_app_sends_gives_a_jsonb_operator_a_bare_literal() -> None:
+    """`payload ->> 'key'` reads the literal as the other operand's type, so a planted `->>(jsonb, jsonb)` matches it
+    exactly and wins over pg_catalog's `(jsonb, text)`: the literal is written `'key'::text`."""
+    bare = re.compile(r"(->>?|#>>?)\s*'[^']*'(?!::)")
+    found = sorted(f"{name}: {m.group(0)}" for name, text in load_queries().items() for m in bare.finditer(text))
+    assert found == [], f"expected 'literal'::text after each jsonb operator, got {found}"
