@@ -25,6 +25,7 @@ from crontick.db.migrate import script
 from crontick.db.queries import load_queries
 from crontick.hooks import kick
 from crontick.runtime import Runtime
+from crontick.schedules import registry
 from tests.support import admin_pages
 from tests.support.core_jobs import db_now, tick
 from tests.support.databases import fresh_database
@@ -221,6 +222,14 @@ def _count(conn: psycopg.Connection[Any], query: str, **params: Any) -> int:
 
 def test_no_planted_function_or_operator_runs_as_crontick(database_url: str, intruder: str) -> None:
     # crontick's own role here is a superuser, as in the review's repro; the test's own statements name pg_catalog only.
+    try:
+        _run_everything(database_url)
+    finally:
+        registry.unregister("sp-every-minute")
+    assert _canary_calls(database_url) == 0
+
+
+def _run_everything(database_url: str) -> None:
     with psycopg.connect(database_url, autocommit=True, options="-c search_path=pg_catalog") as mine:
         # Enqueue: the Python API (a key, a group, a debounce merge, a list) and the SQL API.
         app = psycopg.connect(database_url, autocommit=True)  # the session's search_path has `public` in it
@@ -243,12 +252,18 @@ def test_no_planted_function_or_operator_runs_as_crontick(database_url: str, int
             "insert into crontick.bookings (customer_name, email, phone, starts_at) values"
             " ('Ada', 'ada@example.com', '+15550100', pg_catalog.now() operator(pg_catalog.+) interval '23 hours')"
         )
+        crontick.schedule("sp-every-minute", "* * * * *", "t_sp.plain")
         now = db_now(mine)
         first = tick(database_url, now=now)
         assert first.jobs.claimed >= 6, first
         assert first.reminders.sent == 1, first
+        # The schedule's first tick synced it; a missed minute makes its next one enqueue.
+        mine.execute(
+            "update crontick.crontick_schedules set next_at = '-infinity',"
+            " evaluated_until = evaluated_until operator(pg_catalog.-) interval '2 minutes'"
+        )
         second = tick(database_url, now=now + timedelta(seconds=30))
-        assert second.jobs.succeeded >= 1, second
+        assert second.jobs.succeeded >= 1 and second.schedules.enqueued >= 1, second
         assert _count(mine, "select count(*) from crontick.job_steps where job_id = %(id)s", id=flow_id) == 3
         # Wake it from Python in a transaction (its kick waits for the commit, then ticks) and from SQL.
         with admin_pages.running(admin_pages.settings_for(database_url)) as base:
@@ -267,11 +282,15 @@ def test_no_planted_function_or_operator_runs_as_crontick(database_url: str, int
                          "/admin/ticks", "/admin/overview", "/admin/schedules", "/admin/groups", "/admin/hooks",
                          "/admin/alerts", "/admin/audit"):  # fmt: skip
                 assert client.get(page).status_code == 200, page
+            # An admin's action: retry the rescued job that failed, and cancel it again.
+            for verb in ("retry", "cancel"):
+                token = admin_pages.csrf_of(client.get(f"/admin/jobs/{lost}").text)
+                done = client.post(f"/admin/jobs/{lost}/{verb}", data={"csrf": token, "confirm": "yes"})
+                assert done.status_code == 303, (verb, done.text)
             client.close()
         status = mine.execute("select status from crontick.jobs where id = %(id)s", {"id": flow_id}).fetchone()
         assert status == ("done",)
         app.close()
-    assert _canary_calls(database_url) == 0
 
 
 def _fresh_functions(admin_url: str, schema: str) -> list[tuple[str, list[str] | None, str, bool]]:
