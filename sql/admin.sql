@@ -20,7 +20,7 @@ set local statement_timeout = '5s'
 
 -- name: admin_jobs
 -- store.list_jobs, no filter: the primary key, backwards from the cursor.
-select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
+select id, type, status, attempts, max_attempts, run_after, pg_catalog.left(last_error, 200) as last_error, key,
     created_at, updated_at, finished_at, group_key, priority
 from {schema}.jobs
 where id < %(before_id)s
@@ -32,7 +32,7 @@ limit %(limit)s;
 -- (crontick_job_types, crontick_job_ids_below), merged by id; running jobs, which no per-type
 -- index holds, from jobs_running_lease. The page's rows are then read by primary key. No
 -- (status, id) index: migration 0023 says why.
-select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
+select id, type, status, attempts, max_attempts, run_after, pg_catalog.left(last_error, 200) as last_error, key,
     created_at, updated_at, finished_at, group_key, priority
 from {schema}.jobs
 where id = any(array(
@@ -53,11 +53,11 @@ order by id desc;
 -- (crontick_job_ids_below, from the index alone), merged by id; the page's rows are then read by
 -- primary key. The statuses come from crontick.queue.STATUSES. Ids first, so that no plan walks the
 -- primary key backwards filtering on type and status instead (one chose that on a million rows: 0.6 s).
-select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
+select id, type, status, attempts, max_attempts, run_after, pg_catalog.left(last_error, 200) as last_error, key,
     created_at, updated_at, finished_at, group_key, priority
 from {schema}.jobs
 where id = any(array(
-    select p.id from unnest(%(statuses)s::text[]) as s(status)
+    select p.id from pg_catalog.unnest(%(statuses)s::text[]) as s(status)
     cross join lateral {schema}.crontick_job_ids_below(%(type)s, s.status, %(before_id)s, %(limit)s) p(id)
     order by p.id desc
     limit %(limit)s))
@@ -65,7 +65,7 @@ order by id desc;
 
 -- name: admin_jobs_by_type_status
 -- store.list_jobs with a type and a status: crontick_job_ids_below, then the rows by primary key.
-select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
+select id, type, status, attempts, max_attempts, run_after, pg_catalog.left(last_error, 200) as last_error, key,
     created_at, updated_at, finished_at, group_key, priority
 from {schema}.jobs
 where id = any(array(
@@ -77,7 +77,7 @@ order by id desc;
 -- before_id), by primary key. There is no GIN index on payload (it would slow the tick's every
 -- write); the window bounds the work, and the cursor continues below it. The window is always
 -- the plan's driver, so the optional status and type are plain filters here.
-select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
+select id, type, status, attempts, max_attempts, run_after, pg_catalog.left(last_error, 200) as last_error, key,
     created_at, updated_at, finished_at, group_key, priority
 from {schema}.jobs
 where id < %(before_id)s and id >= %(floor_id)s and payload @> %(payload)s::jsonb
@@ -88,7 +88,7 @@ limit %(limit)s;
 
 -- name: admin_jobs_next_id
 -- store.list_jobs, first page of a payload search: where the window starts.
-select coalesce(max(id), 0) + 1 from {schema}.jobs;
+select coalesce(pg_catalog.max(id), 0) + 1 from {schema}.jobs;
 
 -- name: admin_job_get
 -- store.get_job: one job, whole (payload and error); with the schedule and slot it was enqueued
@@ -143,17 +143,17 @@ select 'waiting', (select count(*) from (select 1 from {schema}.jobs j where j.s
 
 -- name: admin_stats_health
 -- store.stats: the oldest due job's wait (the first entry of jobs_pending_due) and the last tick.
-select extract(epoch from now() - (select min(run_after) from {schema}.jobs where status = 'pending' and not held and run_after <= now()))::float8
+select extract(epoch from now() - (select pg_catalog.min(run_after) from {schema}.jobs where status = 'pending' and not held and run_after <= now()))::float8
         as oldest_due_seconds,
-    (select max(finished_at) from {schema}.crontick_ticks) as last_tick_at,
+    (select pg_catalog.max(finished_at) from {schema}.crontick_ticks) as last_tick_at,
     now() as as_of;
 
 -- name: admin_stats_hourly
 -- store.stats: done and failed jobs per hour over the last 24 h, summed from the ticks' own
 -- summaries (crontick_ticks_finished), not by scanning jobs.
-select date_trunc('hour', finished_at) as hour,
-    sum(coalesce((summary -> 'jobs' ->> 'succeeded')::bigint, 0))::bigint as done,
-    sum(coalesce((summary -> 'jobs' ->> 'failed')::bigint, 0))::bigint as failed,
+select pg_catalog.date_trunc('hour', finished_at) as hour,
+    pg_catalog.sum(coalesce((summary -> 'jobs'::text ->> 'succeeded'::text)::bigint, 0))::bigint as done,
+    pg_catalog.sum(coalesce((summary -> 'jobs'::text ->> 'failed'::text)::bigint, 0))::bigint as failed,
     count(*) as ticks
 from {schema}.crontick_ticks
 where finished_at > now() - interval '24 hours'
@@ -165,7 +165,7 @@ order by 1;
 -- ({reminder_source}, only read; looked up by its id as text: migration 0016's index on crontick's
 -- own bookings, and docs/reminders.md's on a source of your own).
 select r.id, r.booking_id, r.kind, r.channel, r.status, r.attempts, r.max_attempts, r.sent_at, r.next_attempt_at,
-    left(r.last_error, 200) as last_error, r.created_at, r.updated_at, b.customer_name, b.starts_at, b.time_zone
+    pg_catalog.left(r.last_error, 200) as last_error, r.created_at, r.updated_at, b.customer_name, b.starts_at, b.time_zone
 from {schema}.reminder_sends r
 left join {reminder_source} b on b.id::text = r.booking_id
 where r.id < %(before_id)s
@@ -175,7 +175,7 @@ limit %(limit)s;
 -- name: admin_reminders_by_status
 -- store.list_reminders with a status: reminder_sends_status_id.
 select r.id, r.booking_id, r.kind, r.channel, r.status, r.attempts, r.max_attempts, r.sent_at, r.next_attempt_at,
-    left(r.last_error, 200) as last_error, r.created_at, r.updated_at, b.customer_name, b.starts_at, b.time_zone
+    pg_catalog.left(r.last_error, 200) as last_error, r.created_at, r.updated_at, b.customer_name, b.starts_at, b.time_zone
 from {schema}.reminder_sends r
 left join {reminder_source} b on b.id::text = r.booking_id
 where r.status = %(status)s and r.id < %(before_id)s
@@ -186,7 +186,7 @@ limit %(limit)s;
 -- store.due_reminders: confirmed bookings starting in the next 24 h, with their sends so far
 -- (from the reminder source, by its starts_at index: bookings_confirmed_starts on crontick's own).
 select b.id::text as booking_id, b.customer_name, b.email, b.phone, b.starts_at, b.time_zone,
-    coalesce((select json_agg(json_build_object('kind', r.kind, 'status', r.status, 'channel', r.channel,
+    coalesce((select pg_catalog.json_agg(pg_catalog.json_build_object('kind', r.kind, 'status', r.status, 'channel', r.channel,
                                                 'sent_at', r.sent_at) order by r.kind)
               from {schema}.reminder_sends r where r.booking_id = b.id::text), '[]'::json) as sends
 from {reminder_source} b
@@ -280,10 +280,10 @@ with picked as materialized (
     -- retried (jobs_debounce_open): the same rule as for a key, per type.
     select c.id from chosen c
     where (c.key is null
-       or (c.id = (select min(c2.id) from chosen c2 where c2.key = c.key)
+       or (c.id = (select pg_catalog.min(c2.id) from chosen c2 where c2.key = c.key)
            and not exists (select 1 from {schema}.jobs o where o.key = c.key and o.status in ('pending', 'running', 'waiting'))))
       and (c.debounce_key is null
-       or (c.id = (select min(c2.id) from chosen c2 where c2.type = c.type and c2.debounce_key = c.debounce_key)
+       or (c.id = (select pg_catalog.min(c2.id) from chosen c2 where c2.type = c.type and c2.debounce_key = c.debounce_key)
            and not exists (select 1 from {schema}.jobs o where o.type = c.type and o.debounce_key = c.debounce_key
                            and o.status = 'pending' and o.started_at is null)))
 ), kept as (
@@ -302,7 +302,7 @@ with picked as materialized (
     returning j.id
 )
 select (select count(*) from retried) as retried, (select count(*) from chosen) as chosen,
-    (select count(*) from picked) as picked, (select max(id) from picked) as last_id;
+    (select count(*) from picked) as picked, (select pg_catalog.max(id) from picked) as last_id;
 
 -- name: admin_reminder_retry
 -- store.retry_reminder: a failed or unknown reminder (a person has checked the provider) is
@@ -349,7 +349,7 @@ limit %(limit)s;
 -- hooks_alerts_store.list_alerts: the alert outbox, newest first, by primary key below the
 -- cursor. The first 200 characters of the error and never the body (the POST's fields).
 select id, event, subject, status, attempts, occurred_at, next_attempt_at, sent_at,
-    left(last_error, 200) as last_error, created_at, updated_at
+    pg_catalog.left(last_error, 200) as last_error, created_at, updated_at
 from {schema}.crontick_alerts
 where id < %(before_id)s
 order by id desc
@@ -359,7 +359,7 @@ limit %(limit)s;
 -- hooks_alerts_store.list_alerts with ?status=: as admin_alerts, one status. Retention keeps
 -- the outbox to about a month of rows, so the primary key walk with a filter stays short.
 select id, event, subject, status, attempts, occurred_at, next_attempt_at, sent_at,
-    left(last_error, 200) as last_error, created_at, updated_at
+    pg_catalog.left(last_error, 200) as last_error, created_at, updated_at
 from {schema}.crontick_alerts
 where status = %(status)s and id < %(before_id)s
 order by id desc

@@ -7,7 +7,7 @@
 -- name: admin_jobs_due
 -- run_now.list_pending (status=due): pending jobs whose run_after has come, newest first: below the
 -- cursor, each job type's newest (crontick_job_types, crontick_job_pending_below), merged by id.
-select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
+select id, type, status, attempts, max_attempts, run_after, pg_catalog.left(last_error, 200) as last_error, key,
     created_at, updated_at, finished_at
 from {schema}.jobs
 where id = any(array(
@@ -20,7 +20,7 @@ order by id desc;
 -- name: admin_jobs_scheduled
 -- run_now.list_pending (status=scheduled): pending jobs due later (a backoff, a snooze or a
 -- future run_after), newest first, merged as admin_jobs_due.
-select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
+select id, type, status, attempts, max_attempts, run_after, pg_catalog.left(last_error, 200) as last_error, key,
     created_at, updated_at, finished_at
 from {schema}.jobs
 where id = any(array(
@@ -32,7 +32,7 @@ order by id desc;
 
 -- name: admin_jobs_due_by_type
 -- run_now.list_pending with a type (status=due): crontick_job_pending_below of the type.
-select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
+select id, type, status, attempts, max_attempts, run_after, pg_catalog.left(last_error, 200) as last_error, key,
     created_at, updated_at, finished_at
 from {schema}.jobs
 where id = any(array(
@@ -41,7 +41,7 @@ order by id desc;
 
 -- name: admin_jobs_scheduled_by_type
 -- run_now.list_pending with a type (status=scheduled).
-select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error, key,
+select id, type, status, attempts, max_attempts, run_after, pg_catalog.left(last_error, 200) as last_error, key,
     created_at, updated_at, finished_at
 from {schema}.jobs
 where id = any(array(
@@ -55,7 +55,7 @@ order by id desc;
 -- merged by id), so a page costs the same at 100,000 failed jobs as at 1,000; the caller continues
 -- below the window. No trigram index: pg_trgm is an extension that crontick cannot assume, and an
 -- index on every failed error would tax the tick's writes.
-select id, type, status, attempts, max_attempts, run_after, left(last_error, 200) as last_error,
+select id, type, status, attempts, max_attempts, run_after, pg_catalog.left(last_error, 200) as last_error,
     key, created_at, updated_at, finished_at
 from {schema}.jobs
 where id = any(array(
@@ -69,7 +69,7 @@ where id = any(array(
     ) p
     order by p.id desc
     limit %(window)s))
-  and strpos(lower(last_error), lower(%(text)s)) > 0
+  and pg_catalog.strpos(pg_catalog.lower(last_error), pg_catalog.lower(%(text)s)) > 0
   and (%(type)s::text is null or type = %(type)s::text)
 order by id desc
 limit %(limit)s;
@@ -77,7 +77,7 @@ limit %(limit)s;
 -- name: admin_jobs_error_window_floor
 -- run_now.search_errors: where a window of the failed range ends (its lowest id), when the page
 -- found fewer matches than it shows and the search goes on below.
-select min(w.id) as lowest, count(*) as scanned
+select pg_catalog.min(w.id) as lowest, count(*) as scanned
 from (
     select p.id from {schema}.crontick_job_types() t(type)
     cross join lateral (
@@ -141,7 +141,7 @@ with picked as materialized (
     returning j.id
 )
 select (select count(*) from moved) as moved, (select count(*) from picked) as picked,
-    (select max(id) from picked) as last_id;
+    (select pg_catalog.max(id) from picked) as last_id;
 
 -- name: admin_job_ticks
 -- run_now.attempt_ticks (the job page): which tick recorded each attempt. The record statement
@@ -149,8 +149,8 @@ select (select count(*) from moved) as moved, (select count(*) from picked) as p
 -- (crontick_ticks.finished_at) with the same `_now`, so each finished_at finds its tick on
 -- crontick_ticks_finished; a rescued attempt (lease_expired) was ended by a later tick's rescue
 -- and finds none. %(finished)s: the history's finished_at values.
-select f.at as finished_at, t.id as tick_id, t.source, t.summary ->> 'execution_id' as execution_id
-from unnest(%(finished)s::timestamptz[]) as f(at)
+select f.at as finished_at, t.id as tick_id, t.source, t.summary ->> 'execution_id'::text as execution_id
+from pg_catalog.unnest(%(finished)s::timestamptz[]) as f(at)
 cross join lateral (
     select id, source, summary from {schema}.crontick_ticks where finished_at = f.at order by id limit 1
 ) t;
@@ -160,7 +160,7 @@ cross join lateral (
 -- type, duration bucket and whether the minute is within the last hour. Reads the ring only
 -- (at most types x 1500 x 4 x buckets rows), never jobs.
 select type, bucket, minute > now() - interval '1 hour' as last_hour,
-    sum(done)::bigint as done, sum(failed)::bigint as failed, sum(retried)::bigint as retried
+    pg_catalog.sum(done)::bigint as done, pg_catalog.sum(failed)::bigint as failed, pg_catalog.sum(retried)::bigint as retried
 from {schema}.crontick_type_minutes
 where minute > now() - interval '24 hours'
 group by 1, 2, 3;
@@ -175,7 +175,7 @@ group by 1, 2, 3;
 select t.type, p.oldest_wait_seconds
 from {schema}.crontick_job_types(%(types)s) t(type)
 cross join lateral (
-    select extract(epoch from now() - min(x.run_after) filter (where x.run_after <= now()))::float8
+    select extract(epoch from now() - pg_catalog.min(x.run_after) filter (where x.run_after <= now()))::float8
             as oldest_wait_seconds,
         count(*) as pending
     from (
@@ -247,7 +247,7 @@ with gone as (
     on conflict (schedule, slot) do nothing
     returning slot_count
 )
-select (select count(*) from gone) as resumed, (select coalesce(sum(slot_count), 0) from skip) as skipped;
+select (select count(*) from gone) as resumed, (select coalesce(pg_catalog.sum(slot_count), 0) from skip) as skipped;
 
 -- name: admin_schedule_enqueue
 -- schedule_control.enqueue_now: one job of the schedule, due now, outside its slots: no slot

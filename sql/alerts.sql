@@ -7,8 +7,8 @@
 -- statement that reads the first entry of crontick_ticks_finished. The database's clock decides,
 -- so an app server with a wrong clock cannot hide a silence.
 select t.last_tick_at,
-    t.last_tick_at is null or t.last_tick_at < now() - make_interval(secs => %(stale_after)s::float8) as stale
-from (select max(finished_at) as last_tick_at from {schema}.crontick_ticks) t;
+    t.last_tick_at is null or t.last_tick_at < now() - pg_catalog.make_interval(secs => %(stale_after)s::float8) as stale
+from (select pg_catalog.max(finished_at) as last_tick_at from {schema}.crontick_ticks) t;
 
 -- name: alert_claim_due
 -- crontick.alerts.deliver, in a tick whose record statement said alerts are due: claim up to a
@@ -28,7 +28,7 @@ with due as materialized (
         attempts = a.attempts + (a.created_at >= %(stale_before)s)::int,
         next_attempt_at = %(lease_until)s,
         last_error = case when a.created_at < %(stale_before)s
-            then 'not sent: raised at ' || a.created_at || ', longer ago than alerts are worth sending'
+            then 'not sent: raised at ' || a.created_at::text || ', longer ago than alerts are worth sending'
             else a.last_error end,
         updated_at = %(now)s
     where a.id = any(array(select id from due))
@@ -46,8 +46,8 @@ order by id;
 -- as failed, and raises no further alert.
 with delivery as (
     select *
-    from unnest(%(ids)s::bigint[], %(attempts)s::int[], %(sent)s::boolean[], %(retry_ats)s::timestamptz[],
-                %(errors)s::text[]) as o(id, attempt, sent, retry_at, error)
+    from rows from (pg_catalog.unnest(%(ids)s::bigint[]), pg_catalog.unnest(%(attempts)s::int[]), pg_catalog.unnest(%(sent)s::boolean[]), pg_catalog.unnest(%(retry_ats)s::timestamptz[]),
+                pg_catalog.unnest(%(errors)s::text[])) as o(id, attempt, sent, retry_at, error)
 )
 update {schema}.crontick_alerts a set
     status = case when o.sent then 'sent' when o.retry_at is null then 'failed' else 'pending' end,

@@ -34,7 +34,7 @@ with recursive g(key) as (
     from g where g.key is not null
 )
 select g.key as group_key, h.id as head_id, h.type as head_type, h.status as head_status, h.attempts as head_attempts,
-    h.max_attempts as head_max_attempts, h.run_after as head_run_after, left(h.last_error, 200) as head_error,
+    h.max_attempts as head_max_attempts, h.run_after as head_run_after, pg_catalog.left(h.last_error, 200) as head_error,
     h.priority as head_priority,
     (select count(*) from {schema}.jobs r where r.group_key = g.key and r.status = 'running') as running,
     (select count(*) from (select 1 from {schema}.jobs w where w.group_key = g.key and w.status = 'pending'
@@ -67,12 +67,12 @@ returning j.id;
 -- name: flow_rate_limits
 -- flow_store.rate_limits: each stored limit's starts within a window of `seconds`, the first of
 -- them (when the window frees a start), and its pause. The count and window come from code.
-select r.name, coalesce((select sum(s.n) from unnest(r.starts_at, r.starts_n) s(at, n)
-                         where s.at > now() - make_interval(secs => w.seconds)), 0)::int as used,
-    (select min(s.at) from unnest(r.starts_at, r.starts_n) s(at, n)
-     where s.at > now() - make_interval(secs => w.seconds)) + make_interval(secs => w.seconds) as frees_at,
+select r.name, coalesce((select pg_catalog.sum(s.n) from rows from (pg_catalog.unnest(r.starts_at), pg_catalog.unnest(r.starts_n)) s(at, n)
+                         where s.at > now() - pg_catalog.make_interval(secs => w.seconds)), 0)::int as used,
+    (select pg_catalog.min(s.at) from rows from (pg_catalog.unnest(r.starts_at), pg_catalog.unnest(r.starts_n)) s(at, n)
+     where s.at > now() - pg_catalog.make_interval(secs => w.seconds)) + pg_catalog.make_interval(secs => w.seconds) as frees_at,
     exists (select 1 from {schema}.crontick_pauses p where p.kind = 'rate_limit' and p.name = r.name) as paused,
     r.updated_at as last_start_at, now() as as_of
-from unnest(%(names)s::text[], %(seconds)s::float8[]) as w(name, seconds)
+from rows from (pg_catalog.unnest(%(names)s::text[]), pg_catalog.unnest(%(seconds)s::float8[])) as w(name, seconds)
 join {schema}.crontick_rate_limits r on r.name = w.name
 order by r.name;

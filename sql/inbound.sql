@@ -13,7 +13,7 @@
 -- statement again when no row comes back. `priority` is the handler's `priority=` (else 0), as
 -- crontick.enqueue gives it.
 with drawn as materialized (
-    select nextval(pg_get_serial_sequence(quote_ident({schema_name}) || '.jobs', 'id')) as job_id
+    select pg_catalog.nextval(pg_catalog.pg_get_serial_sequence(pg_catalog.quote_ident({schema_name}) || '.jobs', 'id')) as job_id
 ), event as (
     insert into {schema}.crontick_inbound_events (hook, event_id, body_sha256, job_id, received_at)
     select %(hook)s, %(event_id)s, %(body_sha256)s, drawn.job_id, %(received_at)s from drawn

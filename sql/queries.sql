@@ -20,7 +20,7 @@ select {schema}.{api_enqueue}(type => %(type)s, payload => %(payload)s, run_afte
 insert into {schema}.jobs (type, payload, run_after, max_attempts, group_key, priority)
 select e.job ->> 0, e.job -> 1, coalesce(%(run_after)s, now()), coalesce(%(max_attempts)s, 4), %(group_key)s::text,
     coalesce(%(priority)s::int, (%(priorities)s::jsonb ->> (e.job ->> 0))::int, 0)
-from jsonb_array_elements(%(jobs)s) with ordinality as e(job, n)
+from pg_catalog.jsonb_array_elements(%(jobs)s) with ordinality as e(job, n)
 order by e.n
 returning id;
 
@@ -40,8 +40,8 @@ with expired as materialized (
         run_after = %(now)s,
         locked_until = null,
         finished_at = case when j.attempts >= j.max_attempts then %(now)s end,
-        last_error = 'LeaseExpired: attempt ' || j.attempts || ' of ' || j.max_attempts
-            || ' was still running when its lease ended at ' || j.locked_until
+        last_error = 'LeaseExpired: attempt ' || j.attempts::text || ' of ' || j.max_attempts::text
+            || ' was still running when its lease ended at ' || j.locked_until::text
             || ' (the tick running it was stopped before it could record an outcome)',
         updated_at = %(now)s
     from expired where j.id = expired.id
@@ -49,8 +49,8 @@ with expired as materialized (
 ), alerted as (
     -- crontick.alerts: a job failed here for good raises its job_failed alert in this statement (an outbox).
     insert into {schema}.crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
-    select 'job_failed', 'job:' || r.id, %(now)s,
-        jsonb_build_object('job_id', r.id, 'job_type', r.type, 'attempts', r.attempts, 'error', left(r.last_error, 500)),
+    select 'job_failed', 'job:' || r.id::text, %(now)s,
+        pg_catalog.jsonb_build_object('job_id', r.id, 'job_type', r.type, 'attempts', r.attempts, 'error', pg_catalog.left(r.last_error, 500)),
         %(now)s, %(now)s, %(now)s
     from rescued r
     where r.status = 'failed'
@@ -58,7 +58,7 @@ with expired as materialized (
 ), attempt_log as (
     -- The attempts history: the attempt whose lease ran out, ended when its lease did.
     insert into {schema}.job_attempts (job_id, attempt, started_at, finished_at, outcome, error)
-    select id, attempts, started_at, locked_until, 'lease_expired', left(last_error, 4096)
+    select id, attempts, started_at, locked_until, 'lease_expired', pg_catalog.left(last_error, 4096)
     from rescued
 )
 select count(*) filter (where status = 'pending') as retried,
@@ -101,7 +101,7 @@ from {schema}.crontick_job_record_and_claim(
 
 -- name: tick_last
 -- GET /api/health.
-select max(finished_at) as last_tick_at from {schema}.crontick_ticks;
+select pg_catalog.max(finished_at) as last_tick_at from {schema}.crontick_ticks;
 
 -- name: tick_probe
 -- Tick, first statement (crontick.tick.probe.look): claim the due jobs (as job_claim_due does, with

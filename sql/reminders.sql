@@ -27,9 +27,11 @@
 -- correctness rests on the unique constraint, not on a lock.
 -- src: the source's rows as crontick reads them, written once; NOT MATERIALIZED, so each use below
 -- is planned against the source itself (its indexes), never a copy of it.
+-- Some aliases go without `as`, and the lease message is one format(): the statement is just under
+-- psycopg's 4 KiB parse cache (tests/alerts/test_alert_policy.py).
 with src as not materialized (
-    select b.id::text as booking_id, b.customer_name, b.email, b.phone, b.starts_at, b.time_zone, b.status,
-        to_jsonb(b) ->> 'language' as language
+    select b.id::text booking_id, b.customer_name, b.email, b.phone, b.starts_at, b.time_zone, b.status,
+        pg_catalog.to_jsonb(b) ->> 'language'::text as language
     from {reminder_source} b
 ), overdue as materialized (
     select r.id,
@@ -40,14 +42,14 @@ with src as not materialized (
             when b.status = 'confirmed' and b.starts_at > %(now)s then 'sending'
             when r.maybe_delivered then 'unknown'
             else 'failed'
-        end as next_status,
+        end next_status,
         case
             when b.booking_id is null then 'the booking is gone'
             when b.status <> 'confirmed' then 'the booking was cancelled'
             when b.starts_at <= %(now)s then 'the booking has started'
             when r.channel <> all(%(idempotent)s::text[]) then 'the ' || r.channel || ' channel has no idempotency key'
             else 'no attempts are left'
-        end as reason,
+        end reason,
         b.customer_name, b.email, b.phone, b.starts_at, b.time_zone, b.language
     from {schema}.reminder_sends r
     left join src b using (booking_id)
@@ -66,10 +68,9 @@ with src as not materialized (
         next_attempt_at = null,
         last_error = case
             when o.next_status = 'sending' then r.last_error
-            when r.status = 'sending' then 'LeaseExpired: attempt ' || r.attempts || ' over ' || r.channel
-                || ' was still sending when its lease ended at ' || r.locked_until
-                || ' (tick stopped mid-call); maybe delivered, not resent: '
-                || o.reason || '. Check the provider; delete the row to resend.'
+            when r.status = 'sending' then pg_catalog.format('LeaseExpired: attempt %%s over %%s was still sending when its'
+                || ' lease ended at %%s (tick stopped mid-call); maybe delivered, not resent: %%s. Check the provider;'
+                || ' delete the row to resend.', r.attempts, r.channel, r.locked_until, o.reason)
             else coalesce(r.last_error, 'failed') || ' (not retried: ' || o.reason || ')'
         end,
         updated_at = %(now)s
@@ -82,7 +83,7 @@ with src as not materialized (
     -- stay under psycopg's 4 KiB parse-cache limit.
     insert into {schema}.crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
     select 'reminder_' || s.status, 'reminder:' || s.booking_id || ':' || s.kind, %(now)s,
-        jsonb_build_object('booking_id', s.booking_id, 'kind', s.kind, 'channel', s.channel, 'attempts', s.attempts,
+        pg_catalog.jsonb_build_object('booking_id', s.booking_id, 'kind', s.kind, 'channel', s.channel, 'attempts', s.attempts,
                            'error', o.reason),
         %(now)s, %(now)s, %(now)s
     from settled s join overdue o on o.id = s.id
@@ -91,15 +92,15 @@ with src as not materialized (
 ), fresh as materialized (
     select b.*, k.kind,
         coalesce(
-            (select c from unnest(%(channels)s::text[]) with ordinality as ch(c, n)
+            (select c from pg_catalog.unnest(%(channels)s::text[]) with ordinality ch(c, n)
              where c in ('console', 'webhook')
                 or (c = 'email' and b.email <> '')
                 or (c in ('sms', 'whatsapp') and b.phone <> '')
              order by n limit 1),
             (%(channels)s::text[])[1]
-        ) as channel
+        ) channel
     from src b
-    join unnest(%(kinds)s::text[], %(leads)s::interval[], %(floors)s::interval[]) as k(kind, lead, floor)
+    join rows from (pg_catalog.unnest(%(kinds)s::text[]), pg_catalog.unnest(%(leads)s::interval[]), pg_catalog.unnest(%(floors)s::interval[])) k(kind, lead, floor)
         on b.starts_at > %(now)s + k.floor and b.starts_at <= %(now)s + k.lead
     -- The widest window, (now, window_end = now + the longest lead], as a range of an index on
     -- the source's starts_at: without one the join reads every booking ever made (docs/reminders.md
@@ -143,9 +144,9 @@ order by starts_at, id;
 -- un-claimed (deleted, as if never claimed) and a later one goes back to its due retry.
 with outcome as (
     select *
-    from unnest(%(ids)s::bigint[], %(claimed_attempts)s::int[], %(statuses)s::text[],
-                %(next_attempt_ats)s::timestamptz[], %(errors)s::text[], %(provider_ids)s::text[],
-                %(ambiguous)s::boolean[])
+    from rows from (pg_catalog.unnest(%(ids)s::bigint[]), pg_catalog.unnest(%(claimed_attempts)s::int[]), pg_catalog.unnest(%(statuses)s::text[]),
+                pg_catalog.unnest(%(next_attempt_ats)s::timestamptz[]), pg_catalog.unnest(%(errors)s::text[]), pg_catalog.unnest(%(provider_ids)s::text[]),
+                pg_catalog.unnest(%(ambiguous)s::boolean[]))
         as o(id, claimed_attempt, status, next_attempt_at, last_error, provider_message_id, ambiguous)
 ), mine as materialized (
     select r.id, r.attempts = 1 and o.status = 'released' as unclaim
@@ -179,8 +180,8 @@ with outcome as (
     -- its alert in this statement (an outbox), once per reminder outcome.
     insert into {schema}.crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
     select 'reminder_' || w.status, 'reminder:' || w.booking_id || ':' || w.kind, %(now)s,
-        jsonb_build_object('booking_id', w.booking_id, 'kind', w.kind, 'channel', w.channel, 'attempts', w.attempts,
-                           'error', left(w.last_error, 500)),
+        pg_catalog.jsonb_build_object('booking_id', w.booking_id, 'kind', w.kind, 'channel', w.channel, 'attempts', w.attempts,
+                           'error', pg_catalog.left(w.last_error, 500)),
         %(now)s, %(now)s, %(now)s
     from written w
     where w.status = 'unknown' or (w.status = 'failed' and w.next_attempt_at is null)
@@ -195,8 +196,8 @@ select id from written;
 -- they read 09:30, not 09:37). One is added only while no booking for that customer is still
 -- upcoming, so re-running the seed adds nothing, and a later day's `make run` gets fresh ones.
 insert into {schema}.bookings (customer_name, email, phone, starts_at, time_zone, status)
-select d.name, d.email, d.phone, date_trunc('hour', now()) + d.starts_in, d.zone, d.status
-from unnest(%(names)s::text[], %(emails)s::text[], %(phones)s::text[], %(starts_in)s::interval[],
-            %(zones)s::text[], %(statuses)s::text[]) as d(name, email, phone, starts_in, zone, status)
+select d.name, d.email, d.phone, pg_catalog.date_trunc('hour', now()) + d.starts_in, d.zone, d.status
+from rows from (pg_catalog.unnest(%(names)s::text[]), pg_catalog.unnest(%(emails)s::text[]), pg_catalog.unnest(%(phones)s::text[]), pg_catalog.unnest(%(starts_in)s::interval[]),
+            pg_catalog.unnest(%(zones)s::text[]), pg_catalog.unnest(%(statuses)s::text[])) as d(name, email, phone, starts_in, zone, status)
 where not exists (select 1 from {schema}.bookings b where b.customer_name = d.name and b.starts_at > now())
 returning id;

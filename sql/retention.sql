@@ -104,4 +104,4 @@ select (select count(*) from done_jobs) as done_jobs,
 -- name: retention_statement_timeout
 -- crontick.retention.run, first in its transaction: the delete may use only what is left of
 -- the tick's budget (transaction-scoped, so safe behind a transaction pooler).
-select set_config('statement_timeout', %(ms)s::text, true);
+select pg_catalog.set_config('statement_timeout', %(ms)s::text, true);

@@ -14,7 +14,7 @@
 -- the outer select reads the snapshot from before this statement.
 with declared as materialized (
     select d ->> 0 as name, d ->> 1 as cron, d ->> 2 as time_zone, d ->> 3 as catch_up, d ->> 4 as job_type
-    from jsonb_array_elements(coalesce(%(declared)s::jsonb, '[]'::jsonb)) d
+    from pg_catalog.jsonb_array_elements(coalesce(%(declared)s::jsonb, '[]'::jsonb)) d
 ), synced as (
     insert into {schema}.crontick_schedules as s (name, cron, time_zone, catch_up, job_type, evaluated_until, next_at)
     select name, cron, time_zone, catch_up, job_type, now(), '-infinity' from declared
@@ -55,7 +55,7 @@ select now() as now,
     (select count(*) from dormant) as dormant,
     -- The fifth element: whether the schedule is paused (issue 23; a crontick_pauses row of kind
     -- 'schedule'), read here for due schedules only, so an idle tick reads nothing more.
-    coalesce((select json_agg(json_build_array(d.name, d.cron, d.time_zone, d.evaluated_until,
+    coalesce((select pg_catalog.json_agg(pg_catalog.json_build_array(d.name, d.cron, d.time_zone, d.evaluated_until,
                 exists (select 1 from {schema}.crontick_pauses p where p.kind = 'schedule' and p.name = d.name))
               order by d.name) from (
         select name, cron, time_zone, evaluated_until from synced
@@ -82,7 +82,7 @@ with plan as materialized (
     select p ->> 0 as name, p ->> 1 as cron, p ->> 2 as time_zone, (p ->> 3)::timestamptz as cursor_was,
         (p ->> 4)::timestamptz as cursor_to, (p ->> 5)::timestamptz as next_at, p ->> 6 as job_type,
         p -> 7 as payload, p -> 8 as enqueue, p -> 9 as skipped, coalesce((p ->> 10)::boolean, false) as paused
-    from jsonb_array_elements(%(plans)s::jsonb) p
+    from pg_catalog.jsonb_array_elements(%(plans)s::jsonb) p
 ), locked as materialized (
     -- Rows are locked in name order, so two ticks evaluating several schedules cannot deadlock.
     select name from {schema}.crontick_schedules where name in (select name from plan) order by name for update
@@ -100,12 +100,12 @@ with plan as materialized (
     returning s.name
 ), slot as (
     insert into {schema}.crontick_schedule_slots (schedule, slot, outcome, job_id, last_slot)
-    select e.name, e.slot, 'enqueued', nextval(pg_get_serial_sequence(quote_ident({schema_name}) || '.jobs', 'id')), e.slot
+    select e.name, e.slot, 'enqueued', pg_catalog.nextval(pg_catalog.pg_get_serial_sequence(pg_catalog.quote_ident({schema_name}) || '.jobs', 'id')), e.slot
     from (
         select p.name, x.slot::timestamptz as slot, x.n
         from plan p
         join advanced a on a.name = p.name
-        cross join lateral jsonb_array_elements_text(p.enqueue) with ordinality x(slot, n)
+        cross join lateral pg_catalog.jsonb_array_elements_text(p.enqueue) with ordinality x(slot, n)
         where x.slot::timestamptz <= now()
         order by p.name, x.n
     ) e
@@ -121,12 +121,12 @@ with plan as materialized (
     select p.name, (k ->> 1)::timestamptz, k ->> 0, (k ->> 2)::timestamptz, (k ->> 3)::int, (k ->> 4)::boolean
     from plan p
     join advanced a on a.name = p.name
-    cross join lateral jsonb_array_elements(p.skipped) k
+    cross join lateral pg_catalog.jsonb_array_elements(p.skipped) k
     on conflict (schedule, slot) do nothing
     returning slot_count
 )
 select (select count(*) from job) as enqueued,
-    (select coalesce(sum(slot_count), 0) from skip) as skipped,
+    (select coalesce(pg_catalog.sum(slot_count), 0) from skip) as skipped,
     (select count(*) from advanced) as advanced;
 
 -- name: schedule_list
@@ -134,7 +134,7 @@ select (select count(*) from job) as enqueued,
 -- ("enqueue now", issue 23).
 -- next_at is null unless finite ('-infinity': not computed yet; 'infinity': no longer declared).
 select name, cron, time_zone, catch_up, job_type, evaluated_until,
-    case when isfinite(next_at) then next_at end as next_at, last_slot,
+    case when pg_catalog.isfinite(next_at) then next_at end as next_at, last_slot,
     previous_cron, previous_time_zone, changed_at, manual_job_id, manual_at
 from {schema}.crontick_schedules
 order by name;

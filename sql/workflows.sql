@@ -20,7 +20,7 @@ where job_id = any(%(ids)s::bigint[]);
 -- [job_id, attempt, name, result as JSON text].
 with step as (
     select (s ->> 0)::bigint as job_id, (s ->> 1)::int as attempt, s ->> 2 as name, (s ->> 3)::jsonb as result
-    from json_array_elements(%(steps)s::json) s
+    from pg_catalog.json_array_elements(%(steps)s::json) s
 ), ours as materialized (
     select s.* from step s
     -- `is true`: the same test, matched by no partial index, so jobs is read by primary key
@@ -46,7 +46,7 @@ select {schema}.{api_signal}(%(event_key)s, %(payload)s) as job_id,
 -- The admin's job page and GET /api/admin/jobs/{id}: the job's steps in the order they were
 -- recorded, each result cut to a preview (never the whole value).
 select name, kind, status, attempt, created_at, finished_at, event_key, wait_until,
-    left(result::text, %(preview)s) as preview, length(result::text) as result_chars
+    pg_catalog.left(result::text, %(preview)s) as preview, pg_catalog.length(result::text) as result_chars
 from {schema}.job_steps
 where job_id = %(id)s
 order by created_at, name
@@ -59,8 +59,8 @@ limit %(limit)s;
 -- again at once (transaction-scoped, autocommit). It waits at most a minute
 -- (crontick.hooks.kick.COMMIT_WAIT_SECONDS): a transaction-local lock_timeout, set first by the
 -- subquery, so that nothing outlives the statement on a pooled server connection.
-select pg_advisory_xact_lock(hashtextextended('crontick.signal:' || %(event_key)s, 0))
-from (select set_config('lock_timeout', '60s', true)) as bounded;
+select pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('crontick.signal:' || %(event_key)s, 0))
+from (select pg_catalog.set_config('lock_timeout', '60s', true)) as bounded;
 
 -- name: admin_job_signal
 -- crontick.admin.job_signal.signal_job (POST /api/admin/jobs/{id}/signal), in the action's

@@ -28,6 +28,7 @@ create or replace function {schema}.{api_enqueue}(
     debounce_max_seconds double precision default null
 ) returns bigint
 language plpgsql
+security definer  -- runs as crontick's role: EXECUTE alone lets another role call it (docs/security.md)
 as $$
 #variable_conflict use_column
 declare

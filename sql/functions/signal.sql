@@ -20,6 +20,7 @@ create or replace function {schema}.{api_signal}(
     payload jsonb default null
 ) returns bigint
 language plpgsql
+security definer  -- runs as crontick's role: EXECUTE alone lets another role call it (docs/security.md)
 as $$
 declare
     _job bigint;

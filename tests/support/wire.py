@@ -35,7 +35,8 @@ def statement_names(trace: str) -> list[str]:
 
 
 def _pieces(query: str) -> list[str]:
-    return [piece.strip() for piece in PARAMETER.split(query) if piece.strip()]
+    """The query's text between its parameters, as sent: psycopg sends `%%` (a format() placeholder) as `%`."""
+    return [piece.strip().replace("%%", "%") for piece in PARAMETER.split(query) if piece.strip()]
 
 
 def traced(url: str, run: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]) -> tuple[T, list[str]]:

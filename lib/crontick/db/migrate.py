@@ -17,6 +17,11 @@ from crontick.errors import CrontickError, DatabaseUnavailable
 # Transaction-scoped, so it is safe behind a transaction-mode pooler.
 MIGRATION_LOCK_KEY = 0x63726F6E7469636B  # "crontick"
 
+# A migrate resolves unqualified built-ins (a column's `default now()`, a check, an index expression,
+# the DO blocks) in pg_catalog only, as crontick's functions do (sql/function_rules.sql): what a role
+# planted in `public` is not what the tables it creates call. `set local` ends with the transaction.
+PINNED_SEARCH_PATH = "set local search_path = pg_catalog, pg_temp"
+
 # Tables and functions are kept apart. sql/migrations/NNNN_*.sql change tables (and what hangs on
 # them: indexes, constraints, triggers) and run once each. sql/functions/<name>.sql holds the live
 # definition of the function crontick_<name> as `create or replace function`, and every migrate
@@ -48,6 +53,11 @@ def function_files() -> list[tuple[str, str]]:
     return _sql_files("functions")
 
 
+def function_rules() -> str:
+    """sql/function_rules.sql: the pinned search_path and the revoked EXECUTE every function of crontick's gets."""
+    return sql_dir().joinpath("function_rules.sql").read_text(encoding="utf-8")
+
+
 def required_functions(migration_sql: str) -> list[str]:
     """The function files a migration names in `-- requires: sql/functions/<name>.sql` lines."""
     return _REQUIRES.findall(migration_sql)
@@ -70,7 +80,7 @@ def plan(schema: str, done: set[str], source: schemas.Source | None = None) -> l
     """The statements that bring `schema` from the migrations in `done` to today: pure, no database.
 
     Each pending migration, preceded by the function files it names in `requires` lines; then
-    every function file, whatever was pending. The functions read the reminder source `source`
+    every function file, whatever was pending; then sql/function_rules.sql over all of them. The functions read the reminder source `source`
     (default crontick's own bookings): the probe is built for it (sql/functions/tick_probe.sql).
     """
     functions = {name: schemas.compose_script(text, schema, source) for name, text in function_files()}
@@ -84,6 +94,7 @@ def plan(schema: str, done: set[str], source: schemas.Source | None = None) -> l
             steps.append(Step(functions[name]))
         steps.append(Step(schemas.compose_script(sql_text, schema), version))
     steps.extend(Step(text) for text in functions.values())
+    steps.append(Step(schemas.compose_script(function_rules(), schema)))
     return steps
 
 
@@ -106,7 +117,8 @@ def script(schema: str, after: str | None = None, source: schemas.Source | None 
     if after is not None and after not in versions:
         raise CrontickError(f"migrate --after: expected one of {', '.join(versions)}, got: {after!r}")
     done = set(versions[: versions.index(after) + 1]) if after is not None else set()
-    out = ["begin;", f"select pg_advisory_xact_lock({MIGRATION_LOCK_KEY});", *(s + ";" for s in _preamble(schema))]
+    out = ["begin;", PINNED_SEARCH_PATH + ";", f"select pg_advisory_xact_lock({MIGRATION_LOCK_KEY});"]
+    out.extend(s + ";" for s in _preamble(schema))
     for step in plan(schema, done, source):
         out.append(step.sql.strip().rstrip(";") + ";")
         if step.version is not None:
@@ -131,6 +143,7 @@ async def migrate(url: str, schema: str | None = None, source: schemas.Source | 
     conn = await connect(url)
     try:
         async with conn.transaction():
+            await conn.execute(PINNED_SEARCH_PATH)
             await conn.execute("select pg_advisory_xact_lock(%(key)s)", {"key": MIGRATION_LOCK_KEY})
             await _refuse_a_moved_install(conn, schema)
             for statement in _preamble(schema):

@@ -35,12 +35,12 @@ SHAPE_ERRORS = (
 OTHER_SOURCE_STATE = "CTRS0"
 
 _CATALOGUE = """
-select c.oid is not null, coalesce(has_schema_privilege(n.oid, 'USAGE'), false),
-    a.attname, format_type(a.atttypid, a.atttypmod), has_column_privilege(c.oid, a.attnum, 'SELECT')
-from (select to_regnamespace(%(schema)s) as oid) s
-left join pg_namespace n on n.oid = s.oid
-left join pg_class c on c.relnamespace = n.oid and c.relname = %(name)s and c.relkind in ('r', 'v', 'm', 'p', 'f')
-left join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+select c.oid is not null, coalesce(pg_catalog.has_schema_privilege(n.oid, 'USAGE'), false),
+    a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), pg_catalog.has_column_privilege(c.oid, a.attnum, 'SELECT')
+from (select pg_catalog.to_regnamespace(%(schema)s) as oid) s
+left join pg_catalog.pg_namespace n on n.oid = s.oid
+left join pg_catalog.pg_class c on c.relnamespace = n.oid and c.relname = %(name)s and c.relkind in ('r', 'v', 'm', 'p', 'f')
+left join pg_catalog.pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
 """
 
 
@@ -161,7 +161,8 @@ async def explain(conn: psycopg.AsyncConnection[Any], source: Source, schema: st
         return
     try:
         migrated = await conn.execute(
-            "select to_regclass(%s) is not null", [sql.Identifier(schema, "crontick_migrations").as_string(None)]
+            "select pg_catalog.to_regclass(%s) is not null",
+            [sql.Identifier(schema, "crontick_migrations").as_string(None)],
         )
         if not (await migrated.fetchone() or (False,))[0]:
             return
