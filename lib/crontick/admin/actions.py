@@ -140,14 +140,29 @@ async def login(request: Request) -> Response:
         return bad_parameter(request, exc)
     given = fields.get("secret")
     role = session.match_secret(settings, given) if given else None
+    client = request.client.host if request.client else "?"
+    audited = await _audit_sign_in(settings, role, client)
     if role is None:
-        await asyncio.sleep(session.FAILED_LOGIN_DELAY_SECONDS)  # slows guessing; nothing is stored
-        logs.warning("admin_login_failed", client=request.client.host if request.client else "?")
+        await asyncio.sleep(session.FAILED_LOGIN_DELAY_SECONDS)  # slows guessing
+        logs.warning("admin_login_failed", client=client)
         return _login_page(request, "That secret opens nothing here.", failed=True, status=401)
+    if not audited:  # a sign-in the audit log cannot hold is refused: the admin needs the database anyway
+        return error(request, 503, "database_unavailable", "the database cannot be reached; try again in a minute")
     logs.info("admin_login", role=role)
     response = RedirectResponse(safe_back(request, fields.get("next")), 303)
     session.set_session(response, request, session.issue(settings, role, time.time()))
     return finish(response, request)
+
+
+async def _audit_sign_in(settings: Settings, role: str | None, client: str) -> bool:
+    """Write the sign-in's audit row (the role it opened, or none); False when the database cannot take it."""
+    try:
+        async with store.connection(settings.require_database_url()) as conn:
+            await signouts.signed_in(conn, role, client)
+    except (DatabaseUnavailable, QueryTimeout, ConfigError) as exc:
+        logs.error("admin_sign_in_not_audited", detail=str(exc))
+        return False
+    return True
 
 
 async def logout(request: Request) -> Response:
@@ -162,7 +177,7 @@ async def logout(request: Request) -> Response:
     if found is not None:
         try:
             async with store.connection(settings.require_database_url()) as conn:
-                await signouts.sign_out(conn, found[1], found[2])
+                await signouts.sign_out(conn, found[1], found[2], found[0])
         except (DatabaseUnavailable, QueryTimeout, ConfigError) as exc:
             logs.error("admin_sign_out_failed", detail=str(exc))
             response = error(

@@ -191,7 +191,8 @@ async def gate(request: Request, handler: Handler, *, action: bool = False) -> R
             refusal = await _csrf_refusal(request, sess)
             if refusal is not None:
                 return refusal
-        response = await handler(View(request, settings, sess))
+        with store.acting_as(sess.actor):
+            response = await handler(View(request, settings, sess))
     except BadParameter as exc:
         return bad_parameter(request, exc)
     except BodyTooLarge:
