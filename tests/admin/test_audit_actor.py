@@ -10,6 +10,7 @@ import psycopg
 import pytest
 from starlette.requests import Request
 
+import crontick.admin
 from crontick.admin import session
 from tests.support.admin_pages import ADMIN_SECRET, add_jobs, client, csrf_of, running, settings_for
 
@@ -20,11 +21,11 @@ WRONG_SECRET = "wrong-secret-" + "w" * 32
 def named_hook() -> Iterator[None]:
     """A host app's login: the X-App-User header names the person; alice@example.com is an admin."""
 
-    def from_header(request: Request) -> session.Actor | None:
+    def from_header(request: Request) -> crontick.admin.Actor | None:
         user = request.headers.get("x-app-user")
-        return session.Actor("admin", user) if user else None
+        return crontick.admin.Actor("admin", user) if user else None
 
-    session.authorize(from_header)
+    crontick.admin.authorize(from_header)
     yield
     session._hook.clear()
 

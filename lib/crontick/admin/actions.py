@@ -7,7 +7,7 @@ import base64
 import json
 import time
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -16,6 +16,7 @@ from crontick import logs
 from crontick.admin import params, render, run_now, session, signouts, store
 from crontick.admin.pages import PAYLOAD_MAX_CHARS, panel, parse_payload
 from crontick.admin.params import BadParameter
+from crontick.admin.return_to import safe_back
 from crontick.admin.view import (
     View,
     bad_parameter,
@@ -42,55 +43,6 @@ VERBS = {
     "delete": ("Delete job", "danger", "delete it and its attempt history for good"),
     "run-now": ("Run now", "primary", "make it due now (its attempts are untouched)"),
 }
-# A return address (`next=`, `back=`) longer than any link of the admin's is refused, and so is one
-# still percent-encoded after this many rounds of decoding.
-RETURN_MAX_CHARS = 2000
-RETURN_DECODE_ROUNDS = 4
-
-
-def safe_back(request: Request, value: Any, default: str = "/admin") -> str:
-    """A return address inside this admin only (never another site, nor the host app's own pages).
-
-    `value` is a path as the browser sees it (under the mount prefix, as every link of the admin
-    is); `default` is one of the admin's own paths, and is answered under the prefix. The path is
-    read as a browser and the servers behind it may read it (percent-decoded until it stops
-    changing, backslashes as slashes, dot-segments resolved, empty segments dropped) and must then
-    lie under the admin's own path; what is answered is that resolved path, re-encoded, with the
-    value's query string. Anything else (another host, a scheme, `/admin/../signup`,
-    `/admin/%2e%2e/signup`) gets `default`.
-    """
-    home = mount.url(request, default)
-    text = value if isinstance(value, str) else ""
-    if not text or len(text) > RETURN_MAX_CHARS or not text.isprintable():
-        return home
-    split = min((i for i in (text.find("?"), text.find("#")) if i >= 0), default=len(text))
-    path = _resolved(text[:split])
-    admin = session.admin_path(request)
-    if path is None or not (path == admin or path.startswith(admin + "/")):
-        return home
-    return quote(path, safe="/") + text[split:]
-
-
-def _resolved(path: str) -> str | None:
-    """An absolute path with its dot-segments resolved, or None for anything that is not one."""
-    for _ in range(RETURN_DECODE_ROUNDS):
-        decoded = unquote(path).replace("\\", "/")
-        if decoded == path:
-            break
-        path = decoded
-    else:
-        return None  # still encoded after every round: no link of the admin's is
-    if not path.startswith("/") or path.startswith("//") or not path.isprintable():
-        return None  # `//host` is another site to a browser; a control character hides one
-    kept: list[str] = []
-    for segment in path.split("/"):
-        if segment == "..":
-            if not kept:
-                return None
-            kept.pop()
-        elif segment not in ("", "."):
-            kept.append(segment)
-    return "/" + "/".join(kept)
 
 
 def _settings(request: Request) -> Settings:

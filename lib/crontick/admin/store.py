@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -12,7 +9,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from crontick.admin import job_steps
+from crontick.admin import actor, job_steps
 from crontick.admin.tx import (
     ACTION_TIMEOUT,
     READ_TIMEOUT,
@@ -245,29 +242,11 @@ def _check_role(role: str) -> None:
         raise CrontickError(f"role: expected admin or cli to change jobs, got: {role!r}")
 
 
-# Who is acting in this request, as an authorize() hook named them: set once by the gate in front
-# of every page and action (crontick.admin.view.gate), read by `audit`, so every audit row of the
-# request carries it without each action passing it down. Each request runs in its own task, and
-# so in its own copy of the context.
-_ACTOR: ContextVar[str | None] = ContextVar("crontick_admin_actor", default=None)
-
-
-@contextmanager
-def acting_as(actor: str | None) -> Iterator[None]:
-    """Within the block, audit rows record `actor` (None: only the role is known)."""
-    token = _ACTOR.set(actor)
-    try:
-        yield
-    finally:
-        _ACTOR.reset(token)
-
-
 async def audit(
     conn: Conn | psycopg.AsyncCursor[Row], role: str | None, action: str, detail: dict[str, Any], rows: int
 ) -> None:
-    """Record an admin action, with the acting person if known (`acting_as`); call it inside the
-    action's transaction so both commit or neither. `role` is None only for a failed sign-in."""
-    params = {"role": role, "actor": _ACTOR.get(), "action": action, "detail": Jsonb(detail), "rows": rows}
+    """Record an admin action and who acted (crontick.admin.actor) inside the action's transaction."""
+    params = {"role": role, "actor": actor.current(), "action": action, "detail": Jsonb(detail), "rows": rows}
     await conn.execute(query("admin_audit_insert"), params)
 
 
