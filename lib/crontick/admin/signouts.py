@@ -1,7 +1,7 @@
 """Signed-out admin sessions (crontick_admin_signouts): sign-out records a cookie's session id, and the gate refuses it.
 
-The cookie stays signed and self-contained, so signing in writes nothing and a deploy signs
-nobody out. What a signature cannot say is that its session has ended: a copy of the cookie
+The cookie stays signed and self-contained, so signing in records no session (only its audit
+row) and a deploy signs nobody out. What a signature cannot say is that its session has ended: a copy of the cookie
 (a shared machine, a proxy's log, another server on loopback) would open the admin until it
 expires. So sign-out records the session id until then, in one row per sign-out.
 """
