@@ -320,8 +320,9 @@ returning id, booking_id, kind, channel, status, attempts, max_attempts, sent_at
 select status from {schema}.reminder_sends where booking_id = %(booking_id)s and kind = %(kind)s;
 
 -- name: admin_audit_insert
--- store.audit: one row per admin action, in the action's own transaction.
-insert into {schema}.admin_audit (role, action, detail, rows) values (%(role)s, %(action)s, %(detail)s, %(rows)s);
+-- store.audit: one row per admin action, in the action's own transaction, with who acted.
+insert into {schema}.admin_audit (role, actor, action, detail, rows)
+values (%(role)s, %(actor)s, %(action)s, %(detail)s, %(rows)s);
 
 -- name: admin_inbound_events
 -- hooks_alerts_store.list_events: recorded inbound events, newest first, keyset on (received_at,

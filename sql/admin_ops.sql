@@ -202,7 +202,7 @@ select name from {schema}.crontick_pauses where kind = 'type' order by name limi
 
 -- name: admin_audit_page
 -- audit_log.list_audit: the audit log, newest first, by primary key below the cursor.
-select id, at, role, action, detail, rows
+select id, at, role, actor, action, detail, rows
 from {schema}.admin_audit
 where id < %(before_id)s
 order by id desc

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import psycopg
@@ -227,6 +228,31 @@ def test_mounted_at_ops_in_a_host_app(browser: Browser, database_url: str, conn:
     assert asked and all(url.startswith(base + "/ops/") for url, _ in asked), asked
     assert all(status < 400 for _, status in asked), asked
     assert (base + "/ops/admin/static/admin.css", 200) in asked
+
+
+def test_sign_in_never_returns_to_the_host_app_s_pages(browser: Browser, database_url: str) -> None:
+    """Chromium resolves a Location of `/ops/admin/../../signup` to the host app's `/signup`: the
+    sign-in must answer the admin's home instead, whichever way the dot-segments are written."""
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Mount, Route
+
+    from crontick.app import create_app
+    from tests.support.servers import serve
+
+    async def signup(request: Any) -> PlainTextResponse:
+        return PlainTextResponse("the host app's sign-up page")
+
+    host = Starlette(routes=[Route("/signup", signup), Mount("/ops", app=create_app(settings_for(database_url)))])
+    with serve(host) as base:
+        for hostile in ("/ops/admin/../../signup", "/ops/admin/%2e%2e/%2e%2e/signup", "/ops/admin/..%5c..%5csignup"):
+            page = _page(browser, js=True)
+            page.goto(base + "/ops/admin/login?next=" + quote(hostile, safe=""))
+            page.fill("input[name=secret]", ADMIN_SECRET)
+            page.click("button[type=submit]")
+            assert page.url == base + "/ops/admin", hostile
+            assert page.get_by_role("heading", name="Failed jobs").is_visible()
+            page.context.close()
 
 
 def test_bulk_retry_of_1200_jobs_without_javascript(

@@ -31,8 +31,8 @@ def test_retry_asks_then_303s_back_with_a_flash(database_url: str, conn: psycopg
         )
         assert again.status_code == 303
         assert "was not changed" in c.get(back).text  # a pending job: a clear message, never a 500
-        audit = conn.execute("select role, action, rows from admin_audit").fetchall()
-        assert audit == [("admin", "retry_job", 1)]
+        audit = conn.execute("select role, action, rows from admin_audit order by id").fetchall()
+        assert audit == [("admin", "sign_in", 1), ("admin", "retry_job", 1)]
 
 
 def test_cancel_and_delete(database_url: str, conn: psycopg.Connection[Any]) -> None:

@@ -45,7 +45,7 @@ def test_groups_page_pauses_a_group_and_cancels_its_pending_jobs(
         listed = c.get("/admin/jobs").text
         assert "group conv:42" in listed and "priority -5" in listed
     actions = [r[0] for r in conn.execute("select action from admin_audit order by id")]
-    assert actions == ["pause_group", "cancel_group"]
+    assert actions == ["sign_in", "pause_group", "cancel_group"]
 
 
 def test_the_pause_form_takes_a_group_key_at_the_bound_and_refuses_a_longer_one(

@@ -53,7 +53,7 @@ def test_scheduled_jobs_show_run_after_and_run_now_keeps_attempts(
     rows = conn.execute("select attempts, run_after <= now() from jobs order by id").fetchall()
     assert rows == [(1, True)] * 3
     actions = [r[0] for r in conn.execute("select action from admin_audit order by id")]
-    assert actions == ["run_now", "bulk_run_now"]
+    assert actions == ["sign_in", "run_now", "bulk_run_now"]
 
 
 def test_error_search_overview_types_audit_and_job_ticks(database_url: str, conn: psycopg.Connection[Any]) -> None:
@@ -113,7 +113,13 @@ def test_schedules_page_enqueue_now_pause_and_resume(
     assert conn.execute("select count(*) from jobs where schedule = %(n)s", {"n": nightly}).fetchone() == (1,)
     assert conn.execute("select count(*) from crontick_schedule_slots").fetchone() == (0,)
     actions = [r[0] for r in conn.execute("select action from admin_audit order by id")]
-    assert actions == ["enqueue_schedule", "pause_schedule", "resume_schedule"]
+    assert actions == [
+        "sign_in",
+        "enqueue_schedule",
+        "pause_schedule",
+        "sign_in",
+        "resume_schedule",
+    ]  # the viewer signs in
 
 
 def _hidden(html: str) -> Iterator[tuple[str, str]]:

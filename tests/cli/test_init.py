@@ -91,3 +91,58 @@ def test_a_broken_vercel_json_is_one_line_and_nothing_is_written(tmp_path: Path,
     assert code == 1
     assert fragment in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert not (tmp_path / "api").exists() and (tmp_path / "vercel.json").read_text() == content
+
+
+def _tree(folder: Path) -> dict[str, bytes | str]:
+    """Every entry below `folder`, without following symlinks: a file's bytes, a link's target, a folder."""
+    found: dict[str, bytes | str] = {}
+    for entry in sorted(folder.rglob("*")):
+        name = str(entry.relative_to(folder))
+        if entry.is_symlink():
+            found[name] = "-> " + str(entry.readlink())
+        elif entry.is_file():
+            found[name] = entry.read_bytes()
+        else:
+            found[name] = "dir"
+    return found
+
+
+def _link(repo: Path, path: str, target: Path) -> None:
+    (repo / path).parent.mkdir(parents=True, exist_ok=True)
+    (repo / path).symlink_to(target)
+
+
+@pytest.mark.parametrize(
+    ("path", "target", "fragment"),
+    [
+        ("api/admin.py", "outside/admin.py", "expected api/admin.py to stay inside"),  # a file of someone else's
+        ("vercel.json", "outside/vercel.json", "expected vercel.json to stay inside"),
+        ("api/health.py", "outside/missing/health.py", "expected api/health.py to stay inside"),  # dangling, outside
+        ("api/health.py", "repo/api/gone.py", "got a dangling symlink"),  # dangling, inside
+        ("api", "outside", "expected api to stay inside"),  # a folder above the files
+        (".github/workflows", "outside", "expected .github/workflows to stay inside"),
+        ("api/cron", "repo/api/cron", "got a symlink loop"),
+    ],
+)
+def test_a_symlink_out_of_the_folder_or_to_nothing_is_one_line_and_nothing_is_written(
+    tmp_path: Path, path: str, target: str, fragment: str
+) -> None:
+    repo, outside = tmp_path / "repo", tmp_path / "outside"
+    repo.mkdir()
+    outside.mkdir()
+    (outside / "admin.py").write_text("# not the repository's\n")
+    (outside / "vercel.json").write_text('{"framework": "someone else\'s"}\n')
+    _link(repo, path, tmp_path / target)
+    before = _tree(tmp_path)
+    code, out, err = init(repo)
+    assert code == 1, out
+    assert fragment in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert _tree(tmp_path) == before  # nothing written, inside the repository or out of it
+
+
+def test_a_symlink_that_stays_inside_the_folder_is_written_through(tmp_path: Path) -> None:
+    (tmp_path / "functions/api").mkdir(parents=True)
+    (tmp_path / "api").symlink_to(tmp_path / "functions/api")
+    code, out, err = init(tmp_path)
+    assert code == 0, err
+    assert runpy.run_path(str(tmp_path / "functions/api/admin.py"))["app"] is crontick_app

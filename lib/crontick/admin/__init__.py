@@ -19,17 +19,17 @@ from starlette.routing import BaseRoute, Route
 from crontick.http import mount
 
 if TYPE_CHECKING:
-    from crontick.admin.session import authorize
+    from crontick.admin.session import Actor, authorize
 
-__all__ = ["authorize", "routes"]
+__all__ = ["Actor", "authorize", "routes"]
 
 
 def __getattr__(name: str) -> Any:
-    """`crontick.admin.authorize`, imported on first use: the tick's cold start never loads the admin's sessions."""
-    if name == "authorize":
-        from crontick.admin.session import authorize
+    """`crontick.admin.authorize` and `Actor`, imported on first use: the tick's cold start never loads the admin's sessions."""
+    if name in ("authorize", "Actor"):
+        from crontick.admin import session
 
-        return authorize
+        return getattr(session, name)
     raise AttributeError(f"module 'crontick.admin' has no attribute {name!r}")
 
 

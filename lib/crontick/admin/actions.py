@@ -16,6 +16,7 @@ from crontick import logs
 from crontick.admin import params, render, run_now, session, signouts, store
 from crontick.admin.pages import PAYLOAD_MAX_CHARS, panel, parse_payload
 from crontick.admin.params import BadParameter
+from crontick.admin.return_to import safe_back
 from crontick.admin.view import (
     View,
     bad_parameter,
@@ -42,20 +43,6 @@ VERBS = {
     "delete": ("Delete job", "danger", "delete it and its attempt history for good"),
     "run-now": ("Run now", "primary", "make it due now (its attempts are untouched)"),
 }
-
-
-def safe_back(request: Request, value: Any, default: str = "/admin") -> str:
-    """A return address inside this admin only (never another site, nor the host app's own pages).
-
-    `value` is a path as the browser sees it (under the mount prefix, as every link of the admin
-    is); `default` is one of the admin's own paths, and is answered under the prefix.
-    """
-    admin = session.admin_path(request)
-    text = value if isinstance(value, str) else ""
-    inside = text.startswith(admin) and text[len(admin) : len(admin) + 1] in ("", "/", "?")
-    if inside and "\\" not in text and text.isprintable() and len(text) <= 2000:
-        return text
-    return mount.url(request, default)
 
 
 def _settings(request: Request) -> Settings:
@@ -105,14 +92,29 @@ async def login(request: Request) -> Response:
         return bad_parameter(request, exc)
     given = fields.get("secret")
     role = session.match_secret(settings, given) if given else None
+    client = request.client.host if request.client else "?"
+    audited = await _audit_sign_in(settings, role, client)
     if role is None:
-        await asyncio.sleep(session.FAILED_LOGIN_DELAY_SECONDS)  # slows guessing; nothing is stored
-        logs.warning("admin_login_failed", client=request.client.host if request.client else "?")
+        await asyncio.sleep(session.FAILED_LOGIN_DELAY_SECONDS)  # slows guessing
+        logs.warning("admin_login_failed", client=client)
         return _login_page(request, "That secret opens nothing here.", failed=True, status=401)
+    if not audited:  # a sign-in the audit log cannot hold is refused: the admin needs the database anyway
+        return error(request, 503, "database_unavailable", "the database cannot be reached; try again in a minute")
     logs.info("admin_login", role=role)
     response = RedirectResponse(safe_back(request, fields.get("next")), 303)
     session.set_session(response, request, session.issue(settings, role, time.time()))
     return finish(response, request)
+
+
+async def _audit_sign_in(settings: Settings, role: str | None, client: str) -> bool:
+    """Write the sign-in's audit row (the role it opened, or none); False when the database cannot take it."""
+    try:
+        async with store.connection(settings.require_database_url()) as conn:
+            await signouts.signed_in(conn, role, client)
+    except (DatabaseUnavailable, QueryTimeout, ConfigError) as exc:
+        logs.error("admin_sign_in_not_audited", detail=str(exc))
+        return False
+    return True
 
 
 async def logout(request: Request) -> Response:
@@ -127,7 +129,7 @@ async def logout(request: Request) -> Response:
     if found is not None:
         try:
             async with store.connection(settings.require_database_url()) as conn:
-                await signouts.sign_out(conn, found[1], found[2])
+                await signouts.sign_out(conn, found[1], found[2], found[0])
         except (DatabaseUnavailable, QueryTimeout, ConfigError) as exc:
             logs.error("admin_sign_out_failed", detail=str(exc))
             response = error(

@@ -1,4 +1,4 @@
-"""The audit log's reads: who did what, when, on which filter and to how many rows (admin_audit, newest first)."""
+"""The audit log's reads: who (role and, from an authorize() hook, name) did what, when, on which filter and to how many rows (admin_audit, newest first)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ async def list_audit(conn: Conn, *, before_id: int | None = None, limit: int = 5
             "id": r["id"],
             "at": r["at"],
             "role": r["role"],
+            "actor": r["actor"],
             "action": r["action"],
             "target": target(r["action"], r["detail"] if isinstance(r["detail"], dict) else {}),
             "count": r["rows"],

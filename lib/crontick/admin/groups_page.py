@@ -10,9 +10,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from crontick.admin import flow_store
-from crontick.admin.actions import _confirm, _done, safe_back
+from crontick.admin.actions import _confirm, _done
 from crontick.admin.pages import panel
 from crontick.admin.params import name_problem
+from crontick.admin.return_to import safe_back
 from crontick.admin.view import View, error, form, gate
 
 VERBS = {"pause", "resume", "cancel", "fail"}

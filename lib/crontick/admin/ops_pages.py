@@ -10,8 +10,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from crontick.admin import audit_log, params, run_now, schedule_control, store
-from crontick.admin.actions import COUNT_PAGE, _confirm, _done, safe_back
+from crontick.admin.actions import COUNT_PAGE, _confirm, _done
 from crontick.admin.pages import PAGE_ROWS, PAYLOAD_MAX_CHARS, _cursor, panel, parse_payload
+from crontick.admin.return_to import safe_back
 from crontick.admin.view import View, error, form, gate
 
 # A confirmed bulk "run now" moves at most this many chunks (of run_now.BULK_CHUNK) per request;

@@ -278,8 +278,17 @@ def _ops() -> dict[str, Any]:
         }
     )
     entry = _object(
-        {"id": INT, "at": TIME, "role": TEXT, "action": TEXT, "target": TEXT, "count": INT, "detail": {}},
-        ["at", "role", "action", "target", "count"],
+        {
+            "id": INT,
+            "at": TIME,
+            "role": {**TEXT_OR_NULL, "description": "null only for a failed sign-in (`sign_in_failed`)."},
+            "actor": {**TEXT_OR_NULL, "description": "The person an authorize() hook named; null otherwise."},
+            "action": TEXT,
+            "target": TEXT,
+            "count": INT,
+            "detail": {},
+        },
+        ["at", "role", "actor", "action", "target", "count"],
     )
     optional_id = {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_ID}
     return {

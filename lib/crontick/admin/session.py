@@ -8,8 +8,8 @@ import hmac
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import TypeVar
+from dataclasses import dataclass, replace
+from typing import NamedTuple, TypeVar
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
@@ -40,31 +40,56 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "same-origin",
 }
 
+# An actor's name is cut to this many characters (admin_audit_actor_capped, migration 0029).
+ACTOR_MAX_CHARS = 200
+
+
+class Actor(NamedTuple):
+    """An authorize() hook's answer that names the person: their role, and the name the audit log records."""
+
+    role: str
+    name: str
+
+
 R = TypeVar("R", bound=Response)
-Authorizer = Callable[[Request], "str | None | Awaitable[str | None]"]
+HookAnswer = str | Actor | tuple[str, str] | None
+Authorizer = Callable[[Request], "HookAnswer | Awaitable[HookAnswer]"]
 _hook: list[Authorizer] = []
 
 
 def authorize(func: Authorizer) -> Authorizer:
-    """Register `func(request) -> "admin" | "viewer" | None` (sync or async) for apps with their own login.
+    """Register `func(request)` (sync or async) for apps with their own login.
 
-    A role it returns opens the admin without the secret login; None falls back to the login form.
-    CRONTICK_ADMIN_SECRET must still be set: it keys the CSRF tokens, and the admin stays closed without it.
+    It answers `Actor("admin" | "viewer", name)` (or a plain `(role, name)` pair) to open the admin
+    for that person, whose name every audit row of the request then records; a bare role opens it
+    with no name recorded; None falls back to the login form. CRONTICK_ADMIN_SECRET must still be
+    set: it keys the CSRF tokens, and the admin stays closed without it.
     """
     _hook[:] = [func]
     return func
 
 
+def _hook_answer(answer: object) -> tuple[str, str | None] | None:
+    """(role, actor) from a hook's answer; None when it opens nothing (None, or a role that is not one)."""
+    role, name = answer if isinstance(answer, tuple) and len(answer) == 2 else (answer, None)
+    if role not in ROLES:
+        return None
+    actor = str(name)[:ACTOR_MAX_CHARS] if name is not None and str(name) else None
+    return str(role), actor
+
+
 @dataclass(frozen=True)
 class Session:
     """Who is signed in. `id` is the cookie's session id (None for the authorize() hook), which
-    sign-out records; `new_binding` is a CSRF binding cookie the response must set (hook only)."""
+    sign-out records; `new_binding` is a CSRF binding cookie the response must set (hook only);
+    `actor` is the person's name when the hook gave one (the audit log records it)."""
 
     role: str
     csrf: str
     via_hook: bool = False
     id: str | None = None
     new_binding: str | None = None
+    actor: str | None = None
 
     @property
     def can_act(self) -> bool:
@@ -187,9 +212,10 @@ async def current(request: Request, settings: Settings) -> Session | None:
     now = time.time()
     if _hook:
         answer = _hook[0](request)
-        role = await answer if isinstance(answer, Awaitable) else answer
-        if role in ROLES:
-            return _hook_session(settings, str(role), cookie_values(request, binding_cookie_name(request)), now)
+        given = _hook_answer(await answer if isinstance(answer, Awaitable) else answer)
+        if given is not None:
+            bindings = cookie_values(request, binding_cookie_name(request))
+            return replace(_hook_session(settings, given[0], bindings, now), actor=given[1])
     for cookie in cookie_values(request, cookie_name(request)):
         found = verified(settings, cookie, now)
         if found is not None:

@@ -9,7 +9,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from crontick.admin import job_steps
+from crontick.admin import actor, job_steps
 from crontick.admin.tx import (
     ACTION_TIMEOUT,
     READ_TIMEOUT,
@@ -243,12 +243,11 @@ def _check_role(role: str) -> None:
 
 
 async def audit(
-    conn: Conn | psycopg.AsyncCursor[Row], role: str, action: str, detail: dict[str, Any], rows: int
+    conn: Conn | psycopg.AsyncCursor[Row], role: str | None, action: str, detail: dict[str, Any], rows: int
 ) -> None:
-    """Record an admin action; call it inside the action's transaction so both commit or neither."""
-    await conn.execute(
-        query("admin_audit_insert"), {"role": role, "action": action, "detail": Jsonb(detail), "rows": rows}
-    )
+    """Record an admin action and who acted (crontick.admin.actor) inside the action's transaction."""
+    params = {"role": role, "actor": actor.current(), "action": action, "detail": Jsonb(detail), "rows": rows}
+    await conn.execute(query("admin_audit_insert"), params)
 
 
 async def _locked_job(

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from crontick import logs
-from crontick.admin import params, render, session, signouts, store
+from crontick.admin import actor, params, render, session, signouts, store
 from crontick.admin.params import BadParameter
 from crontick.admin.session import Session
 from crontick.errors import ConfigError, DatabaseUnavailable, QueryTimeout
@@ -191,7 +191,8 @@ async def gate(request: Request, handler: Handler, *, action: bool = False) -> R
             refusal = await _csrf_refusal(request, sess)
             if refusal is not None:
                 return refusal
-        response = await handler(View(request, settings, sess))
+        with actor.acting_as(sess.actor):
+            response = await handler(View(request, settings, sess))
     except BadParameter as exc:
         return bad_parameter(request, exc)
     except BodyTooLarge:

@@ -4,7 +4,8 @@ It writes the four Vercel function files (each only imports `crontick.app.app`),
 workflow that ticks every 15 minutes, and merges crontick's functions, cron and rewrites into the
 repository's `vercel.json` without removing or changing anything of the user's. A file that exists
 with other content is left alone unless `--force`; then nothing at all is written, so a refused
-run changes nothing.
+run changes nothing. Every target is checked before any is read or written: a symlink (on the file
+or on a folder above it) that leads out of `--dir`, or to nothing, is refused in one line.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ FUNCTIONS = {
 FUNCTION_KEYS = {path: "api/hooks/*.py" if "[" in path else path for path in FUNCTIONS}
 WORKFLOW = ".github/workflows/tick.yml"
 VERCEL_JSON = "vercel.json"
+TARGETS = (*FUNCTIONS, WORKFLOW, VERCEL_JSON)
 MAX_DURATION_SECONDS = 60
 # A daily backstop: Vercel's Hobby plan refuses anything more frequent; the GitHub workflow ticks every 15 minutes.
 VERCEL_CRON = {"path": "/api/cron/tick", "schedule": "17 4 * * *"}
@@ -85,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
     root: Path = args.dir
     if not root.is_dir():
         raise ConfigError(f"init: expected --dir to be an existing directory, got {str(root)!r}")
+    real = {path: real_target(root, path) for path in TARGETS}  # every one, before any is read or written
     planned = plan(root, force=args.force)
     conflicts = [p for p in planned if p.action == "conflict"]
     if conflicts:
@@ -94,12 +97,47 @@ def run(args: argparse.Namespace) -> int:
         return 1
     for p in planned:
         if p.action in ("create", "update"):
-            target = root / p.path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(p.text, encoding="utf-8")
+            _write(real[p.path], p)
         print(f"{p.action:<9} {p.path}{'  (' + p.note + ')' if p.note else ''}")
     print(NEXT_STEPS)
     return 0
+
+
+def real_target(root: Path, path: str) -> Path:
+    """Where writing `path` under `root` would land, with every symlink on the way resolved.
+
+    ConfigError (nothing written yet) when a symlink, on the file or on a folder above it, leads
+    out of `root` or to nothing, when a folder on the way is a file, or when the file is a folder.
+    """
+    home = root.resolve()
+    here = home
+    parts = Path(path).parts
+    for depth, part in enumerate(parts, start=1):
+        step = here / part
+        if step.is_symlink():
+            shown = "/".join(parts[:depth])
+            try:
+                step = step.resolve()
+            except (OSError, RuntimeError):  # a loop: RuntimeError before Python 3.13, OSError from it on
+                raise ConfigError(f"init: expected {shown} to lead somewhere, got a symlink loop") from None
+            if not step.is_relative_to(home):
+                raise ConfigError(f"init: expected {shown} to stay inside {home}, got a symlink to {step}")
+            if not step.exists():
+                raise ConfigError(f"init: expected {shown} to lead to something, got a dangling symlink to {step}")
+        last = depth == len(parts)
+        if step.exists() and not (step.is_file() if last else step.is_dir()):
+            wanted = "a file" if last else "a folder"
+            raise ConfigError(f"init: expected {'/'.join(parts[:depth])} to be {wanted}, got something else")
+        here = step
+    return here
+
+
+def _write(target: Path, planned: Planned) -> None:
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(planned.text, encoding="utf-8")
+    except OSError as exc:  # checked beforehand, so only the disk or a permission is left to fail
+        raise ConfigError(f"init: expected to write {planned.path}, got {type(exc).__name__}: {exc}") from None
 
 
 def merge_vercel(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
