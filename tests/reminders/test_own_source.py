@@ -260,7 +260,10 @@ def test_a_source_missing_a_column_or_absent_is_one_line_from_migrate(
     conn.execute("drop view public.appointments_for_crontick")
     conn.execute(VIEW)
     done = run_crontick("migrate", env=env)
-    assert (done.returncode, done.stdout.strip()) == (0, "up to date"), done
+    assert (done.returncode, done.stdout.splitlines()) == (
+        0,
+        ["up to date", f"reminder source: switched from crontick.bookings to {SOURCE}"],
+    ), done
 
 
 def test_a_broken_or_unreadable_source_makes_the_tick_a_503_naming_it(

@@ -17,6 +17,7 @@ from typing import Any
 import psycopg
 
 from crontick import db
+from crontick.db.migrate import Migrated, apply
 from crontick.errors import ConfigError, CrontickError, DatabaseUnavailable, DatabaseUrlError
 from crontick.jobs import registry as handlers
 from crontick.settings import Settings
@@ -64,6 +65,13 @@ def _parser() -> argparse.ArgumentParser:
     m = sub.add_parser("migrate", help="create or update crontick's tables and functions in DATABASE_URL")
     m.add_argument("--sql", action="store_true", help="print the SQL instead of running it (no database needed)")
     m.add_argument("--after", metavar="VERSION", help="with --sql: only what comes after this migration, e.g. 0010")
+    m.add_argument(
+        "--reminder-source",
+        metavar="SCHEMA.NAME",
+        type=_source_option,
+        help="the table or view reminders are read from, instead of CRONTICK_REMINDER_SOURCE; the one way to "
+        "point reminders back at crontick's own table (e.g. crontick.bookings) once another was set",
+    )
     m.set_defaults(func=cmd_migrate)
 
     s = sub.add_parser("serve", help="serve the app with uvicorn (Cloud Run, Fly, Render, a VM)")
@@ -166,9 +174,37 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         print(script(db.schema.from_env(args.env), after, _source_from_env(args.env)), end="")
         return 0
     settings = _settings(args)
-    applied = asyncio.run(db.migrate(settings.require_database_url(), settings.schema, settings.reminder_source_parts))
-    print(f"applied: {', '.join(applied)}" if applied else "up to date")
+    asked = args.reminder_source or asked_source(settings)
+    done = asyncio.run(apply(settings.require_database_url(), settings.schema, asked))
+    print(f"applied: {', '.join(done.applied)}" if done.applied else "up to date")
+    change = source_change(done, settings.schema)
+    if change:
+        print(change)
     return 0
+
+
+def asked_source(settings: Settings) -> tuple[str, str] | None:
+    """The reminder source a migrate is asked for: CRONTICK_REMINDER_SOURCE's, None when it is unset (keep the installed one)."""
+    return settings.reminder_source_parts if settings.reminder_source else None
+
+
+def source_change(done: Migrated, schema: str) -> str | None:
+    """The line a migrate prints when it switched the reminder source, or kept one it was not given; else None."""
+    if done.source_was is not None:
+        return f"reminder source: switched from {done.source_was} to {done.source}"
+    if done.source_kept:
+        return (
+            f"reminder source: kept {done.source} (CRONTICK_REMINDER_SOURCE is not set here; to read crontick's own "
+            f"table again: crontick migrate --reminder-source {db.schema.source_label((schema, 'bookings'))})"
+        )
+    return None
+
+
+def _source_option(text: str) -> tuple[str, str]:
+    try:
+        return source_parts(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("CRONTICK_REMINDER_SOURCE: ")) from None
 
 
 def cmd_tick(args: argparse.Namespace) -> int:
@@ -284,7 +320,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
     os.environ["CRONTICK_HANDLERS"] = ",".join(dict.fromkeys(["crontick.demo", *mods]))
     settings = _settings(args)
     url = settings.require_database_url()
-    applied = asyncio.run(db.migrate(url, settings.schema, settings.reminder_source_parts))
+    applied = asyncio.run(db.migrate(url, settings.schema, asked_source(settings)))
     print(f"crontick dev: migrations {'applied: ' + ', '.join(applied) if applied else 'up to date'}")
     from crontick import demo
 
