@@ -8,6 +8,7 @@ import json
 import os
 import secrets
 import signal
+import socket
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -76,11 +77,11 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("serve", help="serve the app with uvicorn (Cloud Run, Fly, Render, a VM)")
     s.add_argument("--host", default=os.environ.get("HOST", "0.0.0.0"))  # noqa: S104 (containers must listen on every interface)
-    s.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+    s.add_argument("--port", type=_port, help="default: PORT, else 8000")
     s.set_defaults(func=cmd_serve)
 
-    d = sub.add_parser("dev", help="embedded PostgreSQL + migrate + demo data + serve on 127.0.0.1:8000")
-    d.add_argument("--port", type=int, default=DEV_PORT)
+    d = sub.add_parser("dev", help="embedded PostgreSQL + migrate + demo data + serve on 127.0.0.1:8000 (or PORT)")
+    d.add_argument("--port", type=_port, help="default: PORT, else 8000 (PORT=8123 make run)")
     d.set_defaults(func=cmd_dev)
 
     t = sub.add_parser("tick", help="run one tick in this process and print its JSON summary")
@@ -292,8 +293,44 @@ def cmd_schedules(args: argparse.Namespace) -> int:
     return 0
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:  # 0: any free port
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got: {text!r}")
+    return port
+
+
+def free_port(args: argparse.Namespace, host: str) -> int:
+    """--port, else PORT, else 8000; ConfigError in one line when something already listens there."""
+    env = os.environ if args.env is None else args.env
+    port: int = args.port if args.port is not None else _port_from_env(env.get("PORT", ""))
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: a TIME_WAIT port is free
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ConfigError(
+                f"expected port {port} on {host} to be free, got: {exc.strerror or exc}; "
+                "stop what listens there, or choose another with PORT=... or --port"
+            ) from None
+    return port
+
+
+def _port_from_env(value: str) -> int:
+    if not value.strip():
+        return DEV_PORT
+    try:
+        return _port(value.strip())
+    except argparse.ArgumentTypeError as exc:
+        raise ConfigError(f"PORT: {exc}") from None
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     uvicorn = _uvicorn()
+    args.port = free_port(args, args.host)
     settings = _settings(args)  # fail here, with one line, rather than on the first request
     settings.require_database_url()
     handlers.load_modules(settings.handler_modules)
@@ -305,6 +342,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_dev(args: argparse.Namespace) -> int:
     uvicorn = _uvicorn()
+    args.port = free_port(args, DEV_HOST)  # before the database is started or seeded
     if not os.environ.get("DATABASE_URL"):
         from crontick.db import embedded
 
