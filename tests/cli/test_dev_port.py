@@ -1,16 +1,19 @@
-"""`crontick dev` (what `make run` runs) serves on PORT or --port, and a port in use is one line before anything is done."""
+"""`crontick dev` (what `make run` runs): PORT or --port, a port in use is one line before anything is done, and
+Ctrl-C stops the embedded PostgreSQL it started."""
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
 import psycopg
 
-from tests.support.run_cli import cli_env, spawn
+from tests.support.run_cli import CRONTICK, cli_env, spawn
 from tests.support.run_cli import crontick as run_crontick
 from tests.support.servers import free_port
 
@@ -59,3 +62,30 @@ def test_dev_serves_on_port_and_prints_its_curl_line_for_it(database_url: str) -
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def test_ctrl_c_stops_the_embedded_postgresql_and_dev_stop_says_none_is_left(tmp_path: Path) -> None:
+    env = cli_env(None, PORT=str(free_port()))
+    proc = subprocess.Popen(
+        [str(CRONTICK), "dev"], env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    pid_file = tmp_path / ".crontick" / "pgdata" / "postmaster.pid"
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 120
+        lines: list[str] = []
+        while not any("admin dashboard is at" in line for line in lines):
+            assert time.monotonic() < deadline and proc.poll() is None, (lines, proc.poll())
+            lines.append(proc.stdout.readline())
+        assert pid_file.exists()
+        proc.send_signal(signal.SIGINT)  # Ctrl-C
+        proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not pid_file.exists(), "the embedded PostgreSQL is still running"
+    again = subprocess.run(
+        [str(CRONTICK), "dev", "--stop"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert (again.returncode, again.stdout.strip()) == (0, "crontick dev: embedded PostgreSQL was not running")

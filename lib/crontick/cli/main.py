@@ -82,6 +82,9 @@ def _parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("dev", help="embedded PostgreSQL + migrate + demo data + serve on 127.0.0.1:8000 (or PORT)")
     d.add_argument("--port", type=_port, help="default: PORT, else 8000 (PORT=8123 make run)")
+    d.add_argument(
+        "--stop", action="store_true", help="stop the embedded PostgreSQL an earlier run left running, and exit"
+    )
     d.set_defaults(func=cmd_dev)
 
     t = sub.add_parser("tick", help="run one tick in this process and print its JSON summary")
@@ -342,11 +345,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_dev(args: argparse.Namespace) -> int:
     uvicorn = _uvicorn()
+    from crontick.db import embedded
+
+    if args.stop:
+        stopped = embedded.stop(embedded.DEFAULT_DATA_DIR)
+        print(f"crontick dev: embedded PostgreSQL {'stopped' if stopped else 'was not running'}")
+        return 0
     args.port = free_port(args, DEV_HOST)  # before the database is started or seeded
     if not os.environ.get("DATABASE_URL"):
-        from crontick.db import embedded
-
-        os.environ["DATABASE_URL"] = embedded.start()
+        os.environ["DATABASE_URL"] = embedded.start(stop_at_exit=True)  # Ctrl-C stops it too
         print(f"crontick dev: embedded PostgreSQL running, data in {embedded.DEFAULT_DATA_DIR}/")
     secret_from_env = bool(os.environ.get("CRON_SECRET"))
     if not secret_from_env:
