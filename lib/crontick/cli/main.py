@@ -8,7 +8,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -18,14 +17,13 @@ from typing import Any
 import psycopg
 
 from crontick import db
-from crontick.db.migrate import Migrated, apply
+from crontick.cli.migrate import asked_source, cmd_migrate, source_option
+from crontick.cli.ports import free_port, port_number
 from crontick.errors import ConfigError, CrontickError, DatabaseUnavailable, DatabaseUrlError
 from crontick.jobs import registry as handlers
 from crontick.settings import Settings
-from crontick.settings.source import source_parts
 
 DEV_HOST = "127.0.0.1"
-DEV_PORT = 8000
 DEV_SECRET_FILE = Path(".crontick") / "dev-secret"
 DEV_ADMIN_SECRET_FILE = Path(".crontick") / "dev-admin-secret"
 
@@ -69,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument(
         "--reminder-source",
         metavar="SCHEMA.NAME",
-        type=_source_option,
+        type=source_option,
         help="the table or view reminders are read from, instead of CRONTICK_REMINDER_SOURCE; the one way to "
         "point reminders back at crontick's own table (e.g. crontick.bookings) once another was set",
     )
@@ -77,11 +75,11 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("serve", help="serve the app with uvicorn (Cloud Run, Fly, Render, a VM)")
     s.add_argument("--host", default=os.environ.get("HOST", "0.0.0.0"))  # noqa: S104 (containers must listen on every interface)
-    s.add_argument("--port", type=_port, help="default: PORT, else 8000")
+    s.add_argument("--port", type=port_number, help="default: PORT, else 8000")
     s.set_defaults(func=cmd_serve)
 
     d = sub.add_parser("dev", help="embedded PostgreSQL + migrate + demo data + serve on 127.0.0.1:8000 (or PORT)")
-    d.add_argument("--port", type=_port, help="default: PORT, else 8000 (PORT=8123 make run)")
+    d.add_argument("--port", type=port_number, help="default: PORT, else 8000 (PORT=8123 make run)")
     d.add_argument(
         "--stop", action="store_true", help="stop the embedded PostgreSQL an earlier run left running, and exit"
     )
@@ -152,63 +150,6 @@ def _sync_connect(url: str) -> psycopg.Connection[Any]:
         raise DatabaseUrlError(url, exc) from None  # not chained: psycopg's text may quote the password
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailable(exc) from exc
-
-
-def _version(text: str) -> str:
-    """A migration named by its number (0010) or its whole name (0010_attempt_in_job_row)."""
-    matches = [v for v, _ in db.migration_files() if v == text or v.split("_")[0] == text]
-    return matches[0] if matches else text  # unknown: db.migrate.script says what it expected
-
-
-def _source_from_env(env: Mapping[str, str] | None) -> tuple[str, str] | None:
-    """CRONTICK_REMINDER_SOURCE for `migrate --sql`, which reads no other setting (None: crontick's own bookings)."""
-    value = (os.environ if env is None else env).get("CRONTICK_REMINDER_SOURCE", "").strip()
-    return source_parts(value) if value else None
-
-
-def cmd_migrate(args: argparse.Namespace) -> int:
-    if args.sql or args.after:
-        if not args.sql:
-            raise ConfigError(
-                "migrate --after: expected --sql with it (without --sql, migrate applies what is pending)"
-            )
-        from crontick.db.migrate import script
-
-        after = _version(args.after) if args.after else None
-        print(script(db.schema.from_env(args.env), after, _source_from_env(args.env)), end="")
-        return 0
-    settings = _settings(args)
-    asked = args.reminder_source or asked_source(settings)
-    done = asyncio.run(apply(settings.require_database_url(), settings.schema, asked))
-    print(f"applied: {', '.join(done.applied)}" if done.applied else "up to date")
-    change = source_change(done, settings.schema)
-    if change:
-        print(change)
-    return 0
-
-
-def asked_source(settings: Settings) -> tuple[str, str] | None:
-    """The reminder source a migrate is asked for: CRONTICK_REMINDER_SOURCE's, None when it is unset (keep the installed one)."""
-    return settings.reminder_source_parts if settings.reminder_source else None
-
-
-def source_change(done: Migrated, schema: str) -> str | None:
-    """The line a migrate prints when it switched the reminder source, or kept one it was not given; else None."""
-    if done.source_was is not None:
-        return f"reminder source: switched from {done.source_was} to {done.source}"
-    if done.source_kept:
-        return (
-            f"reminder source: kept {done.source} (CRONTICK_REMINDER_SOURCE is not set here; to read crontick's own "
-            f"table again: crontick migrate --reminder-source {db.schema.source_label((schema, 'bookings'))})"
-        )
-    return None
-
-
-def _source_option(text: str) -> tuple[str, str]:
-    try:
-        return source_parts(text)
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("CRONTICK_REMINDER_SOURCE: ")) from None
 
 
 def cmd_tick(args: argparse.Namespace) -> int:
@@ -294,41 +235,6 @@ def cmd_schedules(args: argparse.Namespace) -> int:
     else:  # no database: the definitions and their next slot only
         schedules_cli.print_listing(schedules_listing.listing(None, datetime.now(UTC)), args.json)
     return 0
-
-
-def _port(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        port = -1
-    if not 0 <= port <= 65535:  # 0: any free port
-        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got: {text!r}")
-    return port
-
-
-def free_port(args: argparse.Namespace, host: str) -> int:
-    """--port, else PORT, else 8000; ConfigError in one line when something already listens there."""
-    env = os.environ if args.env is None else args.env
-    port: int = args.port if args.port is not None else _port_from_env(env.get("PORT", ""))
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: a TIME_WAIT port is free
-        try:
-            probe.bind((host, port))
-        except OSError as exc:
-            raise ConfigError(
-                f"expected port {port} on {host} to be free, got: {exc.strerror or exc}; "
-                "stop what listens there, or choose another with PORT=... or --port"
-            ) from None
-    return port
-
-
-def _port_from_env(value: str) -> int:
-    if not value.strip():
-        return DEV_PORT
-    try:
-        return _port(value.strip())
-    except argparse.ArgumentTypeError as exc:
-        raise ConfigError(f"PORT: {exc}") from None
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
