@@ -6,8 +6,12 @@
 -- GET /api/health (crontick.health.read): the newest tick and whether it is too old, in one
 -- statement that reads the first entry of crontick_ticks_finished. The database's clock decides,
 -- so an app server with a wrong clock cannot hide a silence.
+-- reminders_error: why the newest tick sent no reminders, when its reminder source was to blame
+-- (CONTRACT.md "A source that does not match"), read from its summary by the same index.
 select t.last_tick_at,
-    t.last_tick_at is null or t.last_tick_at < now() - pg_catalog.make_interval(secs => %(stale_after)s::float8) as stale
+    t.last_tick_at is null or t.last_tick_at < pg_catalog.now() - pg_catalog.make_interval(secs => %(stale_after)s::float8) as stale,
+    (select l.summary -> 'reminders'::text ->> 'error'::text from {schema}.crontick_ticks l
+     order by l.finished_at desc limit 1) as reminders_error
 from (select pg_catalog.max(finished_at) as last_tick_at from {schema}.crontick_ticks) t;
 
 -- name: alert_claim_due

@@ -13,6 +13,7 @@ from crontick.hooks.inbound import inbound
 from crontick.hooks.kick import kick, kick_async
 
 if TYPE_CHECKING:
+    from crontick.app import create_app
     from crontick.flow.limits import rate_limit
     from crontick.hooks.signals import signal
     from crontick.jobs.debounce import Debounce
@@ -40,6 +41,7 @@ _LAZY = {
     "reminder_template": "reminders.templates",
     "ReminderWords": "reminders.templates",
     "rate_limit": "flow.limits",
+    "create_app": "app",  # crontick.create_app(settings=None), as the docs and CONTRACT.md write it
 }
 
 
@@ -70,6 +72,7 @@ __all__ = [
     "RetryableError",
     "Schedule",
     "Snooze",
+    "create_app",
     "enqueue",
     "enqueue_many",
     "handler",

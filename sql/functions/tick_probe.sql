@@ -41,7 +41,7 @@ create or replace function {schema}.crontick_tick_probe(
     _done_before timestamptz,  -- retention cutoffs; null between crontick.retention's looks
     _failed_before timestamptz,
     _kept_before timestamptz,
-    _reminder_source text,     -- the caller's CRONTICK_REMINDER_SOURCE (migration 0016), checked below
+    _reminder_source text,     -- the caller's CRONTICK_REMINDER_SOURCE (migration 0016), checked below; null: no reminders
     _flow jsonb                -- flow control's claim arguments (crontick.flow.claim_args); null: none declared
 )
 returns table (
@@ -62,8 +62,9 @@ begin
 -- Reminders from the user's own table (issue 19): this body reads the source `crontick migrate`
 -- composed it for ({reminder_source}). A process whose CRONTICK_REMINDER_SOURCE names another one
 -- would see reminders due in one table and claim them from another, so it is refused here, at the
--- cost of one comparison (crontick.db.source turns SQLSTATE CTRS0 into the tick's 503).
-if _reminder_source is distinct from {reminder_source_label} then
+-- cost of one comparison (crontick.db.source turns SQLSTATE CTRS0 into ReminderSourceError), and
+-- crontick.tick.probe.look probes again with _reminder_source null: reminders stop, jobs run.
+if _reminder_source is not null and _reminder_source is distinct from {reminder_source_label} then
     raise exception using errcode = 'CTRS0',
         message = format('CRONTICK_REMINDER_SOURCE: expected %s, the source crontick migrate last ran with, got: %s '
                          '(run crontick migrate with this setting)', {reminder_source_label}, _reminder_source);
@@ -89,25 +90,9 @@ with clock as (
             as reminder_lease_expired,
         least(
             (select min(next_attempt_at) from {schema}.reminder_sends where status = 'failed' and next_attempt_at is not null),
-            (select min(u.first_at - w.lead)
-             from unnest(_kinds, _leads, _floors) as w(kind, lead, floor)
-             cross join lateral (
-                 -- Bookings in starts_at order from the floor (the partial index), each looked up
-                 -- in reminder_sends' unique (booking_id, kind), up to the first without its row:
-                 -- the walk reads the bookings already reminded in the window, and past now + lead
-                 -- usually one more (none has a row unless the leads changed; the lookup covers
-                 -- that too). Never the send log as a whole, which grows with every reminder sent.
-                 -- `offset 0` keeps the lookup a lookup: without it the planner may turn not
-                 -- exists into an anti-join that hashes all of reminder_sends.
-                 -- The source's id as text (reminder_sends.booking_id, migration 0016); only read.
-                 -- A row without an id gets no reminder (reminder_claim_due), so it is never due.
-                 select b.starts_at as first_at from {reminder_source} b
-                 where b.status = 'confirmed' and b.starts_at > k.now + w.floor and b.id is not null
-                   and not exists (select 1 from {schema}.reminder_sends r
-                                   where r.booking_id = b.id::text and r.kind = w.kind offset 0)
-                 order by b.starts_at
-                 limit 1
-             ) u)
+            -- Null (reminders stopped, crontick.tick.probe.look): the source is not read at all.
+            case when _reminder_source is not null
+                 then {schema}.crontick_reminder_next_due(k.now, _kinds, _leads, _floors) end
         ) as next_reminder_at,
         -- Schedules: the earliest next slot ('-infinity': not computed yet; 'infinity': dormant),
         -- due by the database's clock, as schedule_due reads it (now(), even when a test passes

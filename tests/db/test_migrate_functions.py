@@ -60,6 +60,8 @@ def _unnamed(found: dict[str, Any], schema: str) -> str:
     text = repr(found).replace(f'"{schema}".', "S.")
     for before in ("FUNCTION ", "ON ", "REFERENCES "):
         text = text.replace(f"{before}{schema}.", f"{before}S.")
+    # A function's pinned search_path names the schema as a string (sql/functions/reminder_next_due.sql).
+    text = text.replace(f"\\'pg_catalog\\', \\'{schema}\\'", "\\'pg_catalog\\', S")
     # The probe's check of the reminder source names the default one, <schema>.bookings, as a literal.
     return text.replace(f"\\'{schema}.bookings\\'", "\\'S.bookings\\'")
 

@@ -9,12 +9,10 @@ DATABASE_URL is never set: it comes from Django's DATABASES, as docs/django.md s
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,9 +22,8 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from tests.django.projects import project_database
 from tests.support.constants import ROOT, TEST_SECRET
 from tests.support.servers import free_port
 
@@ -96,30 +93,15 @@ class Project:
 
 @pytest.fixture(params=["psycopg", "psycopg2"])
 def project(request: pytest.FixtureRequest, admin_url: str) -> Iterator[Project]:
-    name = f"crontick_django_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
-    server = conninfo_to_dict(admin_url)
-    # The outer environment's crontick settings (a developer's DATABASE_URL, CRONTICK_KICK, …) stay out.
-    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL" and not k.startswith("CRONTICK_")}
-    env.update(
-        PYTHONPATH=os.pathsep.join(p for p in (str(PROJECT), os.environ.get("PYTHONPATH", "")) if p),
-        DJANGO_SETTINGS_MODULE="project.settings",
+    with project_database(
+        admin_url,
+        PROJECT,
+        "project.settings",
         DJANGO_DB_DRIVER=request.param,
-        POSTGRES_DB=name,
-        POSTGRES_USER=str(server.get("user", "postgres")),
-        POSTGRES_PASSWORD=str(server.get("password", "")),
-        POSTGRES_HOST=str(server.get("host", "127.0.0.1")),
-        POSTGRES_PORT=str(server.get("port", "5432")),
-        CRON_SECRET=TEST_SECRET,
         CRONTICK_ADMIN_SECRET=ADMIN_SECRET,
         CRONTICK_HANDLERS="signups.jobs",
-    )
-    try:
-        yield Project(make_conninfo(admin_url, dbname=name), env)
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name)))
+    ) as (url, env):
+        yield Project(url, env)
 
 
 def wait_until(check: Callable[[], Any], timeout: float = 10.0) -> Any:

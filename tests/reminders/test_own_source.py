@@ -1,6 +1,7 @@
 """Reminders from the user's own table (CRONTICK_REMINDER_SOURCE): a view over `public.appointments` with its
 own column names, a uuid id and a status mapping. Sent exactly once, the source only read (never locked),
-a broken source one line from `crontick migrate` and a 503 from the tick, texts in the booking's language."""
+a broken source one line from `crontick migrate` and from the tick's reminders (its jobs still run), texts in the
+booking's language."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from psycopg.conninfo import make_conninfo
 
 import crontick
 from crontick import db
-from crontick.errors import ConfigError, ReminderSourceError
+from crontick.errors import ConfigError
 from crontick.reminders import send
 from crontick.settings import Settings
 from crontick.tick.pipeline import run_tick
@@ -260,36 +261,66 @@ def test_a_source_missing_a_column_or_absent_is_one_line_from_migrate(
     conn.execute("drop view public.appointments_for_crontick")
     conn.execute(VIEW)
     done = run_crontick("migrate", env=env)
-    assert (done.returncode, done.stdout.strip()) == (0, "up to date"), done
+    assert (done.returncode, done.stdout.splitlines()) == (
+        0,
+        ["up to date", f"reminder source: switched from crontick.bookings to {SOURCE}"],
+    ), done
 
 
-def test_a_broken_or_unreadable_source_makes_the_tick_a_503_naming_it(
+JOB_TYPE = "own_source_job"  # a job that has nothing to do with reminders, run while they are stopped
+ran: list[int] = []
+
+
+@crontick.handler(JOB_TYPE)
+def record_run(payload: dict[str, Any], job: crontick.Job) -> None:
+    ran.append(payload["n"])
+
+
+def test_a_broken_or_unreadable_source_stops_reminders_only_the_tick_answers_200_naming_it(
     appointments: str, admin_url: str, conn: psycopg.Connection[Any], provider: Provider, live_app: Any
 ) -> None:
     book(conn, "Ada Lovelace", datetime.now(UTC) + timedelta(hours=2))  # the HTTP tick runs on the real clock
     # The app drops and re-creates its view without phone after crontick migrated (no dependency held it).
     conn.execute("drop view public.appointments_for_crontick")
     conn.execute(VIEW_WITHOUT_PHONE)
+    ran.clear()
+    crontick.enqueue(conn, JOB_TYPE, {"n": 1})
+    cron = {"Authorization": f"Bearer {TEST_SECRET}"}
     with live_app(own(appointments, provider)) as base:
-        response = httpx.post(base + "/api/cron/tick", headers={"Authorization": f"Bearer {TEST_SECRET}"}, timeout=30)
-    assert response.status_code == 503
+        response = httpx.post(base + "/api/cron/tick", headers=cron, timeout=30)
+        health = httpx.get(base + "/api/health", timeout=30)
+    assert response.status_code == 200, response.text
     body = response.json()
-    assert body["error"] == "reminder_source"
-    assert body["detail"].startswith(f"CRONTICK_REMINDER_SOURCE {SOURCE}: expected a column phone, got: no such")
-    assert "Traceback" not in response.text and "\n" not in body["detail"]
+    assert body["jobs"]["succeeded"] == 1 and ran == [1]  # the jobs ran
+    assert (body["reminders"]["sent"], body["reminders"]["failed"]) == (0, 0)
+    assert body["reminders"]["error"].startswith(f"CRONTICK_REMINDER_SOURCE {SOURCE}: expected a column phone, got:")
+    assert "Traceback" not in response.text and "\n" not in body["reminders"]["error"]
+    assert health.status_code == 200 and health.json()["reminders_error"] == body["reminders"]["error"]
     assert provider.requests == []
 
     conn.execute("drop view public.appointments_for_crontick")
     conn.execute(VIEW)
+    crontick.enqueue(conn, JOB_TYPE, {"n": 2})
     with runtime_role(appointments) as role_url, live_app(own(role_url, provider)) as base:
-        response = httpx.post(base + "/api/cron/tick", headers={"Authorization": f"Bearer {TEST_SECRET}"}, timeout=30)
-    assert response.status_code == 503, response.text
-    assert response.json() == {
-        "error": "reminder_source",
-        "detail": f"CRONTICK_REMINDER_SOURCE {SOURCE}: expected SELECT on column id for this role, "
-        "got: permission denied for id",
-    }
+        response = httpx.post(base + "/api/cron/tick", headers=cron, timeout=30)
+    assert response.status_code == 200, response.text
+    assert response.json()["reminders"]["error"] == (
+        f"CRONTICK_REMINDER_SOURCE {SOURCE}: expected SELECT on column id for this role, got: permission denied for id"
+    )
+    assert response.json()["jobs"]["succeeded"] == 1 and ran == [1, 2]
     assert provider.requests == []
+
+    # A view gone altogether (dropped, or not created yet by the app's migration): the same.
+    conn.execute("drop view public.appointments_for_crontick")
+    crontick.enqueue(conn, JOB_TYPE, {"n": 3})
+    result = tick(appointments, own(appointments, provider), datetime.now(UTC))
+    assert result.jobs.succeeded == 1 and ran == [1, 2, 3]
+    assert result.reminders.error == (
+        f"CRONTICK_REMINDER_SOURCE {SOURCE}: expected a table or view crontick can read, got: no such table or view"
+    )
+    # Fixed: the next tick sends the reminder.
+    conn.execute(VIEW)
+    assert tick(appointments, own(appointments, provider), datetime.now(UTC)).reminders.sent == 1
 
 
 @contextmanager
@@ -315,15 +346,43 @@ def runtime_role(url: str) -> Iterator[str]:
             admin.execute(sql.SQL("drop role {}").format(ident))
 
 
-def test_a_process_on_another_source_than_migrate_built_the_probe_for_is_refused(
-    appointments: str, provider: Provider
+def test_a_process_on_another_source_than_migrate_built_the_probe_for_sends_no_reminders_but_runs_jobs(
+    appointments: str, conn: psycopg.Connection[Any], provider: Provider
 ) -> None:
-    with pytest.raises(ReminderSourceError) as caught:
-        tick(appointments, settings_for(appointments, provider), NOW)  # the default source: crontick.bookings
-    assert str(caught.value) == (
+    book(conn, "Ada Lovelace", NOW + timedelta(hours=2))
+    ran.clear()
+    crontick.enqueue(conn, JOB_TYPE, {"n": 1}, run_after=NOW - timedelta(minutes=1))
+    result = tick(appointments, settings_for(appointments, provider), NOW)  # the default source: crontick.bookings
+    assert result.jobs.succeeded == 1 and ran == [1]
+    assert result.reminders.error == (
         f"CRONTICK_REMINDER_SOURCE: expected {SOURCE}, the source crontick migrate last ran with, got: "
         "crontick.bookings (run crontick migrate with this setting)"
     )
+    assert result.to_json()["reminders"]["error"] == result.reminders.error
+    assert provider.requests == []
+
+
+def test_migrate_says_what_it_changed_and_switches_back_to_crontick_bookings_only_when_told(
+    appointments: str, conn: psycopg.Connection[Any], provider: Provider
+) -> None:
+    without = cli_env(appointments)  # a release step without the app's environment
+    kept = run_crontick("migrate", env=without)
+    assert kept.returncode == 0, kept
+    assert kept.stdout.splitlines() == [
+        "up to date",
+        f"reminder source: kept {SOURCE} (CRONTICK_REMINDER_SOURCE is not set here; to read crontick's own table "
+        "again: crontick migrate --reminder-source crontick.bookings)",
+    ]
+    book(conn, "Ada Lovelace", NOW + timedelta(hours=2))
+    assert tick(appointments, own(appointments, provider), NOW).reminders.sent == 1  # still reading the view
+
+    back = run_crontick("migrate", "--reminder-source", "crontick.bookings", env=without)
+    assert back.returncode == 0, back
+    assert back.stdout.splitlines() == ["up to date", f"reminder source: switched from {SOURCE} to crontick.bookings"]
+    again = run_crontick("migrate", env=cli_env(appointments, CRONTICK_REMINDER_SOURCE=SOURCE))
+    assert again.stdout.splitlines() == ["up to date", f"reminder source: switched from crontick.bookings to {SOURCE}"]
+    bad = run_crontick("migrate", "--reminder-source", "no-dot", env=without)
+    assert bad.returncode == 2 and "expected a schema-qualified table or view" in bad.stderr
 
 
 # A language crontick ships no words for, declared as an app would in a CRONTICK_HANDLERS module.

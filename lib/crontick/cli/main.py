@@ -17,13 +17,13 @@ from typing import Any
 import psycopg
 
 from crontick import db
+from crontick.cli.migrate import asked_source, cmd_migrate, source_option
+from crontick.cli.ports import free_port, port_number
 from crontick.errors import ConfigError, CrontickError, DatabaseUnavailable, DatabaseUrlError
 from crontick.jobs import registry as handlers
 from crontick.settings import Settings
-from crontick.settings.source import source_parts
 
 DEV_HOST = "127.0.0.1"
-DEV_PORT = 8000
 DEV_SECRET_FILE = Path(".crontick") / "dev-secret"
 DEV_ADMIN_SECRET_FILE = Path(".crontick") / "dev-admin-secret"
 
@@ -64,15 +64,25 @@ def _parser() -> argparse.ArgumentParser:
     m = sub.add_parser("migrate", help="create or update crontick's tables and functions in DATABASE_URL")
     m.add_argument("--sql", action="store_true", help="print the SQL instead of running it (no database needed)")
     m.add_argument("--after", metavar="VERSION", help="with --sql: only what comes after this migration, e.g. 0010")
+    m.add_argument(
+        "--reminder-source",
+        metavar="SCHEMA.NAME",
+        type=source_option,
+        help="the table or view reminders are read from, instead of CRONTICK_REMINDER_SOURCE; the one way to "
+        "point reminders back at crontick's own table (e.g. crontick.bookings) once another was set",
+    )
     m.set_defaults(func=cmd_migrate)
 
     s = sub.add_parser("serve", help="serve the app with uvicorn (Cloud Run, Fly, Render, a VM)")
     s.add_argument("--host", default=os.environ.get("HOST", "0.0.0.0"))  # noqa: S104 (containers must listen on every interface)
-    s.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+    s.add_argument("--port", type=port_number, help="default: PORT, else 8000")
     s.set_defaults(func=cmd_serve)
 
-    d = sub.add_parser("dev", help="embedded PostgreSQL + migrate + demo data + serve on 127.0.0.1:8000")
-    d.add_argument("--port", type=int, default=DEV_PORT)
+    d = sub.add_parser("dev", help="embedded PostgreSQL + migrate + demo data + serve on 127.0.0.1:8000 (or PORT)")
+    d.add_argument("--port", type=port_number, help="default: PORT, else 8000 (PORT=8123 make run)")
+    d.add_argument(
+        "--stop", action="store_true", help="stop the embedded PostgreSQL an earlier run left running, and exit"
+    )
     d.set_defaults(func=cmd_dev)
 
     t = sub.add_parser("tick", help="run one tick in this process and print its JSON summary")
@@ -140,35 +150,6 @@ def _sync_connect(url: str) -> psycopg.Connection[Any]:
         raise DatabaseUrlError(url, exc) from None  # not chained: psycopg's text may quote the password
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailable(exc) from exc
-
-
-def _version(text: str) -> str:
-    """A migration named by its number (0010) or its whole name (0010_attempt_in_job_row)."""
-    matches = [v for v, _ in db.migration_files() if v == text or v.split("_")[0] == text]
-    return matches[0] if matches else text  # unknown: db.migrate.script says what it expected
-
-
-def _source_from_env(env: Mapping[str, str] | None) -> tuple[str, str] | None:
-    """CRONTICK_REMINDER_SOURCE for `migrate --sql`, which reads no other setting (None: crontick's own bookings)."""
-    value = (os.environ if env is None else env).get("CRONTICK_REMINDER_SOURCE", "").strip()
-    return source_parts(value) if value else None
-
-
-def cmd_migrate(args: argparse.Namespace) -> int:
-    if args.sql or args.after:
-        if not args.sql:
-            raise ConfigError(
-                "migrate --after: expected --sql with it (without --sql, migrate applies what is pending)"
-            )
-        from crontick.db.migrate import script
-
-        after = _version(args.after) if args.after else None
-        print(script(db.schema.from_env(args.env), after, _source_from_env(args.env)), end="")
-        return 0
-    settings = _settings(args)
-    applied = asyncio.run(db.migrate(settings.require_database_url(), settings.schema, settings.reminder_source_parts))
-    print(f"applied: {', '.join(applied)}" if applied else "up to date")
-    return 0
 
 
 def cmd_tick(args: argparse.Namespace) -> int:
@@ -258,6 +239,7 @@ def cmd_schedules(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     uvicorn = _uvicorn()
+    args.port = free_port(args, args.host)
     settings = _settings(args)  # fail here, with one line, rather than on the first request
     settings.require_database_url()
     handlers.load_modules(settings.handler_modules)
@@ -269,10 +251,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_dev(args: argparse.Namespace) -> int:
     uvicorn = _uvicorn()
-    if not os.environ.get("DATABASE_URL"):
-        from crontick.db import embedded
+    from crontick.db import embedded
 
-        os.environ["DATABASE_URL"] = embedded.start()
+    if args.stop:
+        stopped = embedded.stop(embedded.DEFAULT_DATA_DIR)
+        print(f"crontick dev: embedded PostgreSQL {'stopped' if stopped else 'was not running'}")
+        return 0
+    args.port = free_port(args, DEV_HOST)  # before the database is started or seeded
+    if not os.environ.get("DATABASE_URL"):
+        os.environ["DATABASE_URL"] = embedded.start(stop_at_exit=True)  # Ctrl-C stops it too
         print(f"crontick dev: embedded PostgreSQL running, data in {embedded.DEFAULT_DATA_DIR}/")
     secret_from_env = bool(os.environ.get("CRON_SECRET"))
     if not secret_from_env:
@@ -284,7 +271,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
     os.environ["CRONTICK_HANDLERS"] = ",".join(dict.fromkeys(["crontick.demo", *mods]))
     settings = _settings(args)
     url = settings.require_database_url()
-    applied = asyncio.run(db.migrate(url, settings.schema, settings.reminder_source_parts))
+    applied = asyncio.run(db.migrate(url, settings.schema, asked_source(settings)))
     print(f"crontick dev: migrations {'applied: ' + ', '.join(applied) if applied else 'up to date'}")
     from crontick import demo
 

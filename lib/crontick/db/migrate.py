@@ -12,7 +12,8 @@ from crontick.db import schema as schemas
 from crontick.db import source as reminder_source
 from crontick.db.connection import connect
 from crontick.db.queries import current_schema, sql_dir
-from crontick.errors import CrontickError, DatabaseUnavailable
+from crontick.errors import CrontickError, DatabaseUnavailable, ReminderSourceError
+from crontick.settings.source import source_parts
 
 # Transaction-scoped, so it is safe behind a transaction-mode pooler.
 MIGRATION_LOCK_KEY = 0x63726F6E7469636B  # "crontick"
@@ -128,16 +129,37 @@ def script(schema: str, after: str | None = None, source: schemas.Source | None 
     return "\n\n".join(out) + "\n"
 
 
+class Migrated(NamedTuple):
+    """What a migrate did: the versions it applied, and the reminder source its functions read (a label)."""
+
+    applied: list[str]
+    source: str
+    source_was: str | None = None  # the source they read before, when this run switched it
+    source_kept: bool = False  # no source was asked for, and the installed one (not crontick's own) stayed
+    source_problem: ReminderSourceError | None = None  # with source_must_read=False: what is wrong with it
+
+
 async def migrate(url: str, schema: str | None = None, source: schemas.Source | None = None) -> list[str]:
+    """`apply`, returning only the versions it applied."""
+    return (await apply(url, schema, source)).applied
+
+
+async def apply(
+    url: str, schema: str | None = None, source: schemas.Source | None = None, *, source_must_read: bool = True
+) -> Migrated:
     """Apply each migration not yet recorded, then every function file, in one transaction under an advisory lock.
 
     Everything goes into `schema` (default: the process's, CRONTICK_SCHEMA), which is created if
     missing; nothing outside it is touched. Two processes migrating at once serialise on the
     lock; the second sees the first's records and applies no migration (it applies the functions
-    again, which changes nothing). Returns the versions this call applied.
-    `source` is the reminder source (CRONTICK_REMINDER_SOURCE; default `schema`.bookings): the
-    functions are built for it, and it is checked last, so a source that lacks a column or cannot be
-    read fails the migrate with one line naming it and the column (ReminderSourceError).
+    again, which changes nothing).
+    `source` is the reminder source (CRONTICK_REMINDER_SOURCE): the functions are built for it. None
+    (the variable is not set) keeps the source the install reads already, crontick's own bookings on
+    a fresh one: a deploy step without the app's environment never points reminders back at
+    crontick's table; that takes naming it (`crontick migrate --reminder-source`). The source is
+    checked last, so one that lacks a column or cannot be read fails the migrate with one line
+    naming it and the column (ReminderSourceError); with `source_must_read=False` (Django's
+    migrate, which may run before the migration that creates the view) it is returned instead.
     """
     schema = schemas.checked(schema) if schema else current_schema()
     conn = await connect(url)
@@ -146,6 +168,8 @@ async def migrate(url: str, schema: str | None = None, source: schemas.Source | 
             await conn.execute(PINNED_SEARCH_PATH)
             await conn.execute("select pg_advisory_xact_lock(%(key)s)", {"key": MIGRATION_LOCK_KEY})
             await _refuse_a_moved_install(conn, schema)
+            installed = await reminder_source.installed(conn, schema)
+            chosen = source or (source_parts(installed) if installed else schemas.default_source(schema))
             for statement in _preamble(schema):
                 await conn.execute(statement.encode())
             cur = conn.cursor(row_factory=dict_row)
@@ -153,14 +177,20 @@ async def migrate(url: str, schema: str | None = None, source: schemas.Source | 
             done = {row["version"] for row in await cur.fetchall()}
             record = schemas.compose("insert into {schema}.crontick_migrations (version) values (%(v)s)", schema)
             applied = []
-            for step in plan(schema, done, source):
+            for step in plan(schema, done, chosen):
                 await conn.execute(step.sql.encode())
                 if step.version is not None:
                     await conn.execute(record.encode(), {"v": step.version})
                     applied.append(step.version)
-            await reminder_source.check(conn, source or schemas.default_source(schema))
-            await reminder_source.warn_if_exposed(conn, source or schemas.default_source(schema))
-        return applied
+            problem = await reminder_source.problem(conn, chosen)
+            if problem is not None and source_must_read:
+                raise problem
+            if problem is None:
+                await reminder_source.warn_if_exposed(conn, chosen)
+        label = schemas.source_label(chosen)
+        kept = source is None and installed is not None and chosen != schemas.default_source(schema)
+        was = installed if installed is not None and installed != label else None
+        return Migrated(applied, label, was, kept, problem)
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailable(exc) from exc
     except psycopg.Error as exc:

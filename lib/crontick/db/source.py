@@ -7,6 +7,7 @@ only when one of them fails does `explain` look at the catalogue (a few statemen
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
@@ -90,7 +91,7 @@ async def problem(conn: psycopg.AsyncConnection[Any], source: Source) -> Reminde
     """What is wrong with `source` for this connection's role, or None: the first missing or unreadable
     column, a starts_at that is not timestamptz, or a table that is not there or cannot be read."""
     schema, name = source
-    cur = await conn.execute(_CATALOGUE, {"schema": _regnamespace_arg(schema), "name": name})
+    cur = await conn.execute(_CATALOGUE, {"schema": regnamespace_arg(schema), "name": name})
     rows = await cur.fetchall()
     found, usage = rows[0][0], rows[0][1]
     if not found:
@@ -139,9 +140,42 @@ async def warn_if_exposed(conn: psycopg.AsyncConnection[Any], source: Source) ->
     logs.warning("reminder_source_exposed", source=source_label(source), roles=[r[0] for r in rows], detail=detail)
 
 
-def _regnamespace_arg(schema: str) -> str:
+def regnamespace_arg(schema: str) -> str:
     """to_regnamespace's argument: the name as an identifier (quoted), so case and dots survive."""
     return sql.Identifier(schema).as_string(None)
+
+
+# The source an install's probe reads, as crontick migrate composed it into the probe's check
+# (sql/functions/tick_probe.sql: `_reminder_source is distinct from '<label>'`).
+_PROBE_SOURCE = re.compile(r"_reminder_source is distinct from '((?:[^']|'')*)'")
+
+
+async def installed(conn: psycopg.AsyncConnection[Any], schema: str) -> str | None:
+    """The label of the reminder source `schema`'s functions were last built for; None on a fresh install."""
+    cur = await conn.execute(
+        "select p.prosrc from pg_catalog.pg_proc p"
+        " where p.pronamespace = pg_catalog.to_regnamespace(%(schema)s) and p.proname = 'crontick_tick_probe'",
+        {"schema": regnamespace_arg(schema)},
+    )
+    for (body,) in await cur.fetchall():
+        found = _PROBE_SOURCE.search(body)
+        if found:
+            return found.group(1).replace("''", "'")
+    return None
+
+
+async def mismatch(conn: psycopg.AsyncConnection[Any], source: Source, schema: str) -> ReminderSourceError | None:
+    """What stops reminders for a process configured with `source`, or None: not the source `crontick migrate`
+    last built `schema`'s functions for, or what `problem` finds (`manage.py check`). None before any migrate."""
+    was = await installed(conn, schema)
+    if was is None:
+        return None
+    if was != source_label(source):
+        return ReminderSourceError(
+            f"CRONTICK_REMINDER_SOURCE: expected {was}, the source crontick migrate last ran with, got: "
+            f"{source_label(source)} (run crontick migrate with this setting)"
+        )
+    return await problem(conn, source)
 
 
 async def check(conn: psycopg.AsyncConnection[Any], source: Source) -> None:

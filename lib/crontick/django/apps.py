@@ -1,4 +1,4 @@
-"""The installed app `crontick.django`: its management commands, and a system check that crontick's settings parse."""
+"""The installed app `crontick.django`: its management commands, and system checks that crontick's settings parse and its reminder source reads."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ class CrontickConfig(AppConfig):  # type: ignore[misc]  # Django ships no type i
 
     def ready(self) -> None:
         checks.register(check_settings)
+        checks.register(check_reminder_source)
 
 
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
@@ -33,3 +34,37 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
             )
         ]
     return []
+
+
+def check_reminder_source(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """`manage.py check`: a warning when reminders would stop at the tick (the source is missing, cannot be read,
+    or is not the one crontick's migration last ran with). Silent before crontick is migrated, or without a database."""
+    import asyncio
+
+    from crontick.db import connect
+    from crontick.db import source as reminder_source
+    from crontick.django import conf
+    from crontick.errors import CrontickError
+
+    async def look() -> CrontickError | None:
+        settings = conf.settings()
+        conn = await connect(settings.require_database_url())
+        try:
+            return await reminder_source.mismatch(conn, settings.reminder_source_parts, settings.schema)
+        finally:
+            await conn.close()
+
+    try:
+        found = asyncio.run(look())
+    except Exception:  # noqa: BLE001  # no database yet, or crontick.E001: nothing this check can say
+        return []
+    if found is None:
+        return []
+    return [
+        checks.Warning(
+            str(found),
+            hint="reminders stop (jobs still run) until it is fixed: create the view (its migration may say "
+            "run_before = [('crontick', '0001_initial')]), then manage.py crontick_migrate",
+            id="crontick.W001",
+        )
+    ]

@@ -73,6 +73,10 @@ def urlconf_prefix() -> str:
     from django.core.exceptions import ImproperlyConfigured
     from django.urls import NoReverseMatch, get_script_prefix, reverse
 
+    from crontick.django.urls import INSIDE_I18N, inside_i18n_patterns
+
+    if inside_i18n_patterns():
+        raise ImproperlyConfigured(f"crontick: {INSIDE_I18N}")
     try:
         root = reverse("crontick:root")
     except NoReverseMatch:

@@ -20,9 +20,30 @@ from crontick import logs
 app_name = "crontick"
 
 
+# What mount() and the 503 below say when this URLconf is included inside i18n_patterns.
+INSIDE_I18N = (
+    "crontick's URL line, path('ops/', include('crontick.django.urls')), is inside i18n_patterns, which puts it under "
+    "a language prefix (/en/ops/...); a scheduler calls one URL: put the line outside i18n_patterns "
+    "(urlpatterns = [path('ops/', include('crontick.django.urls')), *i18n_patterns(...)])"
+)
+
+
+def inside_i18n_patterns() -> bool:
+    """Whether ROOT_URLCONF includes these patterns under i18n_patterns' language prefix."""
+    from django.urls import LocalePrefixPattern, URLResolver, get_resolver
+
+    return any(
+        isinstance(entry, URLResolver) and isinstance(entry.pattern, LocalePrefixPattern)
+        and app_name in entry.namespace_dict
+        for entry in get_resolver().url_patterns
+    )  # fmt: skip
+
+
 @csrf_exempt  # type: ignore[untyped-decorator]
 def not_mounted(request: HttpRequest, **kwargs: Any) -> JsonResponse:
     logs.warning("not_mounted", path=request.path)
+    if inside_i18n_patterns():
+        return JsonResponse({"error": "inside_i18n_patterns", "detail": INSIDE_I18N}, status=503)
     return JsonResponse(
         {
             "error": "not_mounted",

@@ -114,7 +114,7 @@ async def claim(conn: psycopg.AsyncConnection[Any], settings: Settings, now: dat
     source = settings.reminder_source_parts
     try:
         await cur.execute(query("reminder_claim_due", source), params)
-    except psycopg.Error as exc:  # a source that lacks a column or cannot be read: one line, the tick's 503
+    except psycopg.Error as exc:  # a source that lacks a column or cannot be read: one line; reminders stop, jobs run
         await reminder_source.explain(conn, source, settings.schema, exc)
         raise
     rows = await cur.fetchall()

@@ -20,6 +20,7 @@ class ReminderCounts:
     unknown: int = 0  # may have been delivered; left for a person to decide, never resent automatically
     retried: int = 0  # failed this time, retry scheduled with backoff
     more: bool = False
+    error: str | None = None  # why reminders are stopped (the reminder source); None: they ran
 
 
 def reminder_windows(settings: Settings) -> dict[str, list[Any]]:

@@ -17,9 +17,13 @@ STALE_AFTER_INTERVALS = 2
 class Health(NamedTuple):
     last_tick_at: str | None  # ISO-8601
     stale: bool
+    reminders_error: str | None = None  # the newest tick's: reminders are stopped, and why
 
     def to_json(self) -> dict[str, Any]:
-        return {"ok": True, "last_tick_at": self.last_tick_at, "stale": self.stale}
+        body: dict[str, Any] = {"ok": True, "last_tick_at": self.last_tick_at, "stale": self.stale}
+        if self.reminders_error is not None:
+            body["reminders_error"] = self.reminders_error
+        return body
 
 
 def stale_after_seconds(settings: Settings) -> float:
@@ -35,8 +39,8 @@ async def read(conn: psycopg.AsyncConnection[Any], settings: Settings) -> Health
     except psycopg.OperationalError as exc:  # lost, or refused by a pooler ("server login has been failing")
         raise DatabaseUnavailable(exc) from exc
     assert row is not None  # an aggregate always returns its one row
-    last, stale = row
-    return Health(last.isoformat() if last else None, bool(stale))
+    last, stale, reminders_error = row
+    return Health(last.isoformat() if last else None, bool(stale), reminders_error)
 
 
 def strict(value: str | None) -> bool:

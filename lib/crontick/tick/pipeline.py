@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import psycopg
 
 from crontick import db, logs
-from crontick.errors import CrontickError, DatabaseUnavailable
+from crontick.errors import CrontickError, DatabaseUnavailable, ReminderSourceError
 from crontick.jobs.job import Outcome
 from crontick.reminders.window import ReminderCounts
 from crontick.schedules import registry as schedules
@@ -56,6 +56,8 @@ class TickResult:
         # field (a tick builds this two or three times: its log row, its log line, its answer).
         rem = dict(vars(self.reminders))
         rem.pop("more", None)
+        if rem["error"] is None:
+            del rem["error"]
         due = self.next_due_at.isoformat() if self.next_due_at else None
         return {
             "jobs": dict(vars(self.jobs)),
@@ -69,10 +71,12 @@ class TickResult:
     def __add__(self, other: TickResult) -> TickResult:
         """Sum two results (for `crontick tick --drain`); `more` and `next_due_at` are the later one's."""
         jobs = JobCounts(**{k: v + getattr(other.jobs, k) for k, v in vars(self.jobs).items()})
-        rem = {k: v + getattr(other.reminders, k) for k, v in vars(self.reminders).items() if k != "more"}
+        rem = {
+            k: v + getattr(other.reminders, k) for k, v in vars(self.reminders).items() if k not in ("more", "error")
+        }
         return TickResult(
             jobs=jobs,
-            reminders=ReminderCounts(**rem, more=other.reminders.more),
+            reminders=ReminderCounts(**rem, more=other.reminders.more, error=other.reminders.error),
             more=other.more,
             duration_ms=self.duration_ms + other.duration_ms,
             schedules=ScheduleCounts(*(a + b for a, b in zip(self.schedules, other.schedules, strict=True))),
@@ -225,17 +229,24 @@ async def work(
                 deadline=deadline,
                 clock=clock,
             )
-            return _done(
-                TickResult(duration_ms=int((clock() - t0) * 1000), next_due_at=found.next_due_at()), source, run
+            idle = TickResult(
+                reminders=ReminderCounts(error=found.reminders_error),
+                duration_ms=int((clock() - t0) * 1000),
+                next_due_at=found.next_due_at(),
             )
+            return _done(idle, source, run)
         # Whether there is anything to do is decided here, step by step, from the probe's checks.
         # A new per-tick step adds its `if found.<step>_due:` call (into its own module) below.
-        sent = ReminderCounts()
+        sent = ReminderCounts(error=found.reminders_error)
         if send_reminders and found.reminders_due:
             # Imported here, with its channels: a tick that finds no reminder due never loads them.
             from crontick.reminders import send as reminders
 
-            sent = await reminders.send_due(conn, settings, now=now, deadline=deadline, clock=clock)
+            try:
+                sent = await reminders.send_due(conn, settings, now=now, deadline=deadline, clock=clock)
+            except ReminderSourceError as exc:  # the source broke since the probe: reminders stop, jobs run
+                logs.error("reminder_source", detail=str(exc))
+                sent = ReminderCounts(error=str(exc))
         out_of_time = clock() >= deadline
         scheduled = ScheduleCounts()
         if (found.schedules_due or unsynced) and not out_of_time:

@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import psycopg
 from psycopg.types.json import Jsonb
 
+from crontick import logs
 from crontick.db import query
 from crontick.db import source as reminder_source
 from crontick.db.schema import source_label
+from crontick.errors import ReminderSourceError
 from crontick.flow.claim_args import claim_flow
 from crontick.reminders.window import reminder_windows
 from crontick.settings import Settings
@@ -38,6 +40,7 @@ class Probe(NamedTuple):
     retention_due: bool = False  # a job or tick record past its keep period (crontick.tick.retention)
     silent_seconds: float | None = None  # this tick ended a silence this long, and raised its alert
     throttled_until: datetime | None = None  # an exhausted rate limit held back due jobs: when it reopens
+    reminders_error: str | None = None  # why reminders are stopped (the source): this tick sends none
 
     def next_due_at(self, *, jobs: bool = True, reminders: bool = True, slots: bool = True) -> datetime | None:
         """The earliest of the times asked for (a tick leaves out what it has done since the probe)."""
@@ -94,14 +97,28 @@ async def look(
         "flow": claim_flow(),
     }
     sent_at = datetime.now(UTC)
+    stopped: ReminderSourceError | None = None
     try:
         cur = await conn.execute(query("tick_probe"), params)
     except psycopg.Error as exc:  # the probe reads the reminder source: say so when it is to blame
-        await reminder_source.explain(conn, settings.reminder_source_parts, settings.schema, exc)
-        raise
+        try:
+            await reminder_source.explain(conn, settings.reminder_source_parts, settings.schema, exc)
+        except ReminderSourceError as source_error:
+            stopped = source_error
+        if stopped is None:
+            raise
+        # Reminders stop, nothing else does (CONTRACT.md "A source that does not match"): the same probe,
+        # claim included (the failed one claimed nothing), without the source. Only a broken source pays it.
+        logs.error("reminder_source", detail=str(stopped))
+        idle_summary = {**idle_summary, "reminders": {**idle_summary["reminders"], "error": str(stopped)}}
+        cur = await conn.execute(
+            query("tick_probe"), {**params, "reminder_source": None, "summary": Jsonb(idle_summary)}
+        )
     row = await cur.fetchone()
     assert row is not None  # the statement always returns its one row
     found = Probe(row[0], claimed_jobs(row[1]), *row[2:])
+    if stopped is not None:
+        found = found._replace(reminders_due=False, next_reminder_at=None, reminders_error=str(stopped))
     if now is None:
         _db_ahead = found.now - sent_at
     return found

@@ -1,4 +1,4 @@
-"""`manage.py crontick_migrate [--sql [--after VERSION]]`: `crontick migrate` on Django's database (crontick's own schema only)."""
+"""`manage.py crontick_migrate [--sql [--after VERSION]] [--reminder-source SCHEMA.NAME]`: `crontick migrate` on Django's database (crontick's own schema only)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,11 @@ class Command(BaseCommand):  # type: ignore[misc]  # Django ships no type inform
         parser.add_argument(
             "--after", metavar="VERSION", help="with --sql: only what comes after this migration, e.g. 0010"
         )
+        parser.add_argument(
+            "--reminder-source",
+            metavar="SCHEMA.NAME",
+            help="the table or view reminders are read from, instead of CRONTICK_REMINDER_SOURCE (crontick migrate's)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         argv = ["migrate"]
@@ -30,4 +35,6 @@ class Command(BaseCommand):  # type: ignore[misc]  # Django ships no type inform
             argv.append("--sql")
         if options["after"]:
             argv += ["--after", options["after"]]
+        if options["reminder_source"]:
+            argv += ["--reminder-source", options["reminder_source"]]
         run(argv)
