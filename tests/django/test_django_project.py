@@ -9,6 +9,7 @@ DATABASE_URL is never set: it comes from Django's DATABASES, as docs/django.md s
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
