@@ -274,6 +274,7 @@ async def _attempt(job: Job, clock: Callable[[], float]) -> Ended:
         return Ended(f"PermanentError: job {job.id} ({job.type}): {job.payload.reason}", True)
     began = clock()
     limit = None if entry.timeout_seconds is None else asyncio.timeout(entry.timeout_seconds)
+    running = logs.running(job)  # every line logged until the handler ends names the job
     try:
         if limit is None and entry.is_async:  # the common case, without a frame of its own
             await entry.func(job.payload, job)  # type: ignore[misc]  # the tick's budget, held by the worker, still bounds it
@@ -293,6 +294,7 @@ async def _attempt(job: Job, clock: Callable[[], float]) -> Ended:
     finally:
         if clock() - began > SLOW_JOB_SECONDS:
             _note_slow(job, clock() - began)
+        logs.done(running)
     return SUCCEEDED
 
 
@@ -300,15 +302,17 @@ def _attempt_in_thread(job: Job, clock: Callable[[], float]) -> Ended:
     """_attempt for a sync handler in a _ThreadRun (which only takes jobs whose handler exists)."""
     entry = handlers.get(job.type)
     assert entry is not None
+    # Each job in its own copy of the context, as a hop per job would give it, naming the job to its log lines.
+    context = contextvars.copy_context()
+    context.run(logs.running, job)
     began = clock()
     try:
-        # Each job in its own copy of the context, as a hop per job would give it.
-        contextvars.copy_context().run(entry.func, job.payload, job)
+        context.run(entry.func, job.payload, job)
     except (Exception, SystemExit, Parked) as exc:  # noqa: BLE001 - as in _attempt
         return _ended(exc)
     finally:
         if clock() - began > SLOW_JOB_SECONDS:
-            _note_slow(job, clock() - began)
+            context.run(_note_slow, job, clock() - began)
     return SUCCEEDED
 
 
