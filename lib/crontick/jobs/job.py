@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from crontick import tracing as _tracing
 from crontick.workflows import steps as _steps
 
 
@@ -50,7 +51,11 @@ class Job(NamedTuple):
         usual. A name may be used once per run. A step whose `fn` finished but whose result was not yet
         recorded (a crash in between) runs again: pass `job.step_key(name)` to the provider.
         """
-        return _steps.step(self, name, fn, args, kwargs)
+        if _tracing.tracer() is None:
+            return _steps.step(self, name, fn, args, kwargs)
+        from crontick.jobs.job_spans import around_step
+
+        return around_step("step", self, name, lambda: _steps.step(self, name, fn, args, kwargs))
 
     def step_key(self, name: str) -> str:
         """A key for step `name` of this job, the same on every attempt: a provider call's idempotency key."""
@@ -59,12 +64,20 @@ class Job(NamedTuple):
     def sleep(self, name: str, seconds: float) -> Any:
         """Park the job as pending for `seconds`, spending no attempt and holding no lease; the handler runs again
         then, and this call returns None (awaited in an `async def` handler)."""
-        return _steps.sleep(self, name, seconds)
+        if _tracing.tracer() is None:
+            return _steps.sleep(self, name, seconds)
+        from crontick.jobs.job_spans import around_step
+
+        return around_step("sleep", self, name, lambda: _steps.sleep(self, name, seconds))
 
     def wait_for(self, name: str, event_key: str, *, timeout_seconds: float) -> Any:
         """Park the job as waiting until `crontick.signal(conn, event_key, payload)` commits, then return the
         payload; None once `timeout_seconds` have passed (awaited in an `async def` handler)."""
-        return _steps.wait_for(self, name, event_key, timeout_seconds)
+        if _tracing.tracer() is None:
+            return _steps.wait_for(self, name, event_key, timeout_seconds)
+        from crontick.jobs.job_spans import around_step
+
+        return around_step("wait", self, name, lambda: _steps.wait_for(self, name, event_key, timeout_seconds))
 
 
 class Outcome(NamedTuple):
