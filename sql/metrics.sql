@@ -6,21 +6,31 @@
 -- range of an index or a bounded table, never a scan of jobs, so a scrape costs the same at a
 -- million rows. Counts stop at %(cap)s (the caller reports that as "at least"). Jobs per type and
 -- status: crontick_job_types' skip scan (at most %(types)s types), then one capped range of
--- jobs_type_status_id each; running jobs, which that skip scan leaves out, from their own few rows
+-- jobs_type_status_id each, one arm per status with the status a constant (with the status a column of
+-- a VALUES list the planner walked the primary key instead, counting on the limit: 0.7 s at 200,000 rows;
+-- pending jobs as two arms, the startable ones from jobs_pending_type_id, as admin_type_pending reads them); running jobs, which that skip scan leaves out, from their own few rows
 -- (jobs_running_lease). Due jobs and the oldest one's wait: jobs_pending_due. The last tick:
 -- crontick_ticks_finished. Reminders: reminder_sends_status_id. Attempts and their durations in
 -- the last hour: the per-type ring (crontick_type_minutes, migration 0020). The jobs' other
 -- outcomes (snoozed, rescued, released, fenced) and the reminders sent: the last hour's tick
 -- summaries (crontick_ticks_finished).
 select
-    (select coalesce(pg_catalog.json_agg(pg_catalog.json_build_array(t.type, s.status, c.n)), '[]'::json)
+    (select coalesce(pg_catalog.json_agg(pg_catalog.json_build_array(t.type, c.n)), '[]'::json)
      from {schema}.crontick_job_types(%(types)s) t(type)
-     cross join (values ('pending'::text), ('waiting'), ('done'), ('failed'), ('cancelled')) s(status)
-     cross join lateral (
-         select pg_catalog.count(*) as n
-         from (select 1 from {schema}.jobs j where j.type = t.type and j.status = s.status limit %(cap)s) x
-     ) c
-     where c.n > 0) as jobs,
+     cross join lateral (select pg_catalog.json_build_object(
+         'pending', least(%(cap)s,
+             (select pg_catalog.count(*) from (select 1 from {schema}.jobs j
+                                               where j.type = t.type and j.status = 'pending' and not j.held order by j.id limit %(cap)s) x)
+             + (select pg_catalog.count(*) from (select 1 from {schema}.jobs j
+                                                 where j.type = t.type and j.status = 'pending' and j.held order by j.id limit %(cap)s) x)),
+         'waiting', (select pg_catalog.count(*) from (select 1 from {schema}.jobs j
+                                            where j.type = t.type and j.status = 'waiting' order by j.id limit %(cap)s) x),
+         'done', (select pg_catalog.count(*) from (select 1 from {schema}.jobs j
+                                            where j.type = t.type and j.status = 'done' order by j.id limit %(cap)s) x),
+         'failed', (select pg_catalog.count(*) from (select 1 from {schema}.jobs j
+                                            where j.type = t.type and j.status = 'failed' order by j.id limit %(cap)s) x),
+         'cancelled', (select pg_catalog.count(*) from (select 1 from {schema}.jobs j
+                                            where j.type = t.type and j.status = 'cancelled' order by j.id limit %(cap)s) x)) as n) c) as jobs,
     (select coalesce(pg_catalog.json_agg(pg_catalog.json_build_array(r.type, 'running', r.n)), '[]'::json)
      from (select x.type, pg_catalog.count(*) as n
            from (select j.type from {schema}.jobs j where j.status = 'running' limit %(cap)s) x

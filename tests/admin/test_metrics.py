@@ -116,3 +116,14 @@ def test_label_values_are_escaped_so_a_job_type_cannot_forge_a_series() -> None:
     text = exposition([Family("crontick_jobs", "gauge", "help with \\ and\nnewline", [("", {"type": forged}, 7)])])
     [family] = list(text_string_to_metric_families(text))
     assert [(s.labels, s.value) for s in family.samples] == [({"type": forged}, 7)]
+
+
+def test_the_scrape_reads_jobs_through_indexes_only(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    """No sequential scan of jobs, so a scrape costs the same at a million rows (bench.metrics_scale measures it)."""
+    for n in range(4):
+        insert_jobs(conn, 40_000, status="done", type=f"t_metrics.t{n}")
+        insert_jobs(conn, 2_000, status="pending", type=f"t_metrics.t{n}")
+    conn.execute("vacuum analyze jobs")
+    statement = db.query("metrics_read").replace("%(cap)s", "10000").replace("%(types)s", "1000")
+    plan = "\n".join(row[0] for row in conn.execute("explain " + statement).fetchall())  # type: ignore[operator]
+    assert "Seq Scan on jobs" not in plan, plan

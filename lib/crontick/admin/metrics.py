@@ -51,7 +51,7 @@ def families(figures: dict[str, Any]) -> list[Family]:
     return [
         Family(
             "crontick_jobs", "gauge", f"Jobs by type and status (each count stops at {COUNT_CAP}).",
-            [("", {"type": t, "status": s}, n) for t, s, n in [*figures["jobs"], *figures["running"]]],
+            [("", {"type": t, "status": s}, n) for t, s, n in [*_by_status(figures["jobs"]), *figures["running"]]],
         ),
         Family(
             "crontick_jobs_due", "gauge", f"Pending jobs due now and waiting to be claimed (stops at {COUNT_CAP}).",
@@ -89,6 +89,12 @@ def families(figures: dict[str, Any]) -> list[Family]:
         ),
         Family("crontick_ticks_last_hour", "gauge", "Ticks that finished in the last hour.", [("", {}, ticks["ticks"])]),
     ]  # fmt: skip
+
+
+def _by_status(jobs: list[list[Any]]) -> Iterator[tuple[str, str, int]]:
+    """(type, status, count) of each status a type has jobs in, from metrics_read's [type, {status: count}] rows."""
+    for type_, counts in jobs:
+        yield from ((type_, status, n) for status, n in counts.items() if n)
 
 
 def _attempts(ring: list[list[Any]]) -> Iterator[tuple[str, dict[str, str], float]]:
