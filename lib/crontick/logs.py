@@ -4,9 +4,29 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from contextvars import ContextVar, Token
+from typing import Any, Protocol
 
 log = logging.getLogger("crontick")
+
+
+class RunningJob(Protocol):
+    """What a log line tells of the job running (crontick.Job has these)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def attempt(self) -> int: ...
+
+
+# The job whose handler runs in this context, and its trace id (None without tracing): set by
+# crontick.jobs.runner around each handler call. A context variable, so it follows the handler into
+# its tasks and threads (asyncio.to_thread copies it) and no other job's line ever reads it.
+_RUNNING: ContextVar[tuple[RunningJob, str | None] | None] = ContextVar("crontick_running_job", default=None)
+# The fields JobFields sets on each record, None outside a job.
+JOB_FIELDS = ("job_id", "job_type", "attempt", "trace_id")
 
 
 class _StderrUnlessConfigured(logging.StreamHandler):  # type: ignore[type-arg]
@@ -36,9 +56,52 @@ def setup() -> None:
         log.setLevel(logging.INFO)
 
 
+def running(job: RunningJob, trace_id: str | None = None) -> Token[tuple[RunningJob, str | None] | None]:
+    """Mark `job` as the one running in this context, until `done(token)`: every line logged meanwhile carries it."""
+    return _RUNNING.set((job, trace_id))
+
+
+def done(token: Token[tuple[RunningJob, str | None] | None]) -> None:
+    _RUNNING.reset(token)
+
+
+def job_fields() -> dict[str, Any]:
+    """`job_id`, `job_type`, `attempt` (and `trace_id` when tracing) of the job running in this context; {} outside one."""
+    current = _RUNNING.get()
+    if current is None:
+        return {}
+    job, trace_id = current
+    fields: dict[str, Any] = {"job_id": job.id, "job_type": job.type, "attempt": job.attempt}
+    if trace_id is not None:
+        fields["trace_id"] = trace_id
+    return fields
+
+
+class JobFields(logging.Filter):
+    """Puts the running job's `job_id`, `job_type`, `attempt` and `trace_id` on every record a handler passes.
+
+    For the host app's own log lines (a handler's `logging.getLogger(__name__).info(...)`): add it to
+    the app's logging handler, and its formatter can name them (`%(job_id)s`), or a JSON formatter
+    picks them up as extra fields. Outside a job each is None. A field the record already has (from
+    `extra=`) is left as it is. crontick's own lines carry them in their JSON without it.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        fields = job_fields()
+        for name in JOB_FIELDS:
+            if not hasattr(record, name):
+                setattr(record, name, fields.get(name))
+        return True
+
+
 def line(event: str, **fields: Any) -> str:
-    """The JSON text of one event. `event` always wins: a field named "event" cannot forge it."""
+    """The JSON text of one event. `event` always wins: a field named "event" cannot forge it.
+
+    A line written while a job runs carries that job's fields (job_fields()); the event's own win.
+    """
     fields.pop("event", None)
+    if _RUNNING.get() is not None:
+        fields = job_fields() | fields
     return json.dumps({"event": event, **fields}, default=str, ensure_ascii=False)
 
 

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING
 
-from crontick import logs
+from crontick import logs, tracing
 from crontick.db import Database, cutoff, queries
 from crontick.errors import ConfigError, DatabaseUnavailable
 from crontick.settings import Settings
@@ -73,7 +73,11 @@ class Runtime:
         from crontick.tick.pipeline import run_tick
 
         conn = await self.database().connection()
-        return await run_tick(conn, self.settings, source=source, execution_id=execution_id)
+        with tracing.span("crontick tick", {"crontick.tick.source": source}) as span:  # None unless the app traces
+            result = await run_tick(conn, self.settings, source=source, execution_id=execution_id)
+            if span is not None:
+                span.set_attributes(_span_counts(result))
+        return result
 
     async def run(self, *, source: str, drain: bool = False, max_ticks: int | None = None) -> TickResult:
         """A whole tick (or, with `drain`, ticks until nothing is due or `max_ticks` ran), each step within the cut-off."""
@@ -86,7 +90,11 @@ class Runtime:
             conn = await db.connection()
         limit = {} if max_ticks is None else {"max_ticks": max_ticks}
         try:
-            return await drain_ticks(conn, self.settings, source=source, bound=self.bound, **limit)
+            with tracing.span("crontick drain", {"crontick.tick.source": source}) as span:
+                result = await drain_ticks(conn, self.settings, source=source, bound=self.bound, **limit)
+                if span is not None:
+                    span.set_attributes(_span_counts(result))
+            return result
         except DatabaseUnavailable as exc:
             await cutoff.discard_after(db, exc)
             raise
@@ -94,3 +102,12 @@ class Runtime:
     async def close(self) -> None:
         if self.db is not None:
             await self.db.close()
+
+
+def _span_counts(result: TickResult) -> dict[str, int | bool]:
+    """A tick's summary as its span's attributes: crontick.jobs.claimed, crontick.reminders.sent, ..., crontick.more."""
+    summary = result.to_json()
+    counts: dict[str, int | bool] = {f"crontick.jobs.{k}": v for k, v in summary["jobs"].items()}
+    counts.update({f"crontick.reminders.{k}": v for k, v in summary["reminders"].items() if isinstance(v, int)})
+    counts["crontick.more"] = bool(summary["more"])
+    return counts

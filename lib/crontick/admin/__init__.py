@@ -107,6 +107,7 @@ def routes(runtime: Any = None) -> list[BaseRoute]:
         Route("/admin/flow/{verb}", _lazy("groups_page", "flow_action"), methods=["POST"]),
         Route("/admin/reminders/{booking_id}/{kind}/retry", _lazy("actions", "reminder_retry"), methods=["POST"]),
         Route("/admin/static/admin.css", _stylesheet, methods=["GET"]),
+        Route("/api/metrics", _lazy("metrics", "endpoint"), methods=["GET"]),  # Prometheus, with an admin secret
     ]
     # Last: any other /admin path is a 404 that still carries the admin's headers.
     return [*found, *api.routes(), Route("/admin/{rest:path}", _unknown, methods=["GET", "POST"])]

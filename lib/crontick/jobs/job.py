@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal, NamedTuple
 
+from crontick import tracing as _tracing
 from crontick.workflows import steps as _steps
 
 
@@ -51,7 +52,11 @@ class Job(NamedTuple):
         usual. A name may be used once per run. A step whose `fn` finished but whose result was not yet
         recorded (a crash in between) runs again: pass `job.step_key(name)` to the provider.
         """
-        return _steps.step(self, name, fn, args, kwargs)
+        if _tracing.tracer() is None:
+            return _steps.step(self, name, fn, args, kwargs)
+        from crontick.jobs.job_spans import around_step
+
+        return around_step("step", self, name, lambda: _steps.step(self, name, fn, args, kwargs))
 
     def step_key(self, name: str) -> str:
         """A key for step `name` of this job, the same on every attempt: a provider call's idempotency key."""
@@ -60,7 +65,11 @@ class Job(NamedTuple):
     def sleep(self, name: str, seconds: float) -> Any:
         """Park the job as pending for `seconds`, spending no attempt and holding no lease; the handler runs again
         then, and this call returns None (awaited in an `async def` handler)."""
-        return _steps.sleep(self, name, seconds)
+        if _tracing.tracer() is None:
+            return _steps.sleep(self, name, seconds)
+        from crontick.jobs.job_spans import around_step
+
+        return around_step("sleep", self, name, lambda: _steps.sleep(self, name, seconds))
 
     def wait_for(
         self, name: str, event_key: str, *, timeout_seconds: float, since: datetime | Literal["job"] | None = "job"
@@ -74,7 +83,11 @@ class Job(NamedTuple):
         compared with the database's clock when the signal's transaction began) for a later bound, such as
         when you asked; None for any kept signal. A signal sent while the job waits always wakes it.
         """
-        return _steps.wait_for(self, name, event_key, timeout_seconds, since)
+        if _tracing.tracer() is None:
+            return _steps.wait_for(self, name, event_key, timeout_seconds, since)
+        from crontick.jobs.job_spans import around_step
+
+        return around_step("wait", self, name, lambda: _steps.wait_for(self, name, event_key, timeout_seconds, since))
 
 
 class Outcome(NamedTuple):

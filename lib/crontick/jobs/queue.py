@@ -10,6 +10,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from crontick import tracing
 from crontick.db import query
 from crontick.errors import CrontickError
 from crontick.jobs.debounce import Debounce
@@ -135,7 +136,10 @@ def enqueue(
     row = conn.execute(query("job_insert"), params).fetchone()
     if row is None:  # lost a race on the key to a transaction that committed mid-statement
         row = conn.execute(query("job_insert"), params).fetchone()
-    return _job_id(row, params)
+    job_id = _job_id(row, params)
+    if (context := tracing.traceparent()) is not None:  # the app traces: the job's span links to the caller's
+        conn.execute(query("job_keep_traceparent"), {"id": job_id, "traceparent": context})
+    return job_id
 
 
 async def _enqueue_async(conn: psycopg.AsyncConnection[Any], params: dict[str, Any]) -> int:
@@ -144,7 +148,10 @@ async def _enqueue_async(conn: psycopg.AsyncConnection[Any], params: dict[str, A
     if row is None:
         cur = await conn.execute(query("job_insert"), params)
         row = await cur.fetchone()
-    return _job_id(row, params)
+    job_id = _job_id(row, params)
+    if (context := tracing.traceparent()) is not None:
+        await conn.execute(query("job_keep_traceparent"), {"id": job_id, "traceparent": context})
+    return job_id
 
 
 def _job_id(row: Any, params: dict[str, Any]) -> int:

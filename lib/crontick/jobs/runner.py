@@ -12,11 +12,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple
+from functools import partial
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import psycopg
 
-from crontick import logs
+from crontick import logs, tracing
 from crontick import retry as backoff
 from crontick.errors import PermanentError, RetryableError, Snooze
 from crontick.jobs import builtin
@@ -27,6 +28,9 @@ from crontick.settings import Settings
 from crontick.text import TRACEBACK_MAX_CHARS, describe, scrub, storable, traceback_of
 from crontick.workflows import steps
 from crontick.workflows.steps import Parked
+
+if TYPE_CHECKING:
+    from crontick.jobs.job_spans import BatchSpans
 
 SLOW_JOB_SECONDS = 8.0
 # How soon a job of a type this process does not know is claimed again (by whichever process comes next).
@@ -153,11 +157,14 @@ async def run_batch(
                 while clock() < deadline and (item := pending.take()) is not None:
                     index, job = item
                     if _in_thread_run(job):
-                        running = run = _ThreadRun(pending, finish, clock, deadline)
+                        running = run = _ThreadRun(pending, finish, clock, deadline, spans)
                         await asyncio.to_thread(run.run, index, job)
                     else:
                         running = (index, job, clock())
-                        finish(index, job, await _attempt(job, clock))
+                        attempt = (
+                            _attempt(job, clock) if spans is None else spans.run(job, partial(_attempt, job, clock))
+                        )
+                        finish(index, job, await attempt)
                     running = None
         except TimeoutError:
             stopped = running.stop() if isinstance(running, _ThreadRun) else running
@@ -166,6 +173,12 @@ async def run_batch(
                 text = f"TimeoutError: job {job.id} ({job.type}) was stopped after {clock() - began:.1f} s (the tick's time budget)"
                 finish(index, job, Ended(text))
 
+    # Traces (crontick.tracing), only when the app uses OpenTelemetry: each job's enqueuer, one statement per batch.
+    spans = None
+    if tracing.tracer() is not None and jobs:
+        from crontick.jobs.job_spans import BatchSpans
+
+        spans = await BatchSpans.of(jobs, conn, secrets)
     workers = min(concurrency, len(jobs))
     # Each worker task (and each thread hop it makes) copies this context when it starts: every handler
     # of the batch, however it runs, sees the batch's Settings.
@@ -231,8 +244,10 @@ class _ThreadRun:
         finish: Callable[[int, Job, Ended], None],
         clock: Callable[[], float],
         deadline: float,
+        spans: BatchSpans | None = None,
     ) -> None:
         self.pending, self.finish, self.clock, self.deadline = pending, finish, clock, deadline
+        self.spans = spans
         self.lock = threading.Lock()
         self.current: Running | None = None
         self.stopped = False
@@ -246,7 +261,7 @@ class _ThreadRun:
                 if self.halted():
                     return
                 self.current = (index, job, self.clock())
-            ended = _attempt_in_thread(job, self.clock)
+            ended = _attempt_in_thread(job, self.clock, self.spans)
             with self.lock:
                 if self.halted():  # the budget ran out meanwhile: the timeout recorded for it stands
                     return
@@ -265,8 +280,8 @@ class _ThreadRun:
             return self.current
 
 
-async def _attempt(job: Job, clock: Callable[[], float]) -> Ended:
-    """Run one handler and say how it ended."""
+async def _attempt(job: Job, clock: Callable[[], float], trace_id: str | None = None) -> Ended:
+    """Run one handler and say how it ended. `trace_id`: its span's (job_spans.BatchSpans.run), for its log lines."""
     entry = handlers.get(job.type)
     if entry is None:
         return Ended(_unknown_type(job), True, unknown_type=True)
@@ -274,6 +289,7 @@ async def _attempt(job: Job, clock: Callable[[], float]) -> Ended:
         return Ended(f"PermanentError: job {job.id} ({job.type}): {job.payload.reason}", True)
     began = clock()
     limit = None if entry.timeout_seconds is None else asyncio.timeout(entry.timeout_seconds)
+    running = logs.running(job, trace_id)  # every line logged until the handler ends names the job
     try:
         if limit is None and entry.is_async:  # the common case, without a frame of its own
             await entry.func(job.payload, job)  # type: ignore[misc]  # the tick's budget, held by the worker, still bounds it
@@ -293,22 +309,33 @@ async def _attempt(job: Job, clock: Callable[[], float]) -> Ended:
     finally:
         if clock() - began > SLOW_JOB_SECONDS:
             _note_slow(job, clock() - began)
+        logs.done(running)
     return SUCCEEDED
 
 
-def _attempt_in_thread(job: Job, clock: Callable[[], float]) -> Ended:
+def _attempt_in_thread(job: Job, clock: Callable[[], float], spans: BatchSpans | None = None) -> Ended:
     """_attempt for a sync handler in a _ThreadRun (which only takes jobs whose handler exists)."""
     entry = handlers.get(job.type)
     assert entry is not None
+    # Each job in its own copy of the context, as a hop per job would give it, naming the job to its log lines.
+    context = contextvars.copy_context()
+    if spans is not None:  # the job's span, current in that context: its steps' spans are its children
+        return spans.run_in(job, context, partial(_run_in_context, job, clock, entry, context))
+    return _run_in_context(job, clock, entry, context, None)
+
+
+def _run_in_context(
+    job: Job, clock: Callable[[], float], entry: Handler, context: contextvars.Context, trace_id: str | None
+) -> Ended:
+    context.run(logs.running, job, trace_id)
     began = clock()
     try:
-        # Each job in its own copy of the context, as a hop per job would give it.
-        contextvars.copy_context().run(entry.func, job.payload, job)
+        context.run(entry.func, job.payload, job)
     except (Exception, SystemExit, Parked) as exc:  # noqa: BLE001 - as in _attempt
         return _ended(exc)
     finally:
         if clock() - began > SLOW_JOB_SECONDS:
-            _note_slow(job, clock() - began)
+            context.run(_note_slow, job, clock() - began)
     return SUCCEEDED
 
 

@@ -1,0 +1,81 @@
+"""The drain with OpenTelemetry tracing on (the SDK, an in-memory exporter) against off, on the same 5,000 no-op jobs.
+
+    python -m bench.tracing_overhead [--jobs 5000] [--rounds 3]
+
+Each round drains a fresh copy, untraced, then traced (opentelemetry.trace put in sys.modules, as an app that traces
+has it). Uses CRONTICK_BENCH_DATABASE_URL (else CRONTICK_TEST_DATABASE_URL). Prints the medians and the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import time
+from typing import Any
+
+import psycopg
+
+import crontick
+from bench.admin_scale import database
+from crontick import enqueue_many, tracing
+from crontick.runtime import Runtime
+from crontick.settings import Settings
+
+
+@crontick.handler("bench.trace_noop")
+async def noop(payload: Any, job: crontick.Job) -> None:
+    return None
+
+
+def drained_seconds(url: str, jobs: int) -> float:
+    with psycopg.connect(url, autocommit=True) as conn:
+        enqueue_many(conn, [("bench.trace_noop", {"n": n}) for n in range(jobs)])
+
+    async def go() -> float:
+        runtime = Runtime(Settings(database_url=url, cron_secret="b" * 40, batch_size=500))
+        try:
+            t0 = time.perf_counter()
+            result = await runtime.run(source="bench", drain=True)
+            assert result.jobs.succeeded == jobs, result
+            return time.perf_counter() - t0
+        finally:
+            await runtime.close()
+
+    return asyncio.run(go())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--jobs", type=int, default=5000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    server = os.environ.get("CRONTICK_BENCH_DATABASE_URL") or os.environ["CRONTICK_TEST_DATABASE_URL"]
+    import opentelemetry.trace as trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    provider = TracerProvider()
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    off, on = [], []
+    for _ in range(args.rounds):
+        sys.modules.pop("opentelemetry.trace")
+        tracing._tracer = None
+        with database(server) as url:
+            off.append(drained_seconds(url, args.jobs))
+        sys.modules["opentelemetry.trace"] = trace
+        with database(server) as url:
+            on.append(drained_seconds(url, args.jobs))
+        exporter.clear()
+    a, b = statistics.median(off), statistics.median(on)
+    print(f"drain of {args.jobs:,} no-op jobs: tracing off {a * 1000:.0f} ms, on {b * 1000:.0f} ms ({b / a - 1:+.0%})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

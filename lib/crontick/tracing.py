@@ -1,0 +1,129 @@
+"""OpenTelemetry spans on the host app's own tracer provider, only when the app uses OpenTelemetry (`crontick[otel]`).
+
+crontick never imports OpenTelemetry itself: an app that traces has imported `opentelemetry.trace`
+to set its tracer provider, and tracer() finds it in sys.modules. Otherwise every function here
+returns None or does nothing, for the price of a dictionary look-up, and the cold start is unchanged.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+TRACER_NAME = "crontick"
+# W3C trace context: version 00, a 32-hex trace id, a 16-hex span id, 2-hex flags (https://www.w3.org/TR/trace-context/).
+TRACEPARENT_PARTS = (2, 32, 16, 2)
+_HEX = frozenset("0123456789abcdef")
+Attributes = Mapping[str, str | int | float | bool]
+
+_tracer: Any = None
+
+
+def tracer() -> Any | None:
+    """The app's tracer for crontick's spans, or None when the app has not imported OpenTelemetry."""
+    global _tracer
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None:
+        return None
+    if _tracer is None:
+        # A ProxyTracer when no provider is set yet: it follows the one the app sets later.
+        _tracer = trace.get_tracer(TRACER_NAME)
+    return _tracer
+
+
+@contextmanager
+def span(name: str, attributes: Attributes | None = None, *, links: list[Any] | None = None) -> Iterator[Any | None]:
+    """A span made current for the block (a child of the current one), or None without OpenTelemetry.
+
+    An exception leaving the block is recorded on it and marks it an error; crontick's own
+    BaseExceptions (a job parked by job.sleep, a task cancelled) are not errors.
+    """
+    found = tracer()
+    if found is None:
+        yield None
+        return
+    from opentelemetry.trace import Status, StatusCode
+
+    with found.start_as_current_span(
+        name, attributes=attributes, links=links, record_exception=False, set_status_on_exception=False
+    ) as current:
+        try:
+            yield current
+        except Exception as exc:
+            current.record_exception(exc)
+            current.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+            raise
+
+
+def start(
+    name: str, attributes: Attributes | None = None, *, links: list[Any] | None = None, consumer: bool = False
+) -> Any | None:
+    """A span started as a child of the current one but not made current (activate() does that), or None.
+
+    `consumer`: the span processes a message another span sent (a job run, SpanKind.CONSUMER).
+    """
+    found = tracer()
+    if found is None:
+        return None
+    from opentelemetry.trace import SpanKind
+
+    kind = SpanKind.CONSUMER if consumer else SpanKind.INTERNAL
+    return found.start_span(name, kind=kind, attributes=attributes, links=links)
+
+
+def activate(current: Any) -> Any:
+    """Make `current` the current span in this context; returns the token for deactivate()."""
+    from opentelemetry import context, trace
+
+    return context.attach(trace.set_span_in_context(current))
+
+
+def deactivate(token: Any) -> None:
+    from opentelemetry import context
+
+    context.detach(token)
+
+
+def failed(current: Any, error: str, traceback: str | None) -> None:
+    """Mark `current` an error, with the error's text (scrubbed by the caller) as an `exception` event."""
+    from opentelemetry.trace import Status, StatusCode
+
+    event = {"exception.type": error.split(":", 1)[0], "exception.message": error}
+    if traceback:
+        event["exception.stacktrace"] = traceback
+    current.add_event("exception", event)
+    current.set_status(Status(StatusCode.ERROR, error))
+
+
+def trace_id(current: Any | None) -> str | None:
+    """The 32-hex trace id of `current`, as the logs carry it; None for no span or an invalid one."""
+    if current is None:
+        return None
+    context = current.get_span_context()
+    return f"{context.trace_id:032x}" if context.is_valid else None
+
+
+def traceparent() -> str | None:
+    """The W3C traceparent of the current span, to keep with a job enqueued now; None without a valid one."""
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None:
+        return None
+    context = trace.get_current_span().get_span_context()
+    if not context.is_valid:
+        return None
+    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+
+
+def link(text: str | None) -> Any | None:
+    """A Link to the span a traceparent names (a job's enqueuer), or None for none or a malformed one."""
+    parts = (text or "").split("-")
+    well_formed = [len(p) for p in parts] == list(TRACEPARENT_PARTS) and parts[0] == "00"
+    if not well_formed or not set("".join(parts)) <= _HEX or sys.modules.get("opentelemetry.trace") is None:
+        return None
+    from opentelemetry.trace import Link, SpanContext, TraceFlags
+
+    _version, trace_hex, span_hex, flags = parts
+    context = SpanContext(int(trace_hex, 16), int(span_hex, 16), is_remote=True, trace_flags=TraceFlags(int(flags, 16)))
+    return Link(context, {"crontick.link": "enqueued_by"}) if context.is_valid else None
