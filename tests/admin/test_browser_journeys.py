@@ -556,8 +556,9 @@ def test_a_bad_day_run_now_enqueue_now_pause_and_the_sick_type(
             page.click("button:text-is('Resume')")
             assert page.get_by_text(f"Schedule {name} is resumed").is_visible()
             page.goto(base + "/admin/audit")
-            actions = page.locator("table.list tbody tr td:nth-child(3)").all_inner_texts()
-            assert actions == ["resume_schedule", "pause_schedule", "enqueue_schedule", "run_now"]
+            # Columns: When, Role, Who, Action, ...; the session began with its sign-in row.
+            actions = page.locator("table.list tbody tr td:nth-child(4)").all_inner_texts()
+            assert actions == ["resume_schedule", "pause_schedule", "enqueue_schedule", "run_now", "sign_in"]
             page.context.close()
         assert conn.execute("select attempts from jobs where id = %(id)s", {"id": later}).fetchone() == (0,)
         manual = conn.execute("select count(*) from jobs where schedule = %(n)s and scheduled_for is null", {"n": name})
