@@ -57,14 +57,14 @@ select
            group by w.type, w.bucket) m) as attempts,
     (select pg_catalog.json_build_object(
         'ticks', pg_catalog.count(*),
-        'succeeded', coalesce(pg_catalog.sum((k.summary -> 'jobs' ->> 'succeeded')::bigint), 0),
-        'retried', coalesce(pg_catalog.sum((k.summary -> 'jobs' ->> 'retried')::bigint), 0),
-        'failed', coalesce(pg_catalog.sum((k.summary -> 'jobs' ->> 'failed')::bigint), 0),
-        'snoozed', coalesce(pg_catalog.sum((k.summary -> 'jobs' ->> 'snoozed')::bigint), 0),
-        'rescued', coalesce(pg_catalog.sum((k.summary -> 'jobs' ->> 'rescued')::bigint), 0),
-        'released', coalesce(pg_catalog.sum((k.summary -> 'jobs' ->> 'released')::bigint), 0),
-        'fenced', coalesce(pg_catalog.sum((k.summary -> 'jobs' ->> 'fenced')::bigint), 0),
-        'reminders_sent', coalesce(pg_catalog.sum((k.summary -> 'reminders' ->> 'sent')::bigint), 0),
-        'reminders_failed', coalesce(pg_catalog.sum((k.summary -> 'reminders' ->> 'failed')::bigint), 0))
+        'succeeded', coalesce(pg_catalog.sum((k.summary -> 'jobs'::text ->> 'succeeded'::text)::bigint), 0),
+        'retried', coalesce(pg_catalog.sum((k.summary -> 'jobs'::text ->> 'retried'::text)::bigint), 0),
+        'failed', coalesce(pg_catalog.sum((k.summary -> 'jobs'::text ->> 'failed'::text)::bigint), 0),
+        'snoozed', coalesce(pg_catalog.sum((k.summary -> 'jobs'::text ->> 'snoozed'::text)::bigint), 0),
+        'rescued', coalesce(pg_catalog.sum((k.summary -> 'jobs'::text ->> 'rescued'::text)::bigint), 0),
+        'released', coalesce(pg_catalog.sum((k.summary -> 'jobs'::text ->> 'released'::text)::bigint), 0),
+        'fenced', coalesce(pg_catalog.sum((k.summary -> 'jobs'::text ->> 'fenced'::text)::bigint), 0),
+        'reminders_sent', coalesce(pg_catalog.sum((k.summary -> 'reminders'::text ->> 'sent'::text)::bigint), 0),
+        'reminders_failed', coalesce(pg_catalog.sum((k.summary -> 'reminders'::text ->> 'failed'::text)::bigint), 0))
      from {schema}.crontick_ticks k
      where k.finished_at > pg_catalog.now() - interval '1 hour') as ticks;
