@@ -38,6 +38,7 @@ from psycopg.types.json import Json
 
 from crontick.db import query
 from crontick.errors import CrontickError, StepError, StepFenced
+from crontick.logs import RunningJob
 from crontick.text import fit_key, json_problem, text_problem
 
 # The most a step's result may take as JSON text (UTF-8 bytes). Keep big things (documents,
@@ -54,15 +55,9 @@ SIGNAL_KEEP_DAYS = 7
 SINCE_JOB = "job"
 
 
-class StepJob(Protocol):
-    """What a step needs of its job (crontick.jobs.job.Job)."""
+class StepJob(RunningJob, Protocol):
+    """What a step needs of its job (crontick.jobs.job.Job): what a log line names, and when it was created."""
 
-    @property
-    def id(self) -> int: ...
-    @property
-    def type(self) -> str: ...
-    @property
-    def attempt(self) -> int: ...
     @property
     def created_at(self) -> datetime: ...
 
