@@ -15,7 +15,7 @@ import psycopg
 
 from tests.support.run_cli import CRONTICK, cli_env, spawn
 from tests.support.run_cli import crontick as run_crontick
-from tests.support.servers import free_port
+from tests.support.servers import free_port, stop
 
 
 def test_a_port_in_use_is_one_line_before_the_database_is_touched(
@@ -36,17 +36,22 @@ def test_a_port_in_use_is_one_line_before_the_database_is_touched(
     assert conn.execute("select count(*) from crontick.jobs").fetchone() == (0,)  # nothing seeded
 
 
+def _until_the_admin_line(proc: subprocess.Popen[str], seconds: float) -> str:
+    """What `crontick dev` printed until its "admin dashboard is at" line (it is serving then)."""
+    assert proc.stdout is not None
+    deadline = time.monotonic() + seconds
+    lines: list[str] = []
+    while not any("admin dashboard is at" in line for line in lines):
+        assert time.monotonic() < deadline and proc.poll() is None, (lines, proc.poll())
+        lines.append(proc.stdout.readline())
+    return "".join(lines)
+
+
 def test_dev_serves_on_port_and_prints_its_curl_line_for_it(database_url: str) -> None:
     port = free_port()
     proc = spawn("dev", env=cli_env(database_url, PORT=str(port)))
     try:
-        assert proc.stdout is not None
-        deadline = time.monotonic() + 60
-        lines: list[str] = []
-        while not any("admin dashboard is at" in line for line in lines):
-            assert time.monotonic() < deadline and proc.poll() is None, (lines, proc.poll())
-            lines.append(proc.stdout.readline())
-        text = "".join(lines)
+        text = _until_the_admin_line(proc, 60)
         assert f"http://127.0.0.1:{port}/api/cron/tick" in text and ":8000" not in text
         for _ in range(100):
             try:
@@ -56,12 +61,7 @@ def test_dev_serves_on_port_and_prints_its_curl_line_for_it(database_url: str) -
                 time.sleep(0.1)
         assert health.status_code == 200
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 def test_ctrl_c_stops_the_embedded_postgresql_and_dev_stop_says_none_is_left(tmp_path: Path) -> None:
@@ -71,12 +71,7 @@ def test_ctrl_c_stops_the_embedded_postgresql_and_dev_stop_says_none_is_left(tmp
     )
     pid_file = tmp_path / ".crontick" / "pgdata" / "postmaster.pid"
     try:
-        assert proc.stdout is not None
-        deadline = time.monotonic() + 120
-        lines: list[str] = []
-        while not any("admin dashboard is at" in line for line in lines):
-            assert time.monotonic() < deadline and proc.poll() is None, (lines, proc.poll())
-            lines.append(proc.stdout.readline())
+        _until_the_admin_line(proc, 120)
         assert pid_file.exists()
         proc.send_signal(signal.SIGINT)  # Ctrl-C
         proc.wait(60)
