@@ -336,9 +336,10 @@ def hook_curl(url: str, form: dict[str, str], token: str) -> str:
 
 def cmd_hook_sign(args: argparse.Namespace) -> int:
     """Print a curl line for a Twilio webhook signed with TWILIO_AUTH_TOKEN (or, as in `crontick dev`, the dev secret)."""
+    env = os.environ if args.env is None else args.env
     token = (
-        os.environ.get("TWILIO_AUTH_TOKEN")
-        or os.environ.get("CRON_SECRET")
+        env.get("TWILIO_AUTH_TOKEN")
+        or env.get("CRON_SECRET")
         or (DEV_SECRET_FILE.read_text().strip() if DEV_SECRET_FILE.exists() else "")
     )
     if not token:
