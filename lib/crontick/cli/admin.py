@@ -81,7 +81,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         args,
         lambda conn: store.list_jobs(
             conn, status=args.status, type=args.type, payload_contains=payload, before_id=before, limit=args.limit
-        )
+        ),
     )
     if args.json:
         print(_json({"jobs": rows, "next_cursor": cursor}))
