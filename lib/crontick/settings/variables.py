@@ -68,6 +68,7 @@ SCHEDULER_AUTH = "Scheduler authentication"
 ADMIN = "Admin"
 HOOKS = "Inbound webhooks and prompt start"
 MONITORING = "Monitoring"
+GROUPS = (CORE, SCHEDULES, REMINDERS, SCHEDULER_AUTH, ADMIN, HOOKS, MONITORING)
 
 # The key of a Settings field's metadata that holds its row.
 ROW = "crontick.variable"
