@@ -75,7 +75,7 @@ def settings(url: str) -> Settings:
 
 def claim_params(s: Settings, now: datetime) -> dict[str, Any]:
     """reminder_claim_due's parameters, as crontick.reminders.send.claim builds them."""
-    from crontick.reminders import delivery
+    from crontick.channels import registry
     from crontick.reminders.send import MAX_ATTEMPTS
 
     return {
@@ -85,7 +85,7 @@ def claim_params(s: Settings, now: datetime) -> dict[str, Any]:
         **reminder_windows(s),
         "window_end": now + s.reminder_leads[0][1],
         "channels": list(s.reminder_channels),
-        "idempotent": sorted(delivery.IDEMPOTENT_CHANNELS),
+        "idempotent": sorted(registry.IDEMPOTENT_CHANNELS),
         "max_attempts": MAX_ATTEMPTS,
     }
 

@@ -47,7 +47,7 @@ with expired as materialized (
     from expired where j.id = expired.id
     returning j.id, j.type, j.status, j.attempts, j.last_error, expired.started_at, expired.locked_until
 ), alerted as (
-    -- crontick.alerts: a job failed here for good raises its job_failed alert in this statement (an outbox).
+    -- crontick.tick.alerts: a job failed here for good raises its job_failed alert in this statement (an outbox).
     insert into {schema}.crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
     select 'job_failed', 'job:' || r.id::text, %(now)s,
         pg_catalog.jsonb_build_object('job_id', r.id, 'job_type', r.type, 'attempts', r.attempts, 'error', pg_catalog.left(r.last_error, 500)),
@@ -98,10 +98,6 @@ from {schema}.crontick_job_record_and_claim(
     %(now)s::timestamptz, %(done_ids)s::bigint[], %(done_attempts)s::int[], %(others)s::json, %(log)s::boolean,
     %(started_at)s::timestamptz, %(source)s::text, %(summary)s::jsonb, %(jobs)s::jsonb, %(next_other_at)s::timestamptz,
     %(limit)s::int, %(lease)s::interval, %(flow)s::jsonb);
-
--- name: tick_last
--- GET /api/health.
-select pg_catalog.max(finished_at) as last_tick_at from {schema}.crontick_ticks;
 
 -- name: tick_probe
 -- Tick, first statement (crontick.tick.probe.look): claim the due jobs (as job_claim_due does, with
