@@ -20,7 +20,6 @@ from crontick.tick.pacing import Pacing
 
 if TYPE_CHECKING:
     from crontick.jobs.job import Job
-    from crontick.tick.probe import Probe
     from crontick.tick.record import Recorded
 
 _NOTHING: Mapping[str, Any] = {}
@@ -30,7 +29,7 @@ class Tick:  # not a dataclass: every tick's cold start imports this module
     """One tick, as its duties see it: set up before the probe, then filled in as the tick goes."""
 
     __slots__ = (
-        "conn", "settings", "pacing", "clock", "deadline", "now", "claim_now", "send_reminders", "found", "jobs",
+        "conn", "settings", "pacing", "clock", "deadline", "now", "claim_now", "send_reminders", "answer", "jobs",
         "recorded", "_out_of_time",
     )  # fmt: skip
 
@@ -56,15 +55,15 @@ class Tick:  # not a dataclass: every tick's cold start imports this module
         # Claims after the first statement take the database's clock again (None), or a test's faked time.
         self.claim_now = now
         self.send_reminders = send_reminders  # False: reminders wait for a later tick
-        self.found: Probe | None = None  # the probe's answer (or the claim's, when it took the probe's place)
+        # Each duty's part of the probe's answer, by its name (the claim's, when it took the probe's place).
+        self.answer: Mapping[str, Mapping[str, Any]] = _NOTHING
         self.jobs: list[Job] = []  # the batch claimed so far
         self.recorded: Recorded | None = None  # the record statement's answer, for the duties after it
         self._out_of_time: bool | None = None
 
     def part(self, name: str) -> Mapping[str, Any]:
         """A duty's key of the probe's answer; empty when the probe did not ask (a claim took its place)."""
-        found = self.found
-        return found.duties.get(name, _NOTHING) if found is not None else _NOTHING
+        return self.answer.get(name, _NOTHING)
 
     @property
     def time(self) -> datetime:

@@ -143,6 +143,7 @@ async def _tick_once(conn: psycopg.AsyncConnection[Any], settings: Settings, **k
 class Worked(NamedTuple):
     """A tick up to its record statement: its batch has run, and finish() writes and reports it."""
 
+    found: probe.Probe
     tick: Tick
     counts: dict[str, Any]  # what each duty before the batch counted, by its name
     outcomes: list[Outcome]
@@ -182,9 +183,7 @@ async def work(
     # statement (after a rescue, for a schedule's slot) take the database's clock again (Tick.claim_now).
     tick = Tick(conn, settings, pacing or PROCESS, clock, deadline, now, send_reminders=send_reminders)
     with translated():
-        await _probe(tick, prefetched, jobs_due, source, run, duties)
-        found = tick.found
-        assert found is not None
+        found = await _probe(tick, prefetched, jobs_due, source, run, duties)
         counts = await _before_batch(tick, duties)
         if found.idle:
             await _after_record(tick, duties)
@@ -206,27 +205,27 @@ async def work(
         conn=conn,
         now_at=t0,
     )  # conn: where durable steps are loaded and recorded (crontick.workflows.steps), when a handler uses one
-    return _worked(tick, counts, outcomes, int((clock() - t0) * 1000), source, run, duties)
+    return _worked(found, tick, counts, outcomes, int((clock() - t0) * 1000), source, run, duties)
 
 
 async def _probe(
     tick: Tick, prefetched: Claim | None, jobs_due: bool, source: str, run: dict[str, str], duties: tuple[Duty, ...]
-) -> None:
+) -> probe.Probe:
     """The tick's first statement: the probe, or a claim in its place (which reports expired leases)."""
     if prefetched is not None or jobs_due:
         claim = prefetched or await claim_batch(
             tick.conn, tick.now, tick.settings.batch_size, tick.settings.lease_seconds
         )
-        tick.found = probe.from_claim(claim)
+        found = probe.from_claim(claim)
     else:
         summary = TickResult().to_json() | run
-        tick.found = await probe.look(tick.conn, tick.settings, tick.now, source, summary, tick=tick)
+        found = await probe.look(tick.conn, tick.settings, tick.now, source, summary, tick=tick, asking=duties)
     # The tick's time from here on: the caller's, else the database's clock as the first statement
     # read it. Never this host's clock, which may be minutes off: leases, due times, rescues, retries
     # and the log all agree between hosts. What happens later in the tick adds the time since (a
     # retry's time: run_batch's now_at), or reads the database's clock again (claim_now).
-    tick.now = tick.found.now
-    tick.jobs = tick.found.jobs
+    tick.now, tick.jobs, tick.answer = found.now, found.jobs, found.duties
+    return found
 
 
 async def _before_batch(tick: Tick, duties: tuple[Duty, ...]) -> dict[str, Any]:
@@ -256,6 +255,7 @@ def _next_due_at(tick: Tick, duties: tuple[Duty, ...], next_job_at: datetime | N
 
 
 def _worked(
+    found: probe.Probe,
     tick: Tick,
     counts: dict[str, Any],
     outcomes: list[Outcome],
@@ -272,7 +272,7 @@ def _worked(
     next_other_at = _next_due_at(tick, duties, None)
     tick_log = TickLog(tick.time, source, partial, len(tick.jobs), rescued.total, next_other_at)
     finished_at = tick.time + timedelta(milliseconds=duration_ms)
-    return Worked(tick, counts, outcomes, duration_ms, next_other_at, tick_log, finished_at, run)
+    return Worked(found, tick, counts, outcomes, duration_ms, next_other_at, tick_log, finished_at, run)
 
 
 async def finish(
@@ -335,8 +335,7 @@ async def complete(
 
 def _pending(tick: Tick, worked: Worked, recorded: Recorded, job_counts: JobCounts) -> tuple[bool, datetime | None]:
     """Whether the tick left work due now (`more`), and when work is next due."""
-    found = tick.found
-    assert found is not None
+    found = worked.found
     left = worked.counts.get("reminders", ReminderCounts()).more or tick.out_of_time or job_counts.released > 0
     more = recorded.jobs_due or left
     next_job_at = recorded.next_job_at

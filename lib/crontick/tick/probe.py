@@ -17,7 +17,7 @@ from crontick.flow.claim_args import claim_flow
 from crontick.settings import Settings
 from crontick.tick import duties
 from crontick.tick.claim import Claim, claimed_jobs
-from crontick.tick.duty import Tick
+from crontick.tick.duty import Duty, Tick
 from crontick.tick.pacing import PROCESS, Pacing
 
 if TYPE_CHECKING:
@@ -69,16 +69,20 @@ async def look(
     *,
     tick: Tick | None = None,
     pacing: Pacing | None = None,
+    asking: tuple[Duty, ...] = duties.DUTIES,
 ) -> Probe:
     """Run the probe, claiming up to a batch; `idle_summary` is the log row it writes when it finds nothing due.
 
     `now` None: the statement reads the database's clock, returns it as Probe.now, and this process
     (its `pacing`, else the tick's, else PROCESS) learns the offset of its own clock from it.
+    `asking`: the duties whose questions it asks (crontick.tick.duties.DUTIES unless a test passes others).
     """
     if tick is None:
         tick = Tick(conn, settings, pacing or PROCESS, time.monotonic, float("inf"), now)
     pace = tick.pacing
-    params = parameters(settings, now, source_name, idle_summary, duties.asks(tick, now or pace.estimated_now()))
+    params = parameters(
+        settings, now, source_name, idle_summary, duties.asks(tick, now or pace.estimated_now(), asking)
+    )
     sent_at = datetime.now(UTC)
     stopped: ReminderSourceError | None = None
     try:
