@@ -94,6 +94,7 @@ async def run_tick(
     jobs_due: bool = False,
     execution_id: str | None = None,
     pacing: Pacing | None = None,
+    duties: tuple[Duty, ...] = DUTIES,
 ) -> TickResult:
     """Do one bounded unit of due work, in a constant number of statements whatever the batch size.
 
@@ -111,13 +112,15 @@ async def run_tick(
     `now` None (not a test): the first statement reads the database's clock, and the tick uses that.
     `execution_id` (a Vercel Schedules run's id) is stored in the tick's row and log line, so
     duplicate deliveries of one run can be told apart from separate runs. `pacing`: what this
-    process remembers between ticks (crontick.tick.pacing.PROCESS unless given).
+    process remembers between ticks (crontick.tick.pacing.PROCESS unless given). `duties`: the
+    duties it runs (crontick.tick.duties.DUTIES; a test passes others).
     """
     pace = pacing or PROCESS
     started = clock()
     budget_end = started + settings.time_budget_seconds
     once = {"source": source, "clock": clock, "send_reminders": send_reminders, "execution_id": execution_id}
-    result = await _tick_once(conn, settings, now=now, jobs_due=jobs_due, deadline=budget_end, pacing=pace, **once)
+    once |= {"pacing": pace, "duties": duties}
+    result = await _tick_once(conn, settings, now=now, jobs_due=jobs_due, deadline=budget_end, **once)
     if now is not None or clock is not time.monotonic:  # faked time (tests): nothing to wait for
         return result
     for _ in range(MAX_FOLLOW_UP_TICKS):
@@ -128,7 +131,7 @@ async def run_tick(
             break
         await asyncio.sleep(wait + FOLLOW_UP_LATE_SECONDS)
         started = clock()
-        more = await _tick_once(conn, settings, now=None, jobs_due=False, deadline=budget_end, pacing=pace, **once)
+        more = await _tick_once(conn, settings, now=None, jobs_due=False, deadline=budget_end, **once)
         result = result + more
     return result
 
@@ -145,6 +148,7 @@ class Worked(NamedTuple):
 
     found: probe.Probe
     tick: Tick
+    duties: tuple[Duty, ...]  # the tick's: complete() runs those after the record statement
     counts: dict[str, Any]  # what each duty before the batch counted, by its name
     outcomes: list[Outcome]
     duration_ms: int
@@ -272,7 +276,7 @@ def _worked(
     next_other_at = _next_due_at(tick, duties, None)
     tick_log = TickLog(tick.time, source, partial, len(tick.jobs), rescued.total, next_other_at)
     finished_at = tick.time + timedelta(milliseconds=duration_ms)
-    return Worked(found, tick, counts, outcomes, duration_ms, next_other_at, tick_log, finished_at, run)
+    return Worked(found, tick, duties, counts, outcomes, duration_ms, next_other_at, tick_log, finished_at, run)
 
 
 async def finish(
@@ -307,13 +311,12 @@ async def complete(
     recorded: Recorded,
     *,
     clock: Callable[[], float] = time.monotonic,
-    duties: tuple[Duty, ...] = DUTIES,
 ) -> TickResult:
     """After the record statement: the duties after it (alerts, retention), the tick's result and its log line."""
     tick = worked.tick
     tick.now, tick.recorded, tick.clock = worked.finished_at, recorded, clock
     with translated():
-        await _after_record(tick, duties)
+        await _after_record(tick, worked.duties)
     job_counts = JobCounts(
         claimed=len(tick.jobs),
         succeeded=recorded.succeeded,
