@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 import psycopg
 import pytest
 
-from crontick import db
 from crontick.settings import Settings
 from crontick.tick.duty import Duty, Tick
 from crontick.tick.pacing import Pacing
-from tests.support.constants import TEST_SECRET
 from tests.support.wire import traced
-
-DutyRun = Callable[..., tuple[Any, Tick, list[str]]]
-
-
-def settings_for(url: str, **changes: Any) -> Settings:
-    return Settings(database_url=url, cron_secret=TEST_SECRET, reminder_channel="console", **changes)
+from tests.tick.support import DutyRun, settings_for
 
 
 @pytest.fixture
@@ -62,16 +54,3 @@ def duty_run(database_url: str) -> DutyRun:
         return counts, tick, statements
 
     return run
-
-
-def on_conn(url: str, fn: Callable[[psycopg.AsyncConnection[Any]], Any]) -> Any:
-    """`fn(conn)` awaited on a new connection."""
-
-    async def go() -> Any:
-        conn = await db.connect(url)
-        try:
-            return await fn(conn)
-        finally:
-            await conn.close()
-
-    return asyncio.run(go())

@@ -11,7 +11,7 @@ from crontick.tick.alerts import AlertCounts
 from crontick.tick.duty import Tick
 from crontick.tick.pacing import Pacing
 from tests.support.servers import free_port
-from tests.tick.conftest import DutyRun, settings_for
+from tests.tick.support import DutyRun, settings_for
 
 DUTY = alerts_duty.DUTY
 

@@ -14,7 +14,7 @@ from crontick.tick.duty import Duty, Tick
 from crontick.tick.pacing import Pacing
 from crontick.tick.pipeline import TickResult, run_tick
 from tests.support.core_jobs import db_now
-from tests.tick.conftest import on_conn, settings_for
+from tests.tick.support import on_conn, settings_for
 
 events: list[str] = []
 

@@ -13,7 +13,7 @@ from crontick.tick import reminders_duty
 from crontick.tick.duty import Tick
 from crontick.tick.pacing import Pacing
 from tests.support.constants import TEST_SECRET
-from tests.tick.conftest import DutyRun, settings_for
+from tests.tick.support import DutyRun, settings_for
 
 DUTY = reminders_duty.DUTY
 

@@ -11,7 +11,7 @@ import crontick
 from crontick.tick import rescue_duty
 from crontick.tick.claim import RescueCounts
 from tests.support.core_jobs import db_now, tick
-from tests.tick.conftest import DutyRun, settings_for
+from tests.tick.support import DutyRun, settings_for
 
 DUTY = rescue_duty.DUTY
 ran: list[int] = []

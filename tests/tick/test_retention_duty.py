@@ -12,7 +12,7 @@ from crontick.tick import retention, retention_duty
 from crontick.tick.duty import Tick
 from crontick.tick.pacing import Pacing
 from tests.support.constants import TEST_SECRET
-from tests.tick.conftest import DutyRun
+from tests.tick.support import DutyRun
 
 DUTY = retention_duty.DUTY
 NOW = datetime(2026, 12, 5, 8, 0, tzinfo=UTC)

@@ -15,7 +15,7 @@ from crontick.schedules.registry import ScheduleCounts
 from crontick.tick import schedules_duty
 from crontick.tick.duty import Tick
 from crontick.tick.pacing import Pacing
-from tests.tick.conftest import DutyRun, on_conn, settings_for
+from tests.tick.support import DutyRun, on_conn, settings_for
 
 DUTY = schedules_duty.DUTY
 NAME = "t-tick-every-minute"

@@ -13,7 +13,7 @@ from crontick.tick.duty import Tick
 from crontick.tick.pacing import Pacing
 from crontick.tick.silence_duty import SilenceCounts
 from tests.support.constants import TEST_SECRET
-from tests.tick.conftest import DutyRun, on_conn, settings_for
+from tests.tick.support import DutyRun, on_conn, settings_for
 
 DUTY = silence_duty.DUTY
 NOW = datetime(2026, 12, 5, 8, 0, tzinfo=UTC)
