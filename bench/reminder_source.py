@@ -27,13 +27,14 @@ from typing import Any
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
-from psycopg.types.json import Jsonb
 
 from crontick import db
 from crontick.db.schema import source_label
 from crontick.reminders.window import reminder_windows
 from crontick.settings import Settings
-from crontick.tick import upkeep
+from crontick.tick import duties, probe
+from crontick.tick.duty import Tick
+from crontick.tick.pacing import Pacing
 
 from . import explain as explain_nested
 
@@ -92,17 +93,10 @@ def claim_params(s: Settings, now: datetime) -> dict[str, Any]:
 
 def probe_params(s: Settings, now: datetime) -> dict[str, Any]:
     """tick_probe's parameters, as crontick.tick.probe.look builds them."""
-    return {
-        "now": now,
-        "limit": s.batch_size,
-        "lease": timedelta(seconds=s.lease_seconds),
-        "source": "bench",
-        "summary": Jsonb({}),
-        "schedules_unsynced": False,
-        **reminder_windows(s),
-        **upkeep.checks(s, now),
-        "reminder_source": source_label(SOURCE),
-    }
+    # No schedule is declared here, so the schedules duty asks without reading the connection.
+    tick = Tick(None, s, Pacing(), time.perf_counter, float("inf"), now)  # type: ignore[arg-type]
+    asks = duties.asks(tick, now)
+    return {**probe.parameters(s, now, "bench", {}, asks), "reminder_source": source_label(SOURCE)}
 
 
 async def timed(url: str, statement: str, params: dict[str, Any], runs: int) -> tuple[float, int]:

@@ -105,11 +105,9 @@ from {schema}.crontick_job_record_and_claim(
 -- and, when nothing is due, write the tick's log row: an idle tick is one round trip. The
 -- statement itself is the function in sql/functions/tick_probe.sql, whose plan each
 -- connection keeps (compiling the 4 KB statement on every tick cost five times what running it
--- did). `now` null: the database's clock, returned as `now` for the rest of the tick.
-select idle, jobs, now, next_job_at, leases_expired, reminders_due, next_reminder_at, schedules_due, next_slot_at,
-    previous_tick_at, alerts_due, retention_due, silent_seconds, throttled_until
+-- did). `now` null: the database's clock, returned as `now` for the rest of the tick. `asks`: each
+-- duty's parameters under its name; `duties`: each duty's answer under its name (crontick.tick.duties).
+select idle, jobs, now, next_job_at, throttled_until, duties
 from {schema}.crontick_tick_probe(
     %(now)s::timestamptz, %(limit)s::int, %(lease)s::interval, %(source)s::text, %(summary)s::jsonb,
-    %(schedules_unsynced)s::boolean, %(kinds)s::text[], %(leads)s::interval[], %(floors)s::interval[],
-    %(silent_after)s::float8, %(alerts_on)s::boolean, %(done_before)s::timestamptz, %(failed_before)s::timestamptz,
-    %(kept_before)s::timestamptz, %(reminder_source)s::text, %(flow)s::jsonb);
+    %(reminder_source)s::text, %(flow)s::jsonb, %(asks)s::jsonb);
