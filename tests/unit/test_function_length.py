@@ -17,7 +17,6 @@ ALLOWED = {
     ("crontick/admin/api_ops.py", "routes"),
     ("crontick/admin/schemas.py", "_jobs"),
     ("crontick/jobs/runner.py", "run_batch"),
-    ("crontick/tick/pipeline.py", "work"),
 }
 
 
