@@ -25,7 +25,8 @@ from crontick.settings import REMINDER_CHANNELS, Settings
         ),
         (
             "smtp",
-            "CRONTICK_EMAIL_FROM: expected a sender such as Clinic <reminders@clinic.example> for the smtp channel, got: nothing",
+            "CRONTICK_SMTP_HOST: expected your SMTP server's host name such as smtp.example.com for the smtp channel, "
+            "got: nothing",
         ),
         ("email", "RESEND_API_KEY: expected your email API key (re_…) for the email channel, got: nothing"),
         (

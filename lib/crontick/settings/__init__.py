@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from crontick.errors import ConfigError
-from crontick.settings import extra_secrets, source, variables
+from crontick.settings import extra_secrets, mail, source, variables
 from crontick.settings.extra_secrets import declare_secret
 from crontick.settings.variables import (
     ADMIN,
@@ -105,7 +105,7 @@ _TWILIO = ("sms", "whatsapp")
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(mail.MailSettings):
     """crontick's configuration: one field per row of the table of variables (see the module docstring)."""
 
     # fmt: off
@@ -138,9 +138,8 @@ class Settings:
         "install from before 0.2 where it is (see [Jobs](jobs.md#where-crontick-lives-its-own-schema)).")
     # Reminders and delivery (crontick.reminders.send, crontick.channels), and the built-in job types.
     reminder_channel: str = setting("CRONTICK_REMINDER_CHANNEL", REMINDERS, "console", check=variables.channels,
-        doc="`console`, `email`, `smtp`, `django`, `sms`, `whatsapp`, `webhook` or the name of a channel your app "
-        "registers with `@crontick.reminder_channel`, or a fallback list such as `email,sms` (see "
-        "[Reminders](reminders.md#channels)).")
+        doc="`console`, `email`, `smtp`, `django`, `sms`, `whatsapp`, `webhook`, a channel your app registers, or a "
+        "fallback list such as `email,sms` (see [Reminders](reminders.md#channels)).")
     reminder_kinds: tuple[str, ...] = setting("CRONTICK_REMINDER_KINDS", REMINDERS, ("24h",),
         check=variables.reminder_kinds, doc="Reminder kinds as offsets before `starts_at` (`m`, `h`, `d`), e.g. `24h,1h`.")
     reminder_source: str | None = setting("CRONTICK_REMINDER_SOURCE", REMINDERS, None, check=source.reminder_source,
@@ -159,18 +158,6 @@ class Settings:
     email_from: str | None = setting("CRONTICK_EMAIL_FROM", REMINDERS, None, needed_by=("email", "smtp"),
         needed_as="a sender such as Clinic <reminders@clinic.example>",
         doc="The email sender, e.g. `Clinic <reminders@clinic.example>`; required by the `email` and `smtp` channels.")
-    smtp_host: str | None = setting("CRONTICK_SMTP_HOST", REMINDERS, None, needed_by=("smtp",),
-        needed_as="your SMTP server's host name such as smtp.example.com",
-        doc="The `smtp` channel's server (the standard library's client; the `django` channel uses Django's own "
-        "`EMAIL_BACKEND` and `DEFAULT_FROM_EMAIL` instead).")
-    smtp_port: int = setting("CRONTICK_SMTP_PORT", REMINDERS, 587, minimum=1, maximum=65535,
-        doc="The SMTP server's port (587: submission with STARTTLS).")
-    smtp_username: str | None = setting("CRONTICK_SMTP_USERNAME", REMINDERS, None,
-        doc="The SMTP login; unset: no login (a local relay).")
-    smtp_password: str | None = setting("CRONTICK_SMTP_PASSWORD", REMINDERS, None, secret=True,
-        doc="The SMTP password, with `CRONTICK_SMTP_USERNAME`.")
-    smtp_starttls: bool = setting("CRONTICK_SMTP_STARTTLS", REMINDERS, True, doc="`0`/`false` sends in the clear "
-        "(a local relay only); on by default: the `smtp` channel refuses a server that does not offer STARTTLS.")
     twilio_api_url: str = setting("CRONTICK_TWILIO_API_URL", REMINDERS, "https://api.twilio.com",
         check=variables.http_url, doc="The Twilio API base URL (a test server in the tests).")
     twilio_account_sid: str | None = setting("TWILIO_ACCOUNT_SID", REMINDERS, None, needed_by=_TWILIO,
@@ -189,10 +176,6 @@ class Settings:
     reminder_template: str = setting("CRONTICK_REMINDER_TEMPLATE", REMINDERS, DEFAULT_REMINDER_TEMPLATE,
         check=variables.template,
         doc="The reminder's text, a `str.format` template (see [Templates](reminders.md#templates)).")
-    reminder_html_template: str | None = setting("CRONTICK_REMINDER_HTML_TEMPLATE", REMINDERS, None,
-        check=variables.html_template, doc="The reminder's HTML part, a Jinja2 template (autoescaped) with the same "
-        "variables, for the `email`, `smtp` and `django` channels; unset: text only (see "
-        "[Templates](reminders.md#html)).")
     delivery_timeout_seconds: float = setting("CRONTICK_DELIVERY_TIMEOUT_SECONDS", REMINDERS,
         DEFAULT_DELIVERY_TIMEOUT_SECONDS, minimum=0.1,
         doc="Each provider call's timeout (also cut to what is left of the tick's budget).")
