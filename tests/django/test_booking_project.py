@@ -158,6 +158,19 @@ def test_a_reminder_goes_out_through_djangos_email_backend_with_the_views_column
     assert text.startswith("Hi Ada, your Haircut is today at ") and text.strip().endswith(f"Move it: {link}")
     assert page.strip() == f'<p>Haircut: <a href="{link}">move it</a></p>'
 
+    # A 5xx from the server, through Django's SMTP backend: failed at once, the reply in last_error.
+    refused = site.book("Bo Refused", datetime.now(UTC) + timedelta(hours=3))
+    with smtp.smtp_server() as (port, server):
+        server.rcpt_reply = "550 5.1.1 no such mailbox"
+        ticked = site.django("crontick_tick", SMTP_PORT=str(port), **templates)
+        assert json.loads(ticked.stdout.strip().splitlines()[-1])["reminders"]["failed"] == 1, ticked.stdout
+    with psycopg.connect(site.url) as conn:
+        row = conn.execute(
+            "select status, next_attempt_at, last_error from crontick.reminder_sends where booking_id = %s",
+            (str(refused),),
+        ).fetchone()
+    assert row is not None and row[:2] == ("failed", None) and "550" in row[2], row
+
     # A variable that is neither crontick's nor a column of the view: migrate warns, check warns, reminders stop.
     typo = {**templates, "CRONTICK_REMINDER_TEMPLATE": "Hi {first_name}, your {servce}"}
     check = site.django("check", **typo)

@@ -95,6 +95,8 @@ class FunctionChannel:
                 result = await self.fn(message)
             else:
                 result = await asyncio.to_thread(self.fn, message)
+                if inspect.isawaitable(result):  # a callable object whose __call__ is async, a functools.partial
+                    result = await result
         except (PermanentError, wire.DeliveryFailed, wire.DeliveryUnknown):
             raise
         except RetryableError as exc:

@@ -17,6 +17,7 @@ import smtplib
 import ssl
 from dataclasses import dataclass, field
 from email.message import EmailMessage
+from email.policy import SMTP
 from email.utils import formatdate, parseaddr
 
 from crontick.channels import wire
@@ -55,7 +56,7 @@ class SmtpChannel:
                 _expect(client.mail(parseaddr(str(mime["From"]))[1]), (250,), where, "MAIL FROM")
                 _expect(client.rcpt(to), (250, 251), where, f"RCPT TO <{to}>")
                 data_sent = True
-                _expect(client.data(mime.as_bytes()), (250,), where, "the message")
+                _expect(client.data(mime.as_bytes(policy=SMTP)), (250,), where, "the message")  # CRLF lines
         except (PermanentError, wire.DeliveryFailed):
             raise
         except smtplib.SMTPResponseException as exc:  # a reply smtplib checks itself (EHLO, STARTTLS, DATA's 354)
@@ -119,9 +120,10 @@ def mime_message(message: Message, sender: str) -> EmailMessage:
     mime["Date"] = formatdate(localtime=False)
     mime["Message-ID"] = message_id(message.idempotency_key, sender)
     mime["Idempotency-Key"] = message.idempotency_key
-    mime.set_content(message.text)
+    # Quoted-printable: 7-bit clean whatever the text, so no server needs 8BITMIME.
+    mime.set_content(message.text, cte="quoted-printable")
     if message.html is not None:
-        mime.add_alternative(message.html, subtype="html")
+        mime.add_alternative(message.html, subtype="html", cte="quoted-printable")
     return mime
 
 
