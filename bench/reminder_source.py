@@ -86,7 +86,9 @@ def claim_params(s: Settings, now: datetime) -> dict[str, Any]:
         **reminder_windows(s),
         "window_end": now + s.reminder_leads[0][1],
         "channels": list(s.reminder_channels),
-        "idempotent": sorted(registry.IDEMPOTENT_CHANNELS),
+        "idempotent": sorted(registry.idempotent_channels()),
+        "by_email": registry.addressed_by("email"),
+        "by_phone": registry.addressed_by("phone"),
         "max_attempts": MAX_ATTEMPTS,
     }
 

@@ -88,7 +88,7 @@ def test_console_needs_nothing() -> None:
             "CRONTICK_REMINDER_CHANNEL: expected each channel once, got: 'email,email'",
         ),
         (
-            {"CRONTICK_REMINDER_TEMPLATE": "Hi {name}"},
+            {"CRONTICK_REMINDER_TEMPLATE": "Hi {name[0]}"},
             "CRONTICK_REMINDER_TEMPLATE: expected variables among {customer_name}, ",
         ),
         (

@@ -11,6 +11,7 @@ from crontick.settings import Settings
 CONSOLE_RULE = "-" * 79  # what Django's console email backend prints between messages
 # A repeat on a developer's terminal harms no one, so an ambiguous outcome may be retried.
 IDEMPOTENT = True
+ADDRESS: str | None = None  # any booking: printed with its email, phone or name
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,8 @@ class ConsoleChannel:
         mime["Date"] = formatdate(localtime=True)
         mime["Idempotency-Key"] = message.idempotency_key
         mime.set_content(message.text, cte="8bit")
+        if message.html is not None:
+            mime.add_alternative(message.html, subtype="html", cte="8bit")
         sys.stdout.write(f"{mime.as_bytes().decode()}\n{CONSOLE_RULE}\n")
         sys.stdout.flush()
         return Delivered(None)

@@ -43,3 +43,13 @@ def default_sender(settings: Settings) -> str:
 def require_recipient(message: Message, what: str) -> None:
     if not message.to.strip():
         raise PermanentError(f"expected {what} to send to, got: nothing")
+
+
+def message_id(idempotency_key: str, sender: str) -> str:
+    """A Message-ID derived from the reminder's stable key: every retry of one reminder carries the same one, so a
+    mail server or client that de-duplicates on it shows the message once. The domain is the sender's."""
+    import hashlib
+    from email.utils import parseaddr
+
+    domain = parseaddr(sender)[1].rpartition("@")[2] or "crontick.invalid"
+    return f"<crontick.{hashlib.sha256(idempotency_key.encode()).hexdigest()[:40]}@{domain}>"

@@ -11,6 +11,7 @@ from crontick.settings import Settings
 
 # Resend keeps the Idempotency-Key 24 h: a retry after an ambiguous outcome cannot deliver twice.
 IDEMPOTENT = True
+ADDRESS: str | None = "email"  # a booking's email address
 
 
 @dataclass(frozen=True)

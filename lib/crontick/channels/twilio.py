@@ -11,6 +11,7 @@ from crontick.settings import Settings
 TWILIO_API_VERSION = "2010-04-01"
 # Twilio takes no idempotency key, so an ambiguous SMS or WhatsApp message is never resent.
 IDEMPOTENT = False
+ADDRESS: str | None = "phone"  # a booking's phone number
 
 
 @dataclass(frozen=True)

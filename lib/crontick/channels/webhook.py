@@ -15,6 +15,7 @@ from crontick.settings import Settings, webhook_signing_key
 
 # webhook-id is the message's stable key, which Standard Webhooks receivers de-duplicate on.
 IDEMPOTENT = True
+ADDRESS: str | None = None  # any booking: the receiver gets its contacts
 
 
 @dataclass(frozen=True)
