@@ -51,10 +51,20 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 def template_columns(settings: Settings) -> frozenset[str]:
     """The reminder templates' variables that must be columns of the source: those of CRONTICK_REMINDER_* and of the
     templates CRONTICK_HANDLERS' modules declare (imported here for that)."""
+    import sys
+
     from crontick.jobs import registry
     from crontick.reminders import templates
 
-    registry.load_modules(settings.handler_modules)
+    try:
+        registry.load_modules(settings.handler_modules)
+    except ConfigError as exc:  # a module that needs the app around it (Django set up, its own variables)
+        # Migrating must not depend on the app's code importing here: its templates are checked before the
+        # first claim instead (and by manage.py crontick_migrate, where Django is set up).
+        print(
+            f"crontick migrate: warning: the handler modules' reminder templates are not checked here: {exc}",
+            file=sys.stderr,
+        )
     return templates.source_names(settings)
 
 
