@@ -1,0 +1,18 @@
+"""Signing in and out of the admin's pages: the login form, sign-out, and the store of signed-out sessions.
+
+(The session itself, its cookie and CSRF tokens, is crontick.admin.session, which the gate reads.)
+"""
+
+from __future__ import annotations
+
+from starlette.routing import BaseRoute
+
+from crontick.admin import routing
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        routing.form("/admin/login", "sign_in.page:login_form", "GET"),
+        routing.form("/admin/login", "sign_in.page:login"),
+        routing.form("/admin/logout", "sign_in.page:logout"),
+    ]
