@@ -1,5 +1,5 @@
 -- Named queries of the admin (pages, JSON API and the CLI's jobs/retry/cancel/stats), loaded
--- once by crontick.db and run by crontick.admin.store. Reads run inside admin_read_begin's
+-- once by crontick.db and run by the stores of crontick.admin (jobs, reminders, overview). Reads run inside admin_read_begin's
 -- read-only transaction with a short statement_timeout. Lists are keyset (id below a cursor,
 -- newest first), never OFFSET; they select the first 200 characters of an error and never a
 -- payload. Each filter combination has its own fixed text, so each is planned for the index
