@@ -32,9 +32,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Actor", "api_routes", "authorize", "routes"]
 
-# In the order their routes are tried: a resource's pages before its forms, the pages' `{id}` before the forms' literals.
+# Each resource declares its pages and forms (`routes()`, a page before the forms whose paths its `{id}` would
+# also match) and its API routes (`api_routes()`); their routes are tried in this order.
 RESOURCES = (jobs, reminders, overview, schedules, flow, feeds, audit, sign_in)
-API_RESOURCES = (jobs, overview, reminders, feeds, audit, schedules, flow)
 
 
 def __getattr__(name: str) -> Any:
@@ -77,7 +77,7 @@ def api_routes() -> list[ApiRoute]:
         "GET",
         Operation("This document", ({"type": "object"}, "OpenAPI 3.1"), errors=REFUSALS),
     )
-    return [*(route for resource in API_RESOURCES for route in resource.api_routes()), document]
+    return [*(route for resource in RESOURCES for route in resource.api_routes()), document]
 
 
 def routes(runtime: Any = None) -> list[BaseRoute]:

@@ -93,8 +93,8 @@ def page(path: str, target: str) -> list[Route]:
     return [Route(path + ".json", endpoint, methods=["GET"]), Route(path, endpoint, methods=["GET"])]
 
 
-def form(path: str, target: str, method: str = "POST") -> Route:
-    """A form's target (an action behind a confirmation), or a GET that is not a page of its own."""
+def route(path: str, target: str, method: str = "POST") -> Route:
+    """A route with no JSON twin: a form's target (an action behind a confirmation), or a GET such as the login form."""
     return Route(path, lazy(target), methods=[method])
 
 

@@ -24,7 +24,7 @@ OBJECT = {"type": "object"}
 def routes() -> list[BaseRoute]:
     return [
         *routing.page("/admin/groups", "flow.page:groups"),
-        routing.form("/admin/flow/{verb}", "flow.page:flow_action"),
+        routing.route("/admin/flow/{verb}", "flow.page:flow_action"),
     ]
 
 

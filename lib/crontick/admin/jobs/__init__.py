@@ -28,10 +28,10 @@ def routes() -> list[BaseRoute]:
         *routing.page("/admin", "jobs.page:failed"),
         *routing.page("/admin/jobs", "jobs.page:jobs"),
         *routing.page("/admin/jobs/{id}", "jobs.page:job"),
-        routing.form("/admin/jobs/bulk-retry", "jobs.bulk:bulk_retry"),
-        routing.form("/admin/jobs/bulk-retry/continue", "jobs.bulk:bulk_continue", "GET"),
-        routing.form("/admin/jobs/bulk-run-now", "jobs.bulk:bulk_run_now"),
-        routing.form("/admin/jobs/{id}/{verb}", "jobs.page:job_action"),
+        routing.route("/admin/jobs/bulk-retry", "jobs.bulk:bulk_retry"),
+        routing.route("/admin/jobs/bulk-retry/continue", "jobs.bulk:bulk_continue", "GET"),
+        routing.route("/admin/jobs/bulk-run-now", "jobs.bulk:bulk_run_now"),
+        routing.route("/admin/jobs/{id}/{verb}", "jobs.page:job_action"),
     ]
 
 

@@ -12,7 +12,7 @@ from crontick.admin.routing import CURSOR, LIMIT, TEXT, ApiRoute, Operation, Par
 def routes() -> list[BaseRoute]:
     return [
         *routing.page("/admin/reminders", "reminders.page:reminders"),
-        routing.form("/admin/reminders/{booking_id}/{kind}/retry", "reminders.page:reminder_retry"),
+        routing.route("/admin/reminders/{booking_id}/{kind}/retry", "reminders.page:reminder_retry"),
     ]
 
 

@@ -14,7 +14,7 @@ SCHEDULE = (Param("name", TEXT),)
 def routes() -> list[BaseRoute]:
     return [
         *routing.page("/admin/schedules", "schedules.page:schedules"),
-        routing.form("/admin/schedules/{name}/{verb}", "schedules.page:schedule_action"),
+        routing.route("/admin/schedules/{name}/{verb}", "schedules.page:schedule_action"),
     ]
 
 

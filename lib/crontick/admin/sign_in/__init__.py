@@ -8,11 +8,17 @@ from __future__ import annotations
 from starlette.routing import BaseRoute
 
 from crontick.admin import routing
+from crontick.admin.routing import ApiRoute
 
 
 def routes() -> list[BaseRoute]:
     return [
-        routing.form("/admin/login", "sign_in.page:login_form", "GET"),
-        routing.form("/admin/login", "sign_in.page:login"),
-        routing.form("/admin/logout", "sign_in.page:logout"),
+        routing.route("/admin/login", "sign_in.page:login_form", "GET"),
+        routing.route("/admin/login", "sign_in.page:login"),
+        routing.route("/admin/logout", "sign_in.page:logout"),
     ]
+
+
+def api_routes() -> list[ApiRoute]:
+    """None: the JSON API takes a bearer secret, not a session."""
+    return []
