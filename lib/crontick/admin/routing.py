@@ -83,7 +83,13 @@ def lazy(target: str) -> Endpoint:
         handler: Endpoint = handler_of(target)
         return await handler(request)
 
+    return named(endpoint, target)
+
+
+def named(endpoint: Endpoint, target: str) -> Endpoint:
+    """`endpoint`, named after its handler and carrying its `"module:name"` target (a test resolves every one)."""
     endpoint.__name__ = target.partition(":")[2]
+    setattr(endpoint, "target", target)  # noqa: B010 (a function has no declared attribute to assign)
     return endpoint
 
 
@@ -107,8 +113,7 @@ def guarded(target: str, *, write: bool = False) -> Endpoint:
 
         return await gate.api(request, handler_of(target), write=write)
 
-    endpoint.__name__ = target.partition(":")[2]
-    return endpoint
+    return named(endpoint, target)
 
 
 def api(path: str, target: str, method: str, doc: Operation, *, write: bool = False) -> ApiRoute:
