@@ -9,7 +9,6 @@ failures with crontick.admin.answer.error, and both set who acts (crontick.admin
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Awaitable, Callable
 
 import psycopg
@@ -144,12 +143,7 @@ def bearer_role(authorization: str | None, settings: Settings) -> str | None:
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
         return None
-    given = token.encode()
-    found = None
-    for name, secret in settings.admin_roles.items():
-        if hmac.compare_digest(given, secret.encode()) and found is None:
-            found = name
-    return found
+    return session.match_secret(settings, token)
 
 
 def refusal(request: Request, *, write: bool = False) -> tuple[Response | None, str]:

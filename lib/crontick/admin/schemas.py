@@ -158,7 +158,7 @@ def _job_detail() -> dict[str, Any]:
 
 
 def _job_actions() -> dict[str, Any]:
-    """Bulk retry's body and answer, and the stats."""
+    """Bulk retry's and bulk run now's bodies and answers."""
     optional_id = {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_ID}
     return {
         "BulkRetry": {
@@ -177,6 +177,47 @@ def _job_actions() -> dict[str, Any]:
         "BulkRetried": _object(
             {"retried": INT, "skipped_key_taken": INT, "max_id": INT, "next_after_id": {"type": ["integer", "null"]}}
         ),
+        "BulkRunNowFilter": {
+            "type": "object",
+            "properties": {
+                "type": TEXT_OR_NULL,
+                "payload": {"type": ["object", "null"]},
+                "max_id": {**optional_id, "description": "Frozen at confirmation; omit on the first call."},
+                "after_id": {**optional_id, "description": "The previous call's `next_after_id`."},
+            },
+        },
+        "BulkRunNow": _object({"moved": INT, "max_id": INT, "next_after_id": {"type": ["integer", "null"]}}),
+    }
+
+
+def _overview() -> dict[str, Any]:
+    """The stats, the ticks and the per-type figures."""
+    tick = _object(
+        {
+            "id": INT,
+            "started_at": TIME,
+            "finished_at": TIME,
+            "source": TEXT,
+            "summary": {"type": "object"},
+            "gap_seconds": {"type": ["number", "null"]},
+            "gap_flagged": {"type": "boolean"},
+        }
+    )
+    number_or_null = {"type": ["number", "null"]}
+    figures = _object(
+        {
+            "type": TEXT,
+            "done_1h": INT,
+            "failed_1h": INT,
+            "done_24h": INT,
+            "failed_24h": INT,
+            "p50_ms": {**number_or_null, "description": "Within about 20 % (a histogram with buckets 1.41x wide)."},
+            "p95_ms": number_or_null,
+            "oldest_due_seconds": number_or_null,
+            "paused": {"type": "boolean"},
+        }
+    )
+    return {
         "Stats": _object(
             {
                 "jobs": {
@@ -192,6 +233,8 @@ def _job_actions() -> dict[str, Any]:
                 "hourly": {"type": "array", "items": _object({"hour": TIME, "done": INT, "failed": INT, "ticks": INT})},
             }
         ),
+        "TickPage": _page("ticks", tick),
+        "TypeFigures": _object({"types": {"type": "array", "items": figures}}),
     }
 
 
@@ -231,17 +274,6 @@ def _reminders() -> dict[str, Any]:
 
 
 def _feeds() -> dict[str, Any]:
-    tick = _object(
-        {
-            "id": INT,
-            "started_at": TIME,
-            "finished_at": TIME,
-            "source": TEXT,
-            "summary": {"type": "object"},
-            "gap_seconds": {"type": ["number", "null"]},
-            "gap_flagged": {"type": "boolean"},
-        }
-    )
     hook = _object({"name": TEXT, "verify": TEXT, "job_type": TEXT})
     event = _object({"hook": TEXT, "event_id": TEXT, "job_id": INT, "received_at": TIME})
     alert = _object(
@@ -264,7 +296,6 @@ def _feeds() -> dict[str, Any]:
         "description": "False when CRONTICK_ALERT_WEBHOOK_URL is unset: alerts are recorded but not sent.",
     }
     return {
-        "TickPage": _page("ticks", tick),
         "HookPage": _object(
             {
                 "hooks": {"type": "array", "items": hook},
@@ -276,22 +307,8 @@ def _feeds() -> dict[str, Any]:
     }
 
 
-def _ops() -> dict[str, Any]:
-    """Issue 23's: run now in bulk, per-type figures, the audit log, the schedules' actions."""
-    number_or_null = {"type": ["number", "null"]}
-    figures = _object(
-        {
-            "type": TEXT,
-            "done_1h": INT,
-            "failed_1h": INT,
-            "done_24h": INT,
-            "failed_24h": INT,
-            "p50_ms": {**number_or_null, "description": "Within about 20 % (a histogram with buckets 1.41x wide)."},
-            "p95_ms": number_or_null,
-            "oldest_due_seconds": number_or_null,
-            "paused": {"type": "boolean"},
-        }
-    )
+def _audit() -> dict[str, Any]:
+    """The audit log's page."""
     entry = _object(
         {
             "id": INT,
@@ -305,20 +322,14 @@ def _ops() -> dict[str, Any]:
         },
         ["at", "role", "actor", "action", "target", "count"],
     )
-    optional_id = {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_ID}
     return {
-        "BulkRunNowFilter": {
-            "type": "object",
-            "properties": {
-                "type": TEXT_OR_NULL,
-                "payload": {"type": ["object", "null"]},
-                "max_id": {**optional_id, "description": "Frozen at confirmation; omit on the first call."},
-                "after_id": {**optional_id, "description": "The previous call's `next_after_id`."},
-            },
-        },
-        "BulkRunNow": _object({"moved": INT, "max_id": INT, "next_after_id": {"type": ["integer", "null"]}}),
-        "TypeFigures": _object({"types": {"type": "array", "items": figures}}),
         "AuditPage": _page("entries", entry),
+    }
+
+
+def _schedules() -> dict[str, Any]:
+    """What the schedules' actions answer."""
+    return {
         "ScheduleEnqueued": _object({"job_id": ref("Id"), "schedule": TEXT}),
         "SchedulePause": _object({"schedule": TEXT, "paused": {"type": "boolean"}}),
     }
@@ -326,4 +337,14 @@ def _ops() -> dict[str, Any]:
 
 def components() -> dict[str, Any]:
     """Every named schema, for the document's components.schemas."""
-    return {**_values(), **_jobs(), **_job_detail(), **_job_actions(), **_reminders(), **_feeds(), **_ops()}
+    return {
+        **_values(),
+        **_jobs(),
+        **_job_detail(),
+        **_job_actions(),
+        **_overview(),
+        **_reminders(),
+        **_feeds(),
+        **_audit(),
+        **_schedules(),
+    }
