@@ -120,7 +120,7 @@ async def _live_session(request: Request, settings: Settings) -> Session | None:
 
 async def _form_refusal(request: Request, sess: Session) -> Response | None:
     """A form's refusal: a body declared over the cap, a viewer acting, or a missing or stale CSRF token."""
-    if inputs.too_large(request):
+    if inputs.over_cap(request):
         return too_large(request)
     if not sess.can_act:
         return error(request, 403, "read_only", "the viewer role can look but not act; sign in with the admin secret")

@@ -55,7 +55,7 @@ async def form(request: Request) -> dict[str, str]:
     return cached
 
 
-def too_large(request: Request) -> bool:
+def over_cap(request: Request) -> bool:
     """True when the body's declared length is already over the cap: it is refused unread."""
     return declared_too_large(request, MAX_BODY_BYTES)
 

@@ -53,7 +53,7 @@ async def login(request: Request) -> Response:
         return error(request, 403, "cross_site_request", "sign in from the admin's own login page")
     # Anyone can get this far: the body is read under the cap, and a declared length over it is
     # refused before a byte is read.
-    if inputs.too_large(request):
+    if inputs.over_cap(request):
         return gate.too_large(request)
     try:
         fields = await inputs.form(request)
