@@ -28,8 +28,7 @@ from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 
 from crontick import db, enqueue_many
-from crontick.admin.run_now import ERROR_WINDOW_JOBS
-from crontick.admin.store import SEARCH_WINDOW_IDS
+from crontick.admin.jobs import ERROR_WINDOW_JOBS, SEARCH_WINDOW_IDS
 from crontick.jobs import queue
 from crontick.jobs.job import Outcome
 from crontick.settings import Settings
@@ -160,7 +159,7 @@ def load(url: str, done: int, failed: int, pending: int) -> None:
 
 
 def ids(url: str) -> dict[str, str]:
-    from crontick.admin.store import encode_cursor
+    from crontick.admin.tx import encode_cursor
 
     with psycopg.connect(url, autocommit=True) as conn:
         failed = conn.execute("select max(id) from jobs where status = 'failed'").fetchone()

@@ -1,5 +1,5 @@
 -- Named queries of the admin (pages, JSON API and the CLI's jobs/retry/cancel/stats), loaded
--- once by crontick.db and run by crontick.admin.store. Reads run inside admin_read_begin's
+-- once by crontick.db and run by the stores of crontick.admin (jobs, reminders, overview). Reads run inside admin_read_begin's
 -- read-only transaction with a short statement_timeout. Lists are keyset (id below a cursor,
 -- newest first), never OFFSET; they select the first 200 characters of an error and never a
 -- payload. Each filter combination has its own fixed text, so each is planned for the index
@@ -124,7 +124,7 @@ limit 1000;
 -- (those that may start) and jobs_group_active (a group's, held or not; ungrouped held jobs do not
 -- exist; the first arm skips the groups' startable heads, at most one per group). Each status is a
 -- constant, so the planner can prove each partial index's predicate; the arms follow
--- crontick.jobs.queue.STATUSES (tests/admin/test_status_lists.py holds them to it).
+-- crontick.jobs.queue.STATUSES (tests/admin/test_overview_store.py holds them to it).
 select 'pending' as status, least(%(cap)s,
         (select count(*) from (select 1 from {schema}.jobs j
                                where j.status = 'pending' and not j.held and j.group_key is null limit %(cap)s) c)

@@ -1,6 +1,6 @@
 -- Named queries of the admin's second round (issue 23): due and scheduled lists, run now, the
 -- failed jobs' error search, per-type figures, the audit log and the schedules' actions. Loaded
--- once by crontick.db; run by crontick.admin.run_now, figures, audit_log and schedule_control.
+-- once by crontick.db; run by crontick.admin.jobs.store, overview.figures, audit.store and schedules.store.
 -- Reads run inside admin_read_begin's read-only transaction (sql/admin.sql), under its 2 s
 -- statement_timeout; lists are keyset, never OFFSET, and never select a whole error or payload.
 

@@ -1,5 +1,5 @@
 -- Named queries of flow control's admin side (issue 20): pauses, the groups view, a group's bulk
--- end, the rate limits' state. Run by crontick.admin.flow_store (the admin's pages and JSON API)
+-- end, the rate limits' state. Run by crontick.admin.flow.store (the admin's pages and JSON API)
 -- and the CLI (crontick pause, resume, groups); each in the admin's short transactions.
 
 -- name: flow_pause

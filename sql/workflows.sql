@@ -63,7 +63,7 @@ select pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('crontick.si
 from (select pg_catalog.set_config('lock_timeout', '60s', true)) as bounded;
 
 -- name: admin_job_signal
--- crontick.admin.job_signal.signal_job (POST /api/admin/jobs/{id}/signal), in the action's
+-- crontick.admin.jobs.store.signal_job (POST /api/admin/jobs/{id}/signal), in the action's
 -- transaction after the job row is locked: an admin wakes this waiting job by hand with a payload,
 -- as crontick.signal would on its wait's key (but this job, not the oldest waiter).
 with wait as (

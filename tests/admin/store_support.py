@@ -7,12 +7,12 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from crontick import db
-from crontick.admin import store
+from crontick.admin import tx
 
 T = TypeVar("T")
 
 
-def run(url: str, work: Callable[[store.Conn], Awaitable[T]]) -> T:
+def run(url: str, work: Callable[[tx.Conn], Awaitable[T]]) -> T:
     async def go() -> T:
         conn = await db.connect(url)
         try:

@@ -11,7 +11,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from crontick import db
-from crontick.admin import store
+from crontick.admin.jobs import store
 from crontick.tick.claim import Claim, claim_batch
 from tests.support.core_jobs import db_now
 

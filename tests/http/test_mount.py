@@ -21,7 +21,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
 
 import crontick
-from crontick.admin import actions
+from crontick.admin.jobs import bulk
 from crontick.app import create_app
 from crontick.hooks.inbound import forget
 from crontick.schedules import registry as schedules
@@ -203,8 +203,8 @@ def test_every_url_of_every_admin_page_stays_under_the_prefix(
         assert away.status_code == 303 and away.headers["location"] == f"/ops/admin/jobs/{ids['pending']}"
 
         # A bulk retry that takes more than one request: its continuation redirect and page stay under /ops.
-        monkeypatch.setattr(actions, "BULK_CHUNK", 1)
-        monkeypatch.setattr(actions, "HOPS_PER_PAGE", 2)
+        monkeypatch.setattr(bulk, "BULK_CHUNK", 1)
+        monkeypatch.setattr(bulk, "HOPS_PER_PAGE", 2)
         add_jobs(conn, 3, type="t_mount.bulk")
         fields = {"csrf": csrf, "type": "t_mount.bulk", "back": "/ops/admin/jobs?status=failed"}
         confirm = c.post("/ops/admin/jobs/bulk-retry", data=fields)

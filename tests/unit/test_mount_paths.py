@@ -9,7 +9,7 @@ import pytest
 from starlette.requests import Request
 
 from crontick.admin import session
-from crontick.admin.actions import safe_back
+from crontick.admin.return_to import safe_back
 from crontick.auth.tick import credentials
 from crontick.http import mount
 from crontick.settings import Settings

@@ -11,7 +11,7 @@ import psycopg
 import schemathesis
 
 import crontick
-from crontick.admin import job_steps
+from crontick.admin.jobs import steps
 from tests.support.admin_pages import ADMIN_SECRET, VIEWER_SECRET, csrf_of, running, settings_for, signed_in
 from tests.support.core_jobs import db_now, job_row, tick
 
@@ -42,7 +42,7 @@ def test_the_job_page_and_api_show_steps_and_the_wait(database_url: str, conn: p
             ("delivered", "wait", "waiting"),
         ]
         context = detail["steps"][0]
-        assert len(context["preview"]) == job_steps.STEP_PREVIEW_CHARS < context["result_chars"]
+        assert len(context["preview"]) == steps.STEP_PREVIEW_CHARS < context["result_chars"]
         assert detail["steps"][1]["preview"] == '"Hello <b>there</b>"'
         assert detail["waiting_for"]["event_key"] == "sms:SM42" and detail["waiting_for"]["step"] == "delivered"
 

@@ -1,7 +1,7 @@
 """Who is acting in this admin request, as an authorize() hook named them: what every audit row records as `actor`.
 
-The gate in front of every page and action (crontick.admin.view.gate) sets it once, and
-crontick.admin.store.audit reads it, so a new action cannot forget to pass it down. Each request
+The gate in front of every page and action (crontick.admin.gate) sets it once, and
+crontick.admin.audit.store.record reads it, so a new action cannot forget to pass it down. Each request
 runs in its own task, and so in its own copy of the context.
 """
 

@@ -9,7 +9,6 @@ from typing import Any, NamedTuple
 from starlette.requests import Request
 from starlette.responses import Response
 
-from crontick.admin.guard import guarded
 from crontick.admin.tx import Conn, read
 from crontick.db import query
 
@@ -151,10 +150,8 @@ def _number(value: float) -> str:
     return repr(float(value))
 
 
-async def _scrape(request: Request, conn: Conn, role: str) -> Response:
+async def scrape(request: Request, conn: Conn, role: str) -> Response:
+    """Behind the API gate (crontick.admin.routing.guarded): the admin's or the viewer's secret as a bearer token;
+    refusals and outages answer JSON, as on /api/admin."""
     body = exposition(families(await read_figures(conn)))
     return Response(body, media_type=CONTENT_TYPE, headers={"Cache-Control": "no-store"})
-
-
-# The admin's or the viewer's secret as a bearer token; refusals and outages answer JSON, as on /api/admin.
-endpoint = guarded(_scrape)

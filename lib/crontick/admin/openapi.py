@@ -3,17 +3,43 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import BaseRoute
 
-from crontick.admin.operation import ApiRoute, Operation, Param, Schema
+from crontick.admin import answer, gate
+from crontick.admin.routing import ApiRoute, Operation, Param, Schema
 from crontick.admin.schemas import ERRORS, components, ref
 from crontick.errors import CrontickError
+from crontick.http import mount
 
 
 class Undocumented(CrontickError):
     """A route of the admin API whose declaration the document cannot be built from."""
+
+
+async def endpoint(request: Request) -> Response:
+    """The OpenAPI document needs a secret like every route, but no database.
+
+    Its paths are crontick's own (`/api/admin/jobs`); under a mount prefix, `servers` names the
+    prefix (`[{"url": "/ops"}]`), which OpenAPI puts in front of every path.
+    """
+    refused, _ = gate.refusal(request)
+    if refused is not None:
+        return refused
+    root = mount.prefix(request)
+    return answer.api({**_document(), "servers": [{"url": root}]} if root else _document())
+
+
+@lru_cache(maxsize=1)
+def _document() -> dict[str, Any]:
+    """Built on its first request from the API's routes (crontick.admin.api_routes)."""
+    from crontick.admin import api_routes
+
+    return document(api_routes())
 
 
 def document(routes: Iterable[BaseRoute]) -> dict[str, Any]:

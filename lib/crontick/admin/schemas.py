@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from crontick.admin import job_steps, store
-from crontick.admin.api_input import DEFAULT_LIMIT, MAX_ID
+from crontick.admin.inputs import DEFAULT_LIMIT, MAX_ID
+from crontick.admin.jobs import steps
+from crontick.admin.jobs.store import RETRYABLE
+from crontick.admin.overview.store import COUNT_CAP
+from crontick.admin.tx import MAX_LIMIT
 from crontick.jobs.queue import STATUSES
 from crontick.reminders.send import STATUSES as REMINDER_STATUSES
 from crontick.tick.alerts import EVENTS as ALERT_EVENTS
@@ -48,7 +51,7 @@ def _values() -> dict[str, Any]:
     """Values that parameters and objects share."""
     return {
         "Id": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
-        "Limit": {"type": "integer", "minimum": 1, "maximum": store.MAX_LIMIT, "default": DEFAULT_LIMIT},
+        "Limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
         "JobStatus": {"type": "string", "enum": list(STATUSES)},
         "JobFilterStatus": {"type": "string", "enum": [*STATUSES, "due", "scheduled"]},
         "ReminderStatus": {"type": "string", "enum": list(REMINDER_STATUSES)},
@@ -70,7 +73,6 @@ def _jobs() -> dict[str, Any]:
         "updated_at": TIME,
         "finished_at": TIME_OR_NULL,
     }
-    optional_id = {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_ID}
     return {
         "JobSummary": _object({**common, "last_error": ERROR_PREVIEW}),
         "Job": _object(
@@ -86,6 +88,12 @@ def _jobs() -> dict[str, Any]:
             },
             [*common, "payload", "last_error", "locked_until"],
         ),
+    }
+
+
+def _job_detail() -> dict[str, Any]:
+    """One job's attempts and durable steps (crontick.workflows), a job page, and a deleted job."""
+    return {
         "Attempt": _object(
             {
                 "attempt": INT,
@@ -118,8 +126,8 @@ def _jobs() -> dict[str, Any]:
                 "wait_until": TIME_OR_NULL,
                 "preview": {
                     "type": ["string", "null"],
-                    "maxLength": job_steps.STEP_PREVIEW_CHARS,
-                    "description": f"The result as JSON text, its first {job_steps.STEP_PREVIEW_CHARS} characters.",
+                    "maxLength": steps.STEP_PREVIEW_CHARS,
+                    "description": f"The result as JSON text, its first {steps.STEP_PREVIEW_CHARS} characters.",
                 },
                 "result_chars": {"type": ["integer", "null"], "description": "The whole result's length."},
             }
@@ -138,7 +146,7 @@ def _jobs() -> dict[str, Any]:
                 _object(
                     {
                         "history": {"type": "array", "items": ref("Attempt")},
-                        "steps": {"type": "array", "items": ref("Step"), "maxItems": job_steps.STEPS_SHOWN},
+                        "steps": {"type": "array", "items": ref("Step"), "maxItems": steps.STEPS_SHOWN},
                         "waiting_for": {"anyOf": [ref("Wait"), {"type": "null"}]},
                     }
                 ),
@@ -146,10 +154,17 @@ def _jobs() -> dict[str, Any]:
         },
         "JobPage": _page("jobs", ref("JobSummary")),
         "Deleted": _object({"id": ref("Id"), "deleted": {"const": True}}),
+    }
+
+
+def _job_actions() -> dict[str, Any]:
+    """Bulk retry's and bulk run now's bodies and answers."""
+    optional_id = {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_ID}
+    return {
         "BulkRetry": {
             "type": "object",
             "properties": {
-                "status": {"type": "string", "enum": list(store.RETRYABLE), "default": "failed"},
+                "status": {"type": "string", "enum": list(RETRYABLE), "default": "failed"},
                 "type": TEXT_OR_NULL,
                 "payload": {"type": ["object", "null"]},
                 "max_id": {
@@ -162,12 +177,53 @@ def _jobs() -> dict[str, Any]:
         "BulkRetried": _object(
             {"retried": INT, "skipped_key_taken": INT, "max_id": INT, "next_after_id": {"type": ["integer", "null"]}}
         ),
+        "BulkRunNowFilter": {
+            "type": "object",
+            "properties": {
+                "type": TEXT_OR_NULL,
+                "payload": {"type": ["object", "null"]},
+                "max_id": {**optional_id, "description": "Frozen at confirmation; omit on the first call."},
+                "after_id": {**optional_id, "description": "The previous call's `next_after_id`."},
+            },
+        },
+        "BulkRunNow": _object({"moved": INT, "max_id": INT, "next_after_id": {"type": ["integer", "null"]}}),
+    }
+
+
+def _overview() -> dict[str, Any]:
+    """The stats, the ticks and the per-type figures."""
+    tick = _object(
+        {
+            "id": INT,
+            "started_at": TIME,
+            "finished_at": TIME,
+            "source": TEXT,
+            "summary": {"type": "object"},
+            "gap_seconds": {"type": ["number", "null"]},
+            "gap_flagged": {"type": "boolean"},
+        }
+    )
+    number_or_null = {"type": ["number", "null"]}
+    figures = _object(
+        {
+            "type": TEXT,
+            "done_1h": INT,
+            "failed_1h": INT,
+            "done_24h": INT,
+            "failed_24h": INT,
+            "p50_ms": {**number_or_null, "description": "Within about 20 % (a histogram with buckets 1.41x wide)."},
+            "p95_ms": number_or_null,
+            "oldest_due_seconds": number_or_null,
+            "paused": {"type": "boolean"},
+        }
+    )
+    return {
         "Stats": _object(
             {
                 "jobs": {
                     "type": "object",
                     "additionalProperties": INT,
-                    "description": f"Per status, counted up to {store.COUNT_CAP + 1} ({store.COUNT_CAP:,}+).",
+                    "description": f"Per status, counted up to {COUNT_CAP + 1} ({COUNT_CAP:,}+).",
                 },
                 "capped": {"type": "object", "additionalProperties": {"type": "boolean"}},
                 "oldest_due_seconds": {"type": ["number", "null"]},
@@ -177,6 +233,8 @@ def _jobs() -> dict[str, Any]:
                 "hourly": {"type": "array", "items": _object({"hour": TIME, "done": INT, "failed": INT, "ticks": INT})},
             }
         ),
+        "TickPage": _page("ticks", tick),
+        "TypeFigures": _object({"types": {"type": "array", "items": figures}}),
     }
 
 
@@ -216,17 +274,6 @@ def _reminders() -> dict[str, Any]:
 
 
 def _feeds() -> dict[str, Any]:
-    tick = _object(
-        {
-            "id": INT,
-            "started_at": TIME,
-            "finished_at": TIME,
-            "source": TEXT,
-            "summary": {"type": "object"},
-            "gap_seconds": {"type": ["number", "null"]},
-            "gap_flagged": {"type": "boolean"},
-        }
-    )
     hook = _object({"name": TEXT, "verify": TEXT, "job_type": TEXT})
     event = _object({"hook": TEXT, "event_id": TEXT, "job_id": INT, "received_at": TIME})
     alert = _object(
@@ -249,7 +296,6 @@ def _feeds() -> dict[str, Any]:
         "description": "False when CRONTICK_ALERT_WEBHOOK_URL is unset: alerts are recorded but not sent.",
     }
     return {
-        "TickPage": _page("ticks", tick),
         "HookPage": _object(
             {
                 "hooks": {"type": "array", "items": hook},
@@ -261,22 +307,8 @@ def _feeds() -> dict[str, Any]:
     }
 
 
-def _ops() -> dict[str, Any]:
-    """Issue 23's: run now in bulk, per-type figures, the audit log, the schedules' actions."""
-    number_or_null = {"type": ["number", "null"]}
-    figures = _object(
-        {
-            "type": TEXT,
-            "done_1h": INT,
-            "failed_1h": INT,
-            "done_24h": INT,
-            "failed_24h": INT,
-            "p50_ms": {**number_or_null, "description": "Within about 20 % (a histogram with buckets 1.41x wide)."},
-            "p95_ms": number_or_null,
-            "oldest_due_seconds": number_or_null,
-            "paused": {"type": "boolean"},
-        }
-    )
+def _audit() -> dict[str, Any]:
+    """The audit log's page."""
     entry = _object(
         {
             "id": INT,
@@ -290,20 +322,14 @@ def _ops() -> dict[str, Any]:
         },
         ["at", "role", "actor", "action", "target", "count"],
     )
-    optional_id = {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_ID}
     return {
-        "BulkRunNowFilter": {
-            "type": "object",
-            "properties": {
-                "type": TEXT_OR_NULL,
-                "payload": {"type": ["object", "null"]},
-                "max_id": {**optional_id, "description": "Frozen at confirmation; omit on the first call."},
-                "after_id": {**optional_id, "description": "The previous call's `next_after_id`."},
-            },
-        },
-        "BulkRunNow": _object({"moved": INT, "max_id": INT, "next_after_id": {"type": ["integer", "null"]}}),
-        "TypeFigures": _object({"types": {"type": "array", "items": figures}}),
         "AuditPage": _page("entries", entry),
+    }
+
+
+def _schedules() -> dict[str, Any]:
+    """What the schedules' actions answer."""
+    return {
         "ScheduleEnqueued": _object({"job_id": ref("Id"), "schedule": TEXT}),
         "SchedulePause": _object({"schedule": TEXT, "paused": {"type": "boolean"}}),
     }
@@ -311,4 +337,14 @@ def _ops() -> dict[str, Any]:
 
 def components() -> dict[str, Any]:
     """Every named schema, for the document's components.schemas."""
-    return {**_values(), **_jobs(), **_reminders(), **_feeds(), **_ops()}
+    return {
+        **_values(),
+        **_jobs(),
+        **_job_detail(),
+        **_job_actions(),
+        **_overview(),
+        **_reminders(),
+        **_feeds(),
+        **_audit(),
+        **_schedules(),
+    }

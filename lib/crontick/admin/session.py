@@ -143,7 +143,7 @@ def verify(settings: Settings, value: str, now: float) -> str | None:
 
 def verified(settings: Settings, value: str, now: float) -> tuple[str, str, int] | None:
     """(role, session id, expiry) of a valid, unexpired cookie value, else None. Sign-out is
-    checked by the caller, in the database (crontick.admin.signouts)."""
+    checked by the caller, in the database (crontick.admin.sign_in.store)."""
     parts = value.split(".")
     if len(parts) != 5 or parts[0] != "v1" or parts[1] not in ROLES or not _epoch(parts[2]):
         return None

@@ -1,4 +1,5 @@
-"""The admin's plumbing: its own connection, short read-only and action transactions, opaque cursors."""
+"""The admin's database plumbing, shared by every resource's store: its own connection, short read-only and
+action transactions, opaque cursors, page bounds, the roles that may act, and what an action did."""
 
 from __future__ import annotations
 
@@ -8,23 +9,59 @@ import binascii
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
 
 from crontick.db import Database, cutoff, query
-from crontick.errors import BadCursor, DatabaseUnavailable, QueryTimeout
+from crontick.errors import BadCursor, CrontickError, DatabaseUnavailable, QueryTimeout
 
 READ_TIMEOUT = "2s"  # admin_read_begin
 ACTION_TIMEOUT = "5s"  # admin_action_begin
-NO_CURSOR = 2**63 - 1
+NO_CURSOR = 2**63 - 1  # "no cursor": below every id
+MAX_LIMIT = 500
+ROLES = ("admin", "viewer", "cli")
 # A request's whole turn on the admin's connection: a page is a few statements of at most
 # READ_TIMEOUT each, an action one of at most ACTION_TIMEOUT.
 CUTOFF = cutoff.Cutoff(10.0, 10.0 + cutoff.UNWIND_SECONDS)
 
 Conn = psycopg.AsyncConnection[Any]
 Row = dict[str, Any]
+
+
+# -- pages and roles ----------------------------------------------------------------------------
+
+
+def check_limit(limit: int) -> int:
+    """`limit` rows per page, 1 to MAX_LIMIT, else a CrontickError (the API answers it 400)."""
+    if not 1 <= limit <= MAX_LIMIT:
+        raise CrontickError(f"limit: expected 1 to {MAX_LIMIT}, got: {limit}")
+    return limit
+
+
+def check_role(role: str) -> None:
+    """Only the admin role (or the CLI) changes jobs, reminders and schedules."""
+    if role not in ROLES or role == "viewer":
+        raise CrontickError(f"role: expected admin or cli to change jobs, got: {role!r}")
+
+
+def keyset_page(rows: list[Row], limit: int) -> tuple[list[Row], str | None]:
+    """A page of `limit` rows read as `limit + 1` (newest first, by id), and the next page's cursor (None at the end)."""
+    if len(rows) > limit:
+        return rows[:limit], encode_cursor(rows[limit - 1]["id"])
+    return rows, None
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    """What an action did. `error` is None on success, else not_found | conflict | key_taken."""
+
+    ok: bool
+    error: str | None = None
+    detail: str = ""
+    row: Row | None = field(default=None)
 
 
 # -- cursors ------------------------------------------------------------------------------------

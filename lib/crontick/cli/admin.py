@@ -10,7 +10,8 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from crontick import db
-from crontick.admin import store
+from crontick.admin import tx
+from crontick.admin.jobs import store
 from crontick.errors import CrontickError
 from crontick.jobs.queue import STATUSES
 from crontick.settings import Settings
@@ -49,7 +50,7 @@ def add_parsers(sub: Any) -> None:
     s.set_defaults(func=cmd_stats)
 
 
-def _run(args: argparse.Namespace, work: Callable[[store.Conn], Awaitable[T]]) -> T:
+def _run(args: argparse.Namespace, work: Callable[[tx.Conn], Awaitable[T]]) -> T:
     """`work` on a connection to the database of the command's environment (`args.env`: Django passes its own)."""
     url = Settings.from_env(args.env).require_database_url()
 
@@ -76,7 +77,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
             raise CrontickError(
                 f"--payload: expected a JSON object such as '{{\"user_id\": 42}}', got: {args.payload!r} ({exc.msg})"
             ) from None
-    before = store.decode_cursor(args.cursor)
+    before = tx.decode_cursor(args.cursor)
     rows, cursor = _run(
         args,
         lambda conn: store.list_jobs(
@@ -98,7 +99,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     return 0
 
 
-def _act(args: argparse.Namespace, act: Callable[..., Awaitable[store.ActionResult]], done: str) -> int:
+def _act(args: argparse.Namespace, act: Callable[..., Awaitable[tx.ActionResult]], done: str) -> int:
     result = _run(args, lambda conn: act(conn, args.job_id, role="cli"))
     if args.json:
         body = result.row if result.ok else {"error": result.error, "detail": result.detail}
@@ -120,12 +121,12 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_run_now(args: argparse.Namespace) -> int:
-    from crontick.admin import run_now
-
-    return _act(args, run_now.run_now_job, "due now")
+    return _act(args, store.run_now_job, "due now")
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    from crontick.admin.overview import store
+
     stats = _run(args, store.stats)
     if args.json:
         print(_json(stats))

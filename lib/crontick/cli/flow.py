@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from crontick.admin import flow_store
+from crontick.admin.flow import store
 from crontick.cli.admin import _json, _run
 from crontick.errors import CrontickError
 
@@ -25,7 +25,7 @@ def add_parsers(sub: Any) -> None:
         p.set_defaults(func=cmd_toggle, pausing=verb == "pause")
     g = sub.add_parser("groups", help="groups with jobs that have not ended: each head and why the group waits")
     g.add_argument("--cursor", help="the next_cursor printed by the previous page")
-    g.add_argument("--limit", type=int, default=flow_store.GROUPS_PAGE)
+    g.add_argument("--limit", type=int, default=store.GROUPS_PAGE)
     g.add_argument("--json", action="store_true")
     g.set_defaults(func=cmd_groups)
     r = sub.add_parser("rate-limits", help="each rate limit this process declares: its use and when it reopens")
@@ -34,7 +34,7 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_toggle(args: argparse.Namespace) -> int:
-    act = flow_store.pause if args.pausing else flow_store.resume
+    act = store.pause if args.pausing else store.resume
     result = _run(args, lambda conn: act(conn, KINDS[args.kind], args.name, role="cli"))
     if args.json:
         print(_json(result.row if result.ok else {"error": result.error, "detail": result.detail}))
@@ -46,7 +46,7 @@ def cmd_toggle(args: argparse.Namespace) -> int:
 
 
 def cmd_groups(args: argparse.Namespace) -> int:
-    rows, cursor = _run(args, lambda conn: flow_store.groups(conn, after=args.cursor, limit=args.limit))
+    rows, cursor = _run(args, lambda conn: store.groups(conn, after=args.cursor, limit=args.limit))
     if args.json:
         print(_json({"groups": rows, "next_cursor": cursor}))
         return 0
@@ -63,7 +63,7 @@ def cmd_groups(args: argparse.Namespace) -> int:
 
 
 def cmd_rate_limits(args: argparse.Namespace) -> int:
-    rows = _run(args, flow_store.rate_limits)
+    rows = _run(args, store.rate_limits)
     if args.json:
         print(_json({"rate_limits": rows}))
         return 0

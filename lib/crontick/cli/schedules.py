@@ -40,12 +40,12 @@ ACTIONS = {
 def run_action(args: argparse.Namespace, database_url: str) -> int:
     """`crontick schedules enqueue|pause|resume NAME`: the admin's action, audited with the role `cli`."""
     from crontick import db
-    from crontick.admin import schedule_control
+    from crontick.admin.schedules import store
 
     act = {
-        "enqueue": schedule_control.enqueue_now,
-        "pause": schedule_control.pause,
-        "resume": schedule_control.resume,
+        "enqueue": store.enqueue_now,
+        "pause": store.pause,
+        "resume": store.resume,
     }[args.action]
 
     async def go() -> Any:

@@ -307,7 +307,7 @@ class Settings(mail.MailSettings):
 
         The one rule of who may open the admin: a secret equal to CRON_SECRET opens nothing (the
         scheduler sends that one with every call). from_env refuses it at startup; Settings built
-        in code keep the admin closed to it (crontick.admin.session and crontick.admin.bearer).
+        in code keep the admin closed to it (crontick.admin.session and crontick.admin.gate).
         """
         import hmac  # constant time; only the admin's paths ask
 
