@@ -13,18 +13,9 @@ import pytest
 
 from crontick.admin.jobs import search, store
 from crontick.admin.tx import decode_cursor
-from tests.admin.store_support import run
+from tests.admin.store_support import GROUPED, MIXED, run
 
 # Four types, interleaved by id, so that every page of a merged list takes rows from several ranges.
-MIXED = """
-insert into jobs (type, payload, status, attempts, max_attempts, last_error, run_after, finished_at)
-select 't_merge.' || (g % 4), jsonb_build_object('n', g), s.status, 1, 1, 'ValueError: n=' || g,
-    now() + case when g % 2 = 0 then interval '1 hour' else interval '-1 minute' end,
-    case when s.status in ('done', 'failed') then now() end
-from generate_series(1, 90) g,
-     lateral (select (array['failed', 'done', 'pending'])[g % 3 + 1] as status) s
-order by g
-"""
 
 
 def ids(conn: psycopg.Connection[Any], where: str) -> list[int]:
@@ -45,15 +36,6 @@ def pages(fetch: Any) -> list[int]:
 
 # A group of five behind its running head (four held, in jobs_type_status_id), and a waiting job: rows each
 # list reads from an index of its own (migration 0023).
-GROUPED = """
-insert into jobs (type, payload, status, group_key, run_after, locked_until)
-select 't_merge.' || (g % 2), jsonb_build_object('g', g), case when g = 0 then 'running' else 'pending' end, 'conv:1',
-    now() + case when g % 2 = 0 then interval '1 hour' else interval '-1 minute' end,
-    case when g = 0 then now() + interval '1 minute' end
-from generate_series(0, 5) g order by g;
-insert into jobs (type, payload, status, locked_until)
-values ('t_merge.9', '{}', 'waiting', null), ('t_merge.3', '{}', 'running', now() + interval '1 minute')
-"""
 STATUSES = ("failed", "done", "pending", "running", "waiting")
 
 

@@ -11,8 +11,7 @@ from crontick.admin.overview import store
 from crontick.db.queries import query
 from crontick.jobs.queue import STATUSES as JOB_STATUSES
 from tests.admin.api_support import insert_jobs
-from tests.admin.store_support import run
-from tests.admin.test_jobs_store_status_lists import GROUPED, MIXED
+from tests.admin.store_support import GROUPED, MIXED, run
 from tests.support.core_jobs import db_now, settings_for, tick
 
 
