@@ -1,4 +1,4 @@
-"""The Python side of examples/node/enqueue.mjs, for tests/http/test_node_enqueue.py: the job type a Node service enqueues."""
+"""The Python side of examples/node/enqueue.mjs, for tests/jobs/test_queue_from_node.py: the job type a Node service enqueues."""
 
 from __future__ import annotations
 

@@ -12,8 +12,8 @@ import psycopg
 import pytest
 
 from crontick.tick import retention
-from tests.retention.seed import expired_done_jobs, present, rows_to_keep_and_to_delete
 from tests.support.core_jobs import db_now, settings_for, tick
+from tests.tick.retention_seed import expired_done_jobs, present, rows_to_keep_and_to_delete
 
 BACKLOG = 1_000_000
 BUDGET_SECONDS = 2.0

@@ -207,7 +207,7 @@ def test_crontick_moves_into_an_app_with_its_own_jobs_and_bookings(
         database_url=url_of(app_database),
         cron_secret=TEST_SECRET,
         admin_secret=ADMIN_SECRET,
-        handler_modules=("tests.http.existing_app_handlers",),
+        handler_modules=("tests.app.existing_app_handlers",),
         reminder_source=SOURCE,
         reminder_channel="webhook",
         reminder_webhook_url=provider.url + "/hooks/reminders",

@@ -1,4 +1,5 @@
-"""Fixtures for the alert tests: a real HTTP server on 127.0.0.1 receiving the alerts."""
+"""Fixtures for the tick's tests: a real HTTP server on 127.0.0.1 receiving the alerts; retention's quiet period
+forgotten before each of retention's tests."""
 
 from __future__ import annotations
 
@@ -23,3 +24,10 @@ def receiver(receiver_server: Provider, monkeypatch: pytest.MonkeyPatch) -> Prov
     retention.reset()
     monkeypatch.setattr(upkeep, "_last_finished_at", None)  # this process has not ticked: silences are checked
     return receiver_server
+
+
+@pytest.fixture(autouse=True)
+def retention_not_quiet(request: pytest.FixtureRequest) -> None:
+    """Each test of crontick.tick.retention starts with retention's per-process quiet period forgotten."""
+    if request.path.name.startswith("test_retention"):
+        retention.reset()

@@ -14,8 +14,8 @@ from werkzeug import Response
 
 from crontick import db
 from crontick.tick.pipeline import run_tick
-from tests.alerts.support import ALERT_PATH, ALERT_SECRET, alerts, received_alerts, verified
 from tests.support.reminders import NOW, Provider, Received, add_bookings, make_settings, settings_values, tick
+from tests.tick.alerts_support import ALERT_PATH, ALERT_SECRET, alerts, received_alerts, verified
 
 
 def reminder_settings(url: str, receiver: Provider, channel: str = "webhook") -> Any:

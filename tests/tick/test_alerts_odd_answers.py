@@ -9,13 +9,13 @@ import pytest
 from werkzeug import Response
 
 import crontick
-from tests.alerts.support import alert_settings, alerts, received_alerts, tick_ok
 from tests.support import (
     bombs,
     core_jobs,  # noqa: F401  (registers the t_core.* job types)
 )
 from tests.support.http_checks import LiveApp
 from tests.support.reminders import Provider, Received
+from tests.tick.alerts_support import alert_settings, alerts, received_alerts, tick_ok
 
 REFUSED = "expected an answer with no Content-Encoding or one layer of gzip or deflate, got: 'gzip, gzip'"
 

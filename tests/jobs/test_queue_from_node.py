@@ -26,7 +26,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from crontick.settings import Settings
-from tests.http import node_enqueue_handlers
+from tests.jobs import node_enqueue_handlers
 from tests.support.constants import ROOT, TEST_SECRET
 from tests.support.databases import url_of
 
@@ -165,7 +165,7 @@ def test_a_node_service_enqueues_in_its_own_transaction_and_a_tick_runs_it_once(
     settings = Settings(
         database_url=url_of(url),
         cron_secret=TEST_SECRET,
-        handler_modules=("tests.http.node_enqueue_handlers",),
+        handler_modules=("tests.jobs.node_enqueue_handlers",),
     )
     auth = {"Authorization": f"Bearer {TEST_SECRET}"}
     with live_app(settings) as base:

@@ -1,4 +1,4 @@
-"""The host app's own job handler for tests/http/test_existing_app.py: each run adds a row to the app's own table."""
+"""The host app's own job handler for tests/app/test_existing_app.py: each run adds a row to the app's own table."""
 
 from __future__ import annotations
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -12,10 +11,10 @@ import pytest
 
 from crontick import aws
 from crontick.errors import ConfigError
-from tests.deploy.jobs import BATCH_SIZE, counts, seed
-from tests.support.constants import TEST_SECRET
+from tests.support.constants import ROOT, TEST_SECRET
+from tests.support.noop_jobs import BATCH_SIZE, counts, seed
 
-EVENTS = Path(__file__).parent / "events"
+EVENTS = ROOT / "tests" / "deploy" / "events"  # the events AWS sends, shared with the admin's Lambda tests
 
 
 def event(name: str, secret: str = TEST_SECRET) -> dict[str, Any]:

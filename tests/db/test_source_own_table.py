@@ -28,12 +28,12 @@ from crontick.errors import ConfigError
 from crontick.reminders import send
 from crontick.settings import Settings
 from crontick.tick.pipeline import run_tick
-from tests.reminders.tick_worker import Workers
 from tests.support.admin_pages import ADMIN_SECRET
 from tests.support.constants import TEST_SECRET
 from tests.support.reminders import NOW, Provider, Received, fail_first, ok, settings_for, settings_values, tick
 from tests.support.run_cli import cli_env
 from tests.support.run_cli import crontick as run_crontick
+from tests.support.tick_worker import Workers
 from tests.support.wire import traced
 
 SOURCE = "public.appointments_for_crontick"

@@ -10,10 +10,10 @@ from werkzeug import Response
 
 import crontick
 from crontick.tick import alerts as alerts_module
-from tests.alerts.support import alert_settings, alerts, make_alerts_due, received_alerts, tick_ok, verified
 from tests.support import core_jobs  # noqa: F401  (registers the t_core.* job types)
 from tests.support.http_checks import LiveApp
 from tests.support.reminders import Provider, Received
+from tests.tick.alerts_support import alert_settings, alerts, make_alerts_due, received_alerts, tick_ok, verified
 
 
 def make_due(conn: psycopg.Connection[Any]) -> None:

@@ -17,9 +17,9 @@ from werkzeug import Response
 from crontick import db
 from crontick.reminders import send
 from crontick.tick.pipeline import run_tick
-from tests.reminders.tick_worker import Workers
 from tests.support.core_jobs import wait_for
 from tests.support.reminders import NOW, Provider, Received, add_due, ok, sends, settings_for, settings_values, tick
+from tests.support.tick_worker import Workers
 
 PROCESS_TIMEOUT_SECONDS = 60
 

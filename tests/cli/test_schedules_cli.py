@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.run_cli import cli_env, crontick, crontick_many
 
-HANDLERS = "tests.schedules.cli_schedules"
+HANDLERS = "tests.cli.cli_schedules"
 
 
 def test_window_json_shows_a_dst_week_without_a_database() -> None:
@@ -81,7 +81,7 @@ def test_window_errors_are_one_clear_line() -> None:
         "2026-03-28T01:30:00Z",
         "2026-03-29T01:00:00Z",
     ]
-    env_broken = cli_env(None, CRONTICK_HANDLERS="tests.schedules.broken_schedule")
+    env_broken = cli_env(None, CRONTICK_HANDLERS="tests.cli.broken_schedule")
     bad = crontick("schedules", "--from", "2026-03-28", "--until", "2026-03-30", env=env_broken)
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1
     assert bad.stderr.startswith(

@@ -29,7 +29,7 @@ def served(database_url: str, tmp_path: Path) -> Iterator[tuple[str, Path]]:
         "DATABASE_URL": url_of(database_url),
         "CRON_SECRET": TEST_SECRET,
         "TWILIO_AUTH_TOKEN": TWILIO_TOKEN,
-        "CRONTICK_HANDLERS": "tests.kick.serve_handlers",
+        "CRONTICK_HANDLERS": "tests.hooks.serve_handlers",
         "CRONTICK_PUBLIC_URL": "https://app.example.com",
         "T_KICK_LOG": str(log),
         "PYTHONPATH": PYTHONPATH,

@@ -12,10 +12,10 @@ from werkzeug import Response
 
 import crontick
 from crontick.tick import alerts
-from tests.alerts.support import ALERT_PATH, alert_settings, received_alerts, verified
-from tests.alerts.support import alerts as alert_rows
 from tests.support.http_checks import AUTH, TICK, LiveApp
 from tests.support.reminders import Provider, Received
+from tests.tick.alerts_support import ALERT_PATH, alert_settings, received_alerts, verified
+from tests.tick.alerts_support import alerts as alert_rows
 
 EVIL = (
     "@channel <!here> @everyone urgent: sign in again at https://evil.example/login?next=%2F or "
