@@ -3,7 +3,7 @@ redirect whose Location comes from the Host header, and the root of a mount answ
 
 Over real HTTP (uvicorn) with a forged Host: the plain app, `uvicorn --root-path /ops` behind a proxy that strips
 the prefix, and the app mounted in a Starlette and in a FastAPI host app (the Django mount:
-tests/django/test_django_project.py).
+tests/django/test_asgi_example_project.py).
 """
 
 from __future__ import annotations
