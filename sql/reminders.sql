@@ -3,7 +3,7 @@
 -- claimed by inserting its row before any provider is called, and only the inserting tick sends.
 
 -- name: reminder_claim_due
--- crontick.reminders.send_due, once per tick: claim up to a batch of reminders in ONE statement,
+-- crontick.reminders.send.send_due, once per tick: claim up to a batch of reminders in ONE statement,
 -- however many are due (the tick's statement count stays constant).
 -- The bookings are read from the reminder source ({reminder_source}: CRONTICK_REMINDER_SOURCE,
 -- default crontick's own bookings), which may be the user's own table or view: it is only read,
@@ -78,7 +78,7 @@ with src as not materialized (
     where r.id = o.id
     returning r.*, o.customer_name, o.email, o.phone, o.starts_at, o.time_zone, o.language
 ), settled_alerts as (
-    -- crontick.alerts: a reminder settled here as a final 'failed' or 'unknown' raises its alert
+    -- crontick.tick.alerts: a reminder settled here as a final 'failed' or 'unknown' raises its alert
     -- in this statement (an outbox), once per reminder outcome. Kept short: this statement must
     -- stay under psycopg's 4 KiB parse-cache limit.
     insert into {schema}.crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
@@ -134,7 +134,7 @@ select * from settled
 order by starts_at, id;
 
 -- name: reminder_record_outcomes
--- crontick.reminders.send_due, once per tick after the sends: every outcome in ONE statement.
+-- crontick.reminders.send.send_due, once per tick after the sends: every outcome in ONE statement.
 -- Fenced: a row changes only while it is still 'sending' the attempt this tick claimed, so a
 -- tick that outlived its lease changes nothing once another tick has taken the row over.
 -- `mine` locks those rows with SKIP LOCKED: a row another tick has locked is being taken over,
@@ -176,7 +176,7 @@ with outcome as (
     where r.id = m.id and not m.unclaim
     returning r.id, r.booking_id, r.kind, r.channel, r.status, r.attempts, r.next_attempt_at, r.last_error
 ), alerted as (
-    -- crontick.alerts: an outcome written as a final 'failed' (no retry due) or 'unknown' raises
+    -- crontick.tick.alerts: an outcome written as a final 'failed' (no retry due) or 'unknown' raises
     -- its alert in this statement (an outbox), once per reminder outcome.
     insert into {schema}.crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
     select 'reminder_' || w.status, 'reminder:' || w.booking_id || ':' || w.kind, %(now)s,

@@ -1,14 +1,64 @@
-"""Fixtures for the tick's tests: a real HTTP server on 127.0.0.1 receiving the alerts; retention's quiet period
-forgotten before each of retention's tests."""
+"""Fixtures for the tick's tests: run one duty on a real connection, given its part of the probe's answer; a real
+HTTP server on 127.0.0.1 receiving the alerts; retention's quiet period forgotten before each backlog test."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Mapping
+from datetime import datetime
+from typing import Any
 
+import psycopg
 import pytest
 
-from crontick.tick import retention, upkeep
+from crontick.settings import Settings
+from crontick.tick import pacing, retention
+from crontick.tick.duty import Duty, Tick
+from crontick.tick.pacing import Pacing
 from tests.support.reminders import Provider, recording_server
+from tests.support.wire import traced
+from tests.tick.support import DutyRun, settings_for
+
+RETENTION_BACKLOG_TESTS = frozenset({"test_retention.py", "test_retention_growth.py"})
+
+
+@pytest.fixture
+def duty_run(database_url: str) -> DutyRun:
+    """duty_run(duty, answer, ...): what the duty counted, its tick, and the named statements it sent.
+
+    `answer`: the probe's answer by duty name (the duty reads its own part). The tick's `now` is the
+    database's unless given; `seconds_left` of budget (negative: out of time); other keywords set
+    attributes of the tick (send_reminders, jobs).
+    """
+
+    def run(
+        duty: Duty,
+        answer: Mapping[str, Mapping[str, Any]],
+        *,
+        settings: Settings | None = None,
+        now: datetime | None = None,
+        pacing: Pacing | None = None,
+        seconds_left: float = 30.0,
+        **attrs: Any,
+    ) -> tuple[Any, Tick, list[str]]:
+        s = settings or settings_for(database_url)
+        clock = time.monotonic
+        tick = Tick(None, s, pacing or Pacing(), clock, clock() + seconds_left, now)  # type: ignore[arg-type]
+        tick.answer = answer
+        for name, value in attrs.items():
+            setattr(tick, name, value)
+        if tick.now is None:
+            with psycopg.connect(database_url) as conn:
+                tick.now = conn.execute("select now()").fetchone()[0]  # type: ignore[index]
+
+        async def go(conn: psycopg.AsyncConnection[Any]) -> Any:
+            tick.conn = conn
+            return await duty.run(tick)
+
+        counts, statements = traced(database_url, go)
+        return counts, tick, statements
+
+    return run
 
 
 @pytest.fixture(scope="session")
@@ -22,12 +72,12 @@ def receiver_server() -> Iterator[Provider]:
 def receiver(receiver_server: Provider, monkeypatch: pytest.MonkeyPatch) -> Provider:
     receiver_server.reset()
     retention.reset()
-    monkeypatch.setattr(upkeep, "_last_finished_at", None)  # this process has not ticked: silences are checked
+    monkeypatch.setattr(pacing.PROCESS, "last_finished_at", None)  # this process has not ticked: silences are checked
     return receiver_server
 
 
 @pytest.fixture(autouse=True)
 def retention_not_quiet(request: pytest.FixtureRequest) -> None:
-    """Each test of crontick.tick.retention starts with retention's per-process quiet period forgotten."""
-    if request.path.name.startswith("test_retention"):
+    """Each test of retention over a real backlog starts with retention's per-process quiet period forgotten."""
+    if request.path.name in RETENTION_BACKLOG_TESTS:
         retention.reset()

@@ -15,10 +15,12 @@ from psycopg.rows import kwargs_row
 
 from crontick import logs
 from crontick import retry as backoff
+from crontick.channels import registry, wire
+from crontick.channels.message import Channel, Delivered, Message
 from crontick.db import query
 from crontick.db import source as reminder_source
 from crontick.errors import ConfigError, PermanentError
-from crontick.reminders import delivery, templates
+from crontick.reminders import templates
 from crontick.reminders.window import ReminderCounts, reminder_windows
 from crontick.settings import Settings
 from crontick.text import describe, scrub, storable
@@ -84,7 +86,7 @@ async def send_due(
     began = clock()
     if began >= deadline:
         return ReminderCounts(more=True)
-    channels = {name: delivery.channel(name, settings) for name in settings.reminder_channels}
+    channels = {name: registry.channel(name, settings) for name in settings.reminder_channels}
     claimed, lost_race = await claim(conn, settings, now)
     to_send = [c for c in claimed if c.status == "sending"]
     outcomes = await send_all(to_send, channels, settings, now=now, deadline=deadline, clock=clock)
@@ -107,7 +109,7 @@ async def claim(conn: psycopg.AsyncConnection[Any], settings: Settings, now: dat
         # The widest window's end (the longest lead: leads come longest first), as an index range.
         "window_end": now + settings.reminder_leads[0][1],
         "channels": list(settings.reminder_channels),
-        "idempotent": sorted(delivery.IDEMPOTENT_CHANNELS),
+        "idempotent": sorted(registry.IDEMPOTENT_CHANNELS),
         "max_attempts": MAX_ATTEMPTS,
     }
     cur = conn.cursor(row_factory=kwargs_row(_claimed))
@@ -152,7 +154,7 @@ def _claimed(**row: Any) -> Claimed | None:
 
 async def send_all(
     claimed: Sequence[Claimed],
-    channels: Mapping[str, delivery.Channel],
+    channels: Mapping[str, Channel],
     settings: Settings,
     *,
     now: datetime,
@@ -170,7 +172,7 @@ async def send_all(
             if remaining <= 0:
                 return Outcome(c.id, c.attempts, "released")
             result = await attempt(c, channels, settings, remaining)
-        if isinstance(result, delivery.Delivered):
+        if isinstance(result, Delivered):
             # The id is the provider's text: made storable first, like every error.
             pid = result.provider_message_id
             stored_id = None if pid is None else storable(pid, PROVIDER_ID_MAX_CHARS)
@@ -184,12 +186,12 @@ async def send_all(
 
 
 async def attempt(
-    c: Claimed, channels: Mapping[str, delivery.Channel], settings: Settings, remaining: float
-) -> delivery.Delivered | Failure:
+    c: Claimed, channels: Mapping[str, Channel], settings: Settings, remaining: float
+) -> Delivered | Failure:
     """Render and send one reminder, turning every way it can end into Delivered or a Failure."""
     try:
         # A retry keeps the channel of its first attempt, which may since have left the configuration.
-        channel = channels.get(c.channel) or delivery.channel(c.channel, settings)
+        channel = channels.get(c.channel) or registry.channel(c.channel, settings)
         message = render(c, channel.name, settings)
     except ConfigError as exc:
         return Failure("permanent", f"booking {c.booking_id}: {exc}")
@@ -200,7 +202,7 @@ async def attempt(
         return await asyncio.wait_for(channel.send(message, timeout), remaining)
     except PermanentError as exc:
         return Failure("permanent", f"booking {c.booking_id}: {exc}")
-    except delivery.DeliveryFailed as exc:
+    except wire.DeliveryFailed as exc:
         return Failure("definite", f"booking {c.booking_id}: {exc}", exc.retry_after_seconds)
     except TimeoutError:
         return Failure(
@@ -220,7 +222,7 @@ def decide(c: Claimed, failure: Failure, finished: datetime, rand: float) -> Out
     When it is over, it is 'failed' only if no attempt may have delivered it, else 'unknown'.
     """
     ambiguous = failure.kind == "ambiguous"
-    if ambiguous and c.channel not in delivery.IDEMPOTENT_CHANNELS:
+    if ambiguous and c.channel not in registry.IDEMPOTENT_CHANNELS:
         error = f"{failure.error}; not resent: the {c.channel} channel has no idempotency key"
         return Outcome(c.id, c.attempts, "unknown", None, error, ambiguous=True)
     permanent = failure.kind == "permanent"
@@ -251,7 +253,7 @@ async def record(conn: psycopg.AsyncConnection[Any], outcomes: Sequence[Outcome]
     return {row[0] for row in await cur.fetchall()}
 
 
-def render(c: Claimed, channel: str, settings: Settings) -> delivery.Message:
+def render(c: Claimed, channel: str, settings: Settings) -> Message:
     """The message for one reminder, its time shown in the booking's own time zone.
 
     "today"/"tomorrow" count from the reminder's first claim (created_at), not from this attempt, so
@@ -282,7 +284,7 @@ def render(c: Claimed, channel: str, settings: Settings) -> delivery.Message:
             "message": {"subject": subject, "text": text},
         },
     }
-    return delivery.Message(to=to or "", subject=subject, text=text, idempotency_key=c.idempotency_key, data=data)
+    return Message(to=to or "", subject=subject, text=text, idempotency_key=c.idempotency_key, data=data)
 
 
 def template_variables(

@@ -136,7 +136,7 @@ class Settings:
     schema: str = setting("CRONTICK_SCHEMA", CORE, DEFAULT_SCHEMA, check=variables.schema, doc="The schema that holds "
         "everything crontick creates (tables, functions, triggers); every statement names it. `public` keeps an "
         "install from before 0.2 where it is (see [Jobs](jobs.md#where-crontick-lives-its-own-schema)).")
-    # Reminders and delivery (crontick.reminders.send, crontick.reminders.delivery), and the built-in job types.
+    # Reminders and delivery (crontick.reminders.send, crontick.channels), and the built-in job types.
     reminder_channel: str = setting("CRONTICK_REMINDER_CHANNEL", REMINDERS, "console", check=variables.channels,
         doc="`console`, `email`, `sms`, `whatsapp` or `webhook`, or a fallback list such as `email,sms` (see "
         "[Reminders](reminders.md#channels)).")
