@@ -1,5 +1,6 @@
-"""The fixtures every test folder may use: a real PostgreSQL and a database per test, the live app, the
-log checks, the local OIDC issuer, the recording provider. Helpers live in tests/support/."""
+"""The fixtures every test folder may use: a real PostgreSQL and a database per test, the live app, a deploy
+host's environment, the log checks, the local OIDC issuer, the recording provider; and the markers of each
+test's kind. Helpers live in tests/support/."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from crontick import db
-from tests.support import databases
+from tests.support import databases, kinds
 from tests.support.constants import ROOT, TEST_SECRET
 from tests.support.credentials import OidcIssuer
 from tests.support.databases import fresh_database, url_of
@@ -68,6 +69,24 @@ def live_app() -> Callable[..., Any]:
     from crontick.app import create_app
 
     return lambda settings: serve(create_app(settings))
+
+
+@pytest.fixture
+def host_env(database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The environment a Vercel project or Lambda function sets; the app reads it when first used (the tests of
+    crontick.aws, crontick.vercel and tests/deploy). Importing noop_jobs registers the no-op job type."""
+    from tests.support import noop_jobs
+
+    for name in (
+        "QSTASH_CURRENT_SIGNING_KEY",
+        "CRONTICK_GITHUB_OIDC_REPOSITORY",
+        "CRONTICK_PUBLIC_URL",
+        "CRONTICK_HANDLERS",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DATABASE_URL", url_of(database_url))
+    monkeypatch.setenv("CRON_SECRET", TEST_SECRET)
+    monkeypatch.setenv("CRONTICK_BATCH_SIZE", str(noop_jobs.BATCH_SIZE))
 
 
 @pytest.fixture(scope="session")
@@ -137,3 +156,8 @@ def provider_server() -> Iterator[Provider]:
 def provider(provider_server: Provider) -> Provider:
     provider_server.reset()
     return provider_server
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks each test db, http, process or pure (tests/support/kinds.py); `slow` is marked by hand."""
+    kinds.mark(items)

@@ -15,8 +15,8 @@ import psycopg
 import pytest
 
 from crontick.settings import DEFAULT_TIME_BUDGET_SECONDS
-from tests.deploy.jobs import BATCH_SIZE, counts, seed
 from tests.support.constants import ROOT, TEST_SECRET
+from tests.support.noop_jobs import BATCH_SIZE, counts, seed
 from tests.support.servers import serve
 from tests.support.vercel import fresh_app, load_vercel_function
 

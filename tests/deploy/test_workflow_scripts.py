@@ -21,9 +21,9 @@ import crontick
 from crontick.app import create_app
 from crontick.settings import Settings
 from tests.deploy import workflows
-from tests.deploy.jobs import BATCH_SIZE, NOOP, counts, seed
 from tests.support.constants import TEST_SECRET
 from tests.support.credentials import REPOSITORY, OidcIssuer
+from tests.support.noop_jobs import BATCH_SIZE, NOOP, counts, seed
 from tests.support.servers import free_port, serve
 
 WORKFLOW_FILES = sorted(p.name for p in workflows.WORKFLOWS.glob("*.yml"))

@@ -35,7 +35,7 @@ def fresh_database(admin_url: str, template: str) -> Iterator[str]:
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'create database "{name}" template "{template}"')
         # For the tests' own SQL only (`select … from jobs`): crontick's statements name their schema,
-        # which tests/unit/test_schema_names.py checks, and tests/http/test_existing_app.py proves
+        # which tests/db/test_schema_names.py checks, and tests/app/test_existing_app.py proves
         # against a database with no search_path and tables of its own named jobs and bookings.
         conn.execute(f'alter database "{name}" set search_path = crontick, public')
     try:

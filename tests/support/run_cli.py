@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tests.support.constants import PYTHONPATH, ROOT
@@ -45,3 +46,26 @@ def crontick_many(
         out, err = proc.communicate(timeout=timeout)
         results.append(subprocess.CompletedProcess([str(CRONTICK), *command], proc.returncode, out, err))
     return results
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], *fragments: str) -> str:
+    """A failed command: non-zero exit, one `crontick: error: …` line on stderr, no traceback."""
+    assert result.returncode != 0, result.stdout
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("crontick: error: ")
+    for fragment in fragments:
+        assert fragment in lines[0]
+    return lines[0]
+
+
+def until_the_admin_line(proc: subprocess.Popen[str], seconds: float) -> str:
+    """What `crontick dev` printed until its "admin dashboard is at" line (it is serving then)."""
+    assert proc.stdout is not None
+    deadline = time.monotonic() + seconds
+    lines: list[str] = []
+    while not any("admin dashboard is at" in line for line in lines):
+        assert time.monotonic() < deadline and proc.poll() is None, (lines, proc.poll())
+        lines.append(proc.stdout.readline())
+    return "".join(lines)

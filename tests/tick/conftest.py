@@ -1,9 +1,10 @@
-"""Fixtures for the tick's duty tests: run one duty on a real connection, given its part of the probe's answer."""
+"""Fixtures for the tick's tests: run one duty on a real connection, given its part of the probe's answer; a real
+HTTP server on 127.0.0.1 receiving the alerts; retention's quiet period forgotten before each backlog test."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -11,10 +12,14 @@ import psycopg
 import pytest
 
 from crontick.settings import Settings
+from crontick.tick import pacing, retention
 from crontick.tick.duty import Duty, Tick
 from crontick.tick.pacing import Pacing
+from tests.support.reminders import Provider, recording_server
 from tests.support.wire import traced
 from tests.tick.support import DutyRun, settings_for
+
+RETENTION_BACKLOG_TESTS = frozenset({"test_retention.py", "test_retention_growth.py"})
 
 
 @pytest.fixture
@@ -54,3 +59,25 @@ def duty_run(database_url: str) -> DutyRun:
         return counts, tick, statements
 
     return run
+
+
+@pytest.fixture(scope="session")
+def receiver_server() -> Iterator[Provider]:
+    """A recording server of its own for the session (not the reminders' provider); each test gets it reset."""
+    with recording_server() as server:
+        yield server
+
+
+@pytest.fixture
+def receiver(receiver_server: Provider, monkeypatch: pytest.MonkeyPatch) -> Provider:
+    receiver_server.reset()
+    retention.reset()
+    monkeypatch.setattr(pacing.PROCESS, "last_finished_at", None)  # this process has not ticked: silences are checked
+    return receiver_server
+
+
+@pytest.fixture(autouse=True)
+def retention_not_quiet(request: pytest.FixtureRequest) -> None:
+    """Each test of retention over a real backlog starts with retention's per-process quiet period forgotten."""
+    if request.path.name in RETENTION_BACKLOG_TESTS:
+        retention.reset()

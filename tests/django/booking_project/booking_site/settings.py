@@ -1,4 +1,4 @@
-"""A small multi-app booking project (tests/django/test_booking_project.py): salon's three tables, a view
+"""A small multi-app booking project (tests/django/test_*_booking_project.py): salon's three tables, a view
 over them in another app as crontick's reminder source, and i18n_patterns in the URLconf.
 
 REMINDER_VIEW_APP picks the label of the app that creates the view: `aviews` migrates before

@@ -1,0 +1,33 @@
+"""`crontick dev` on a bare machine: Ctrl-C stops the embedded PostgreSQL it started, and `crontick dev --stop` then
+says none is left."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from pathlib import Path
+
+from tests.support.run_cli import CRONTICK, cli_env, until_the_admin_line
+from tests.support.servers import free_port
+
+
+def test_ctrl_c_stops_the_embedded_postgresql_and_dev_stop_says_none_is_left(tmp_path: Path) -> None:
+    env = cli_env(None, PORT=str(free_port()))
+    proc = subprocess.Popen(
+        [str(CRONTICK), "dev"], env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    pid_file = tmp_path / ".crontick" / "pgdata" / "postmaster.pid"
+    try:
+        until_the_admin_line(proc, 120)
+        assert pid_file.exists()
+        proc.send_signal(signal.SIGINT)  # Ctrl-C
+        proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not pid_file.exists(), "the embedded PostgreSQL is still running"
+    again = subprocess.run(
+        [str(CRONTICK), "dev", "--stop"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert (again.returncode, again.stdout.strip()) == (0, "crontick dev: embedded PostgreSQL was not running")

@@ -1,0 +1,151 @@
+"""OpenTelemetry traces on the app's own tracer provider (the SDK with an in-memory exporter): a span per tick, a
+child per job run linked to the span that enqueued it, a child per step, sleep and wait, and the trace id in the
+job's log lines (tests/tracing/test_tracing_off.py: without OpenTelemetry, crontick imports none of it)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+import crontick
+from crontick import logs, tracing
+from crontick.runtime import Runtime
+from tests.support.core_jobs import settings_for
+from tests.support.logs import LogLines
+
+_provider: Any = None
+_trace_module: Any = None
+
+
+@pytest.fixture(scope="module")
+def exporter() -> Iterator[Any]:
+    """The SDK's in-memory exporter on the global tracer provider, set once per process (OpenTelemetry allows one).
+
+    Afterwards `opentelemetry.trace` leaves sys.modules again, so the tests after these run as in an app that
+    does not trace (crontick looks for it there); the next module that needs it puts the same one back.
+    """
+    global _provider, _trace_module
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    if _trace_module is not None:
+        sys.modules["opentelemetry.trace"] = _trace_module
+    import opentelemetry.trace as trace
+
+    if _provider is None:
+        _provider = TracerProvider()
+        _provider.exporter = InMemorySpanExporter()
+        _provider.add_span_processor(SimpleSpanProcessor(_provider.exporter))
+        trace.set_tracer_provider(_provider)
+        _trace_module = trace
+    try:
+        yield _provider.exporter
+    finally:
+        sys.modules.pop("opentelemetry.trace", None)
+        tracing._tracer = None
+
+
+@pytest.fixture
+def spans(exporter: Any) -> Any:
+    exporter.clear()
+    return exporter
+
+
+@crontick.handler("t_trace.steps")
+async def with_steps(payload: Any, job: crontick.Job) -> None:
+    await job.step("fetch", lambda: {"n": 1})
+    logs.warning("t_trace_note")
+    await job.sleep("nap", 600)
+
+
+@crontick.handler("t_trace.sync_steps")
+def sync_steps(payload: Any, job: crontick.Job) -> None:
+    job.step("fetch", lambda: 2)
+    job.wait_for("reply", f"reply:{job.id}", timeout_seconds=60)
+
+
+@crontick.handler("t_trace.fails")
+def fails(payload: Any, job: crontick.Job) -> None:
+    raise ValueError(f"no luck on attempt {job.attempt}")
+
+
+def _tick(database_url: str) -> None:
+    async def go() -> None:
+        runtime = Runtime(settings_for(database_url))
+        try:
+            await runtime.run(source="test")
+        finally:
+            await runtime.close()
+
+    asyncio.run(go())
+
+
+def _by_name(finished: Any) -> dict[str, Any]:
+    return {s.name: s for s in finished}
+
+
+def test_a_job_span_is_a_child_of_the_tick_linked_to_its_enqueuer_with_a_child_per_step(
+    database_url: str, conn: psycopg.Connection[Any], spans: Any, crontick_log: LogLines
+) -> None:
+    from opentelemetry import trace
+
+    with trace.get_tracer("app").start_as_current_span("POST /orders") as request:
+        job_id = crontick.enqueue(conn, "t_trace.steps", {})
+    _tick(database_url)
+    got = _by_name(spans.get_finished_spans())
+    tick, job, step, nap = (
+        got[n] for n in ("crontick tick", "crontick job t_trace.steps", "crontick step fetch", "crontick sleep nap")
+    )
+    assert job.parent.span_id == tick.context.span_id and job.context.trace_id == tick.context.trace_id
+    assert job.kind == trace.SpanKind.CONSUMER
+    assert [link.context.span_id for link in job.links] == [request.get_span_context().span_id]
+    assert [link.context.trace_id for link in job.links] == [request.get_span_context().trace_id]
+    assert {k: job.attributes[k] for k in ("crontick.job.id", "crontick.job.type", "crontick.job.attempt")} == {
+        "crontick.job.id": job_id, "crontick.job.type": "t_trace.steps", "crontick.job.attempt": 1,
+    }  # fmt: skip
+    assert job.attributes["crontick.job.outcome"] == "parked"
+    assert step.parent.span_id == job.context.span_id and nap.parent.span_id == job.context.span_id
+    assert nap.attributes["crontick.step.parked"] is True
+    assert tick.attributes["crontick.jobs.claimed"] == 1 and tick.attributes["crontick.tick.source"] == "test"
+    note = next(json.loads(line) for line in crontick_log.lines if '"t_trace_note"' in line)
+    assert note["trace_id"] == f"{job.context.trace_id:032x}" and note["job_id"] == job_id
+
+
+def test_a_sync_handlers_steps_are_children_of_its_span_in_the_worker_thread(
+    database_url: str, conn: psycopg.Connection[Any], spans: Any
+) -> None:
+    crontick.enqueue(conn, "t_trace.sync_steps", {})  # outside any span: no link
+    _tick(database_url)
+    got = _by_name(spans.get_finished_spans())
+    job = got["crontick job t_trace.sync_steps"]
+    assert got["crontick step fetch"].parent.span_id == job.context.span_id
+    assert got["crontick wait reply"].parent.span_id == job.context.span_id
+    assert list(job.links) == [] and job.attributes["crontick.job.outcome"] == "parked"
+
+
+def test_a_failed_attempt_is_an_error_and_the_retry_a_new_trace_linked_to_the_same_enqueuer(
+    database_url: str, conn: psycopg.Connection[Any], spans: Any
+) -> None:
+    from opentelemetry import trace
+
+    with trace.get_tracer("app").start_as_current_span("POST /import") as request:
+        job_id = crontick.enqueue(conn, "t_trace.fails", {})
+    _tick(database_url)
+    conn.execute("update jobs set run_after = now() where id = %(id)s", {"id": job_id})
+    _tick(database_url)
+    runs = [s for s in spans.get_finished_spans() if s.name == "crontick job t_trace.fails"]
+    assert [s.attributes["crontick.job.attempt"] for s in runs] == [1, 2]
+    assert runs[0].context.trace_id != runs[1].context.trace_id  # each tick is a trace of its own
+    for run in runs:
+        assert run.status.status_code == trace.StatusCode.ERROR
+        assert run.attributes["crontick.job.outcome"] == "failed"
+        assert [link.context.span_id for link in run.links] == [request.get_span_context().span_id]
+        [event] = run.events
+        assert event.name == "exception" and "no luck on attempt" in event.attributes["exception.message"]
