@@ -27,7 +27,7 @@ def management() -> object:
     from django.conf import settings
 
     if not settings.configured:
-        settings.configure(INSTALLED_APPS=["crontick.django"], DATABASES={})
+        settings.configure(INSTALLED_APPS=[], DATABASES={})  # not crontick.django: its ready() registers a channel
         django.setup()
     from crontick.django import management as module
 
