@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from crontick.errors import ConfigError
-from crontick.settings import extra_secrets, source, variables
+from crontick.settings import extra_secrets, source, variables, wakeups
 from crontick.settings.extra_secrets import declare_secret
 from crontick.settings.variables import (
     ADMIN,
@@ -91,10 +91,6 @@ __all__ = [
 ]
 
 
-def _lease_after_budget(env: Mapping[str, str], got: Mapping[str, Any]) -> float:
-    return float(got["time_budget_seconds"]) + LEASE_MARGIN_SECONDS
-
-
 def _kick_for_host(env: Mapping[str, str], got: Mapping[str, Any]) -> str:
     """http on AWS Lambda (it freezes once the handler returns), else inline (a long-running server,
     and Vercel, which waits for an ASGI app's background work)."""
@@ -105,7 +101,7 @@ _TWILIO = ("sms", "whatsapp")
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(wakeups.WakeupSettings):
     """crontick's configuration: one field per row of the table of variables (see the module docstring)."""
 
     # fmt: off
@@ -122,7 +118,7 @@ class Settings:
         minimum=0.1, maximum=MAX_TIME_BUDGET_SECONDS, doc="Wall time after which a tick claims and starts nothing new "
         "and returns `more: true` (safe under a 10 s function limit).")
     lease_seconds: float = setting("CRONTICK_LEASE_SECONDS", CORE, DEFAULT_TIME_BUDGET_SECONDS + LEASE_MARGIN_SECONDS,
-        minimum=1.0, derive=_lease_after_budget, shown=f"budget + {LEASE_MARGIN_SECONDS:g} "
+        minimum=1.0, derive=variables.lease_after_budget, shown=f"budget + {LEASE_MARGIN_SECONDS:g} "
         f"(`{DEFAULT_TIME_BUDGET_SECONDS + LEASE_MARGIN_SECONDS:g}`)", doc="How long a claimed job may stay `running` "
         "before a later tick rescues it. Must exceed the time budget.")
     concurrency: int = setting("CRONTICK_CONCURRENCY", CORE, DEFAULT_CONCURRENCY, minimum=1, maximum=MAX_CONCURRENCY,
@@ -273,7 +269,9 @@ class Settings:
 
     @property
     def auth_configured(self) -> bool:
-        return bool(self.cron_secret or self.qstash_current_signing_key or self.github_oidc_repository)
+        return bool(
+            self.cron_secret or self.qstash_current_signing_key or self.github_oidc_repository or self.google_on
+        )
 
     @property
     def reminder_channels(self) -> tuple[str, ...]:
@@ -377,6 +375,7 @@ def _check(s: Settings, env: Mapping[str, str]) -> None:
             "CRONTICK_GITHUB_OIDC_AUDIENCE: expected the audience your workflow requests (e.g. your app's URL) "
             "because CRONTICK_GITHUB_OIDC_REPOSITORY is set, got: nothing"
         )
+    wakeups.check(s)
     for channel in s.reminder_channels:  # rather than on the first send at 3 a.m.
         require_channel(s, channel)
     for name, role, value in (("CRONTICK_ADMIN_SECRET", "admin", s.admin_secret),

@@ -53,6 +53,8 @@ DEFAULT_KEEP_DONE_DAYS = 7.0
 DEFAULT_KEEP_FAILED_DAYS = 30.0
 # Prompt start (crontick.hooks.kick): the kick modes; the default is chosen per host (Settings.kick).
 KICK_MODES = ("off", "inline", "http")
+# Precise wake-ups (crontick.wakers): the providers CRONTICK_WAKER names (crontick.settings.wakeups).
+WAKERS = ("none", "qstash", "eventbridge", "cloudtasks", "vercel-queue")
 _KIND = re.compile(r"^([1-9][0-9]*)([mhd])$")
 _KIND_UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400}
 
@@ -68,7 +70,8 @@ SCHEDULER_AUTH = "Scheduler authentication"
 ADMIN = "Admin"
 HOOKS = "Inbound webhooks and prompt start"
 MONITORING = "Monitoring"
-GROUPS = (CORE, SCHEDULES, REMINDERS, SCHEDULER_AUTH, ADMIN, HOOKS, MONITORING)
+WAKEUPS = "Precise wake-ups"
+GROUPS = (CORE, SCHEDULES, REMINDERS, SCHEDULER_AUTH, ADMIN, HOOKS, MONITORING, WAKEUPS)
 
 # The key of a Settings field's metadata that holds its row.
 ROW = "crontick.variable"
@@ -238,6 +241,11 @@ PARSERS: dict[str, Callable[[Variable, str], Any]] = {
 }
 
 
+def lease_after_budget(env: Mapping[str, str], got: Mapping[str, Any]) -> float:
+    """CRONTICK_LEASE_SECONDS' default: the time budget plus LEASE_MARGIN_SECONDS."""
+    return float(got["time_budget_seconds"]) + LEASE_MARGIN_SECONDS
+
+
 # The checks rows name: each gets the row and a parsed value, and returns the value to keep.
 def database_url(row: Variable, url: str) -> str:
     """DATABASE_URL, its syntax checked now (no connection is made) so a typo fails at startup."""
@@ -264,6 +272,11 @@ def http_url(row: Variable, value: str) -> str:
     if parts.scheme not in ("https", "http") or not parts.netloc:
         raise ConfigError(f"{row.name}: expected an http:// or https:// URL, got: {value!r}")
     return value
+
+
+def http_url_base(row: Variable, value: str) -> str:
+    """An http(s) base URL, without its trailing slash (paths are appended to it)."""
+    return http_url(row, value).rstrip("/")
 
 
 def alert_url(row: Variable, value: str) -> str:
@@ -332,6 +345,13 @@ def kick_mode(row: Variable, value: str) -> str:
     value = value.lower()
     if value not in KICK_MODES:
         raise ConfigError(f"{row.name}: expected one of {', '.join(KICK_MODES)}, got: {value!r}")
+    return value
+
+
+def waker(row: Variable, value: str) -> str:
+    value = value.lower()
+    if value not in WAKERS:
+        raise ConfigError(f"{row.name}: expected one of {', '.join(WAKERS)}, got: {value!r}")
     return value
 
 
