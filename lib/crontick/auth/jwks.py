@@ -60,18 +60,20 @@ def _lock() -> asyncio.Lock:
     return lock
 
 
-async def signing_key(issuer: str, kid: str) -> Any:
-    """The public key for `kid`; fetches `<issuer>/.well-known/jwks` only when allowed (see the module constants)."""
-    state = _state.setdefault(issuer, _IssuerState())
+async def signing_key(issuer: str, kid: str, jwks_url: str | None = None) -> Any:
+    """The public key for `kid`; fetches the issuer's key set (`jwks_url`, default `<issuer>/.well-known/jwks`)
+    only when allowed (see the module constants)."""
+    url = jwks_url or f"{issuer}/.well-known/jwks"
+    state = _state.setdefault(url, _IssuerState())
     if not _fresh_with(state, kid, time.monotonic()):
         async with _lock():  # whoever waited here finds the keys the first caller fetched
             now = time.monotonic()
             if not _fresh_with(state, kid, now) and now >= state.next_fetch_at:
-                await _refresh(issuer, state, now)
+                await _refresh(issuer, url, state, now)
     if state.keys is None:
         raise KeysUnavailable(f"no keys loaded yet; {state.last_error}")
     if not state.keys.has(kid):
-        raise KeysUnavailable(f"expected a key id published in {issuer}/.well-known/jwks, got: {kid[:80]!r}")
+        raise KeysUnavailable(f"expected a key id published in {url}, got: {kid[:80]!r}")
     return state.keys.jwks[kid].key  # possibly past its TTL: the last good keys beat refusing every tick
 
 
@@ -79,9 +81,9 @@ def _fresh_with(state: _IssuerState, kid: str, now: float) -> bool:
     return state.keys is not None and state.keys.has(kid) and now - state.keys.fetched_at <= TTL_SECONDS
 
 
-async def _refresh(issuer: str, state: _IssuerState, now: float) -> None:
+async def _refresh(issuer: str, url: str, state: _IssuerState, now: float) -> None:
     try:
-        state.keys = await _fetch(issuer)
+        state.keys = await _fetch(url)
     except KeysUnavailable as exc:
         state.failures += 1
         state.last_error = str(exc)
@@ -99,11 +101,10 @@ async def _refresh(issuer: str, state: _IssuerState, now: float) -> None:
     state.next_fetch_at = now + REFETCH_MIN_SECONDS
 
 
-async def _fetch(issuer: str) -> KeySet:
+async def _fetch(url: str) -> KeySet:
     import httpx
     import jwt
 
-    url = f"{issuer}/.well-known/jwks"
     try:
         # Read like every outbound answer: at most RESPONSE_MAX_BYTES, on the wire and decoded (a
         # key set is a few KB; one cut short fails to parse and the last good keys stay).

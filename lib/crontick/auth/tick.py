@@ -76,6 +76,10 @@ def _methods(settings: Settings) -> list[tuple[str, Check]]:
         methods.append(("github_oidc", check_github_oidc))
     if settings.qstash_current_signing_key:
         methods.append(("qstash", check_qstash))
+    if settings.google_on:
+        from crontick.auth import google  # only when configured; it builds on this module's helpers
+
+        methods.append(("google_oidc", google.check_google_oidc))
     return methods
 
 
@@ -288,19 +292,8 @@ async def check_github_oidc(creds: Credentials, settings: Settings, db: Database
     """An RS256 token from GitHub's issuer, for our audience, whose claims name an allowed repository."""
     import jwt
 
-    from crontick.auth import jwks  # only for GitHub OIDC, like jwt
-
     token = _jwt_bearer(creds)
-    try:
-        kid = jwt.get_unverified_header(token).get("kid")
-    except jwt.PyJWTError as exc:
-        raise Refused(_jwt_reason(exc)) from None
-    if not isinstance(kid, str) or not kid:
-        raise Refused("expected a kid in the token header, got none")
-    try:
-        key = await jwks.signing_key(settings.github_oidc_issuer, kid)
-    except jwks.KeysUnavailable as exc:
-        raise Refused(str(exc)) from None
+    key = await _published_key(token, settings.github_oidc_issuer)
     try:
         claims = jwt.decode(
             token,
@@ -315,6 +308,24 @@ async def check_github_oidc(creds: Credentials, settings: Settings, db: Database
         raise Refused(_jwt_reason(exc)) from None
     check_github_claims(claims, settings)
     await _use_jti(db, _namespaced_jti("github", claims), claims["exp"] + CLOCK_LEEWAY_SECONDS)
+
+
+async def _published_key(token: str, issuer: str, jwks_url: str | None = None) -> Any:
+    """The public key the token's header names (`kid`), from the issuer's published key set."""
+    import jwt
+
+    from crontick.auth import jwks  # only for the OIDC methods, like jwt
+
+    try:
+        kid = jwt.get_unverified_header(token).get("kid")
+    except jwt.PyJWTError as exc:
+        raise Refused(_jwt_reason(exc)) from None
+    if not isinstance(kid, str) or not kid:
+        raise Refused("expected a kid in the token header, got none")
+    try:
+        return await jwks.signing_key(issuer, kid, jwks_url)
+    except jwks.KeysUnavailable as exc:
+        raise Refused(str(exc)) from None
 
 
 def check_github_claims(claims: dict[str, Any], settings: Settings) -> None:
