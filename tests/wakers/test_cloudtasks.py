@@ -41,8 +41,8 @@ def test_the_task_is_named_by_its_instant_and_a_repeat_is_already_booked(issuer:
     with cloudtasks_front(issuer) as front:
         provider = CloudTasks(_settings(front.url, "https://app.example.com", issuer))
         instant = datetime(2031, 1, 1, 9, 0, 5, tzinfo=UTC)
-        first = asyncio.run(provider.book(instant, "crontick-abc-20310101T090005Z"))
-        again = asyncio.run(provider.book(instant, "crontick-abc-20310101T090005Z"))
+        first = asyncio.run(provider.book(instant, "crontick-abc-20310101T090005Z", datetime.now(UTC)))
+        again = asyncio.run(provider.book(instant, "crontick-abc-20310101T090005Z", datetime.now(UTC)))
     assert not first.duplicate and first.message_id == f"{QUEUE}/tasks/crontick-abc-20310101T090005Z"
     assert again.duplicate
     (task,) = front.created

@@ -37,8 +37,8 @@ def test_the_schedule_is_created_once_per_instant(endpoint: str) -> None:
     provider = EventBridge(_settings(endpoint))
     instant = (datetime.now(UTC) + timedelta(hours=2)).replace(second=0, microsecond=0)
     key = f"crontick-test-{instant:%Y%m%dT%H%M%SZ}"
-    first = asyncio.run(provider.book(instant, key))
-    again = asyncio.run(provider.book(instant, key))
+    first = asyncio.run(provider.book(instant, key, datetime.now(UTC)))
+    again = asyncio.run(provider.book(instant, key, datetime.now(UTC)))
     assert not first.duplicate and first.message_id and first.message_id.endswith(f"schedule/default/{key}")
     assert again.duplicate
     schedule = aws.client(endpoint, "scheduler").get_schedule(Name=key)

@@ -45,8 +45,9 @@ class Provider(Protocol):
     min_lead: timedelta  # the least time ahead of now it takes a booking (a past instant is refused)
     target: str  # what it calls (the tick URL, the Lambda ARN, the topic): part of each booking's key
 
-    async def book(self, instant: datetime, key: str) -> Booked:
-        """Book one call at `instant` (UTC, on the granularity) under `key`; WakerError when it fails."""
+    async def book(self, instant: datetime, key: str, now: datetime) -> Booked:
+        """Book one call at `instant` (UTC, on the granularity) under `key`; WakerError when it fails. `now` is
+        the database's clock, for a provider that takes a delay rather than an instant."""
         ...
 
 

@@ -95,7 +95,7 @@ async def book_next(
             return outcome._replace(status="already")
     except Exception as exc:
         return _failed(outcome._replace(status="failed", error=f"claim: {type(exc).__name__}: {exc}", retryable=True))
-    return await _call(conn, provider, settings, outcome)
+    return await _call(conn, provider, settings, outcome, now)
 
 
 async def _claim(conn: psycopg.AsyncConnection[Any], provider: Provider, instant: datetime) -> bool:
@@ -105,7 +105,7 @@ async def _claim(conn: psycopg.AsyncConnection[Any], provider: Provider, instant
 
 
 async def _call(
-    conn: psycopg.AsyncConnection[Any], provider: Provider, settings: Settings, outcome: WakeupOutcome
+    conn: psycopg.AsyncConnection[Any], provider: Provider, settings: Settings, outcome: WakeupOutcome, now: datetime
 ) -> WakeupOutcome:
     """The provider call of a claimed instant: on success nothing more (the claim said `booked`), on failure the
     error recorded, so the next tick claims the instant again."""
@@ -113,7 +113,7 @@ async def _call(
     assert instant is not None
     try:
         async with asyncio.timeout(settings.wakeup_timeout_seconds * TOTAL_TIMEOUT_FACTOR):
-            booked = await provider.book(instant, booking_key(provider, settings, instant))
+            booked = await provider.book(instant, booking_key(provider, settings, instant), now)
     except WakerError as exc:
         outcome = outcome._replace(status="failed", error=str(exc), retryable=exc.retryable)
     except TimeoutError:

@@ -60,7 +60,7 @@ class CloudTasks:
             }
         }
 
-    async def book(self, instant: datetime, key: str) -> Booked:
+    async def book(self, instant: datetime, key: str, now: datetime) -> Booked:
         headers = {"Authorization": f"Bearer {await self.access_token()}"}
         url = f"{self.api}/v2/{self.queue}/tasks"
         response = await send("POST", url, timeout=self.timeout, headers=headers, json=self.task(instant, key))

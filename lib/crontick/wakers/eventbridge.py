@@ -51,7 +51,7 @@ class EventBridge:
         }
         return f"{self.endpoint}/schedules/{key}", json.dumps(body).encode()
 
-    async def book(self, instant: datetime, key: str) -> Booked:
+    async def book(self, instant: datetime, key: str, now: datetime) -> Booked:
         url, body = self.request(instant, key)
         headers = sigv4.signed_headers(
             "POST", url, {"Content-Type": "application/json"}, body, region=self.region, service="scheduler",

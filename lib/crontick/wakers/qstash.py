@@ -30,7 +30,7 @@ class QStash:
         self.token = settings.qstash_token
         self.timeout = settings.wakeup_timeout_seconds
 
-    async def book(self, instant: datetime, key: str) -> Booked:
+    async def book(self, instant: datetime, key: str, now: datetime) -> Booked:
         headers = {
             "Authorization": f"Bearer {self.token}",
             "Content-Type": "application/json",
