@@ -11,9 +11,11 @@ create table {schema}.crontick_wakeups (
     status    text        not null default 'booked',
     attempts  int         not null default 1,
     booked_at timestamptz not null default pg_catalog.now(),  -- the last call's start, by the database's clock
-    failed_at timestamptz,
+    failed_at timestamptz,                                    -- the last failed call (kept once booked again)
     error     text,
     constraint crontick_wakeups_status_valid check (status in ('booked', 'failed')),
     constraint crontick_wakeups_error_short check (octet_length(error) <= 2000)
 );
 alter table {schema}.crontick_wakeups enable row level security;
+-- Health and the admin read the last failure (sql/wakeups.sql wakeup_status).
+create index crontick_wakeups_failed on {schema}.crontick_wakeups (failed_at) where failed_at is not null;

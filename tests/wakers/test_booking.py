@@ -13,7 +13,7 @@ import pytest
 
 from crontick.settings import Settings
 from crontick.wakers import registry
-from crontick.wakers.booking import WakeupOutcome, book_next, booking_key, instant_for
+from crontick.wakers.booking import WakeupOutcome, WakeupStatus, book_next, booking_key, instant_for, status
 from tests.support.credentials import QSTASH_CURRENT
 from tests.support.logs import LogLines
 from tests.support.qstash_server import QStashStandIn, qstash_stand_in
@@ -45,6 +45,11 @@ def _settings(database_url: str, stand_in: QStashStandIn, **overrides: Any) -> S
 async def _book(database_url: str, settings: Settings, due: datetime | None, now: datetime) -> WakeupOutcome:
     async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
         return await book_next(conn, settings, due, now)
+
+
+async def _status(database_url: str, now: datetime | None = None) -> WakeupStatus:
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        return await status(conn, now)
 
 
 def _rows(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
@@ -86,8 +91,10 @@ def test_an_instant_is_booked_once(database_url: str, stand_in: QStashStandIn, c
     assert published["headers"]["upstash-deduplication-id"].endswith(first.instant.strftime("-%Y%m%dT%H%M%SZ"))
     again = asyncio.run(_book(database_url, settings, due, now + timedelta(seconds=5)))
     assert again.status == "already" and again.instant == first.instant and again.booked == 0
-    assert len(stand_in.published) == 1
+    assert len(stand_in.published) == 1 and first.attempt == 1
     assert _rows(conn) == [(first.instant, "qstash", "booked", 1, None)]
+    assert asyncio.run(_status(database_url)) == WakeupStatus(first.instant, None, None, 0)
+    assert asyncio.run(_status(database_url, first.instant + timedelta(seconds=1))).next_booked_at is None
 
 
 def test_concurrent_ticks_book_an_instant_once(
@@ -126,8 +133,11 @@ def test_a_refused_booking_is_recorded_logged_and_booked_again(
     (event,) = [e for e in map(json.loads, crontick_log.lines) if e["event"] == "wakeup_failed"]
     assert event["provider"] == "qstash" and event["retryable"] is retryable and TOKEN not in str(event)
     booked = asyncio.run(_book(database_url, settings, due, now + timedelta(seconds=1)))
-    assert booked.status == "booked" and booked.instant == failed.instant
-    assert _rows(conn) == [(failed.instant, "qstash", "booked", 2, None)]
+    assert booked.status == "booked" and booked.instant == failed.instant and booked.attempt == 2
+    ((_, _, row_status, attempts, kept),) = _rows(conn)
+    assert (row_status, attempts, kept) == ("booked", 2, error)  # the last failure is kept for the admin
+    state = asyncio.run(_status(database_url, now))
+    assert state.next_booked_at == failed.instant and state.failed_last_day == 1 and state.last_error == error
 
 
 def test_a_provider_that_does_not_answer_never_holds_the_tick(

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crontick import logs
+from crontick.errors import Refused
 from crontick.http import client as http
 
 # GitHub rotates its signing keys rarely: keys are refreshed hourly, and an unknown kid triggers a
@@ -75,6 +76,22 @@ async def signing_key(issuer: str, kid: str, jwks_url: str | None = None) -> Any
     if not state.keys.has(kid):
         raise KeysUnavailable(f"expected a key id published in {url}, got: {kid[:80]!r}")
     return state.keys.jwks[kid].key  # possibly past its TTL: the last good keys beat refusing every tick
+
+
+async def key_for(token: str, issuer: str, jwks_url: str | None = None) -> Any:
+    """The public key the token's header names (`kid`), from the issuer's key set; Refused when there is none."""
+    import jwt
+
+    try:
+        kid = jwt.get_unverified_header(token).get("kid")
+    except jwt.PyJWTError as exc:
+        raise Refused(f"{type(exc).__name__}: {exc}") from None
+    if not isinstance(kid, str) or not kid:
+        raise Refused("expected a kid in the token header, got none")
+    try:
+        return await signing_key(issuer, kid, jwks_url)
+    except KeysUnavailable as exc:
+        raise Refused(str(exc)) from None
 
 
 def _fresh_with(state: _IssuerState, kid: str, now: float) -> bool:

@@ -32,6 +32,7 @@ class WakeupOutcome(NamedTuple):
     message_id: str | None = None
     error: str | None = None
     retryable: bool = False
+    attempt: int = 0  # which call of the provider for this instant (2 and more: the earlier ones failed)
 
     @property
     def booked(self) -> int:
@@ -78,7 +79,8 @@ async def book_next(
     tick that claims it calls the provider, within CRONTICK_WAKEUP_TIMEOUT_SECONDS (twice that for
     the whole booking). A failure (4xx, 5xx, timeout, a database error) is logged as one JSON
     `wakeup_failed` event and recorded, and the next tick claims that instant again; a booking is
-    logged as `wakeup_booked`. The outcome's `booked` and `failed` (0 or 1) are for the tick's summary.
+    logged as `wakeup_booked`. The outcome's `booked` and `failed` (0 or 1) are for the tick's summary;
+    its `attempt` (2 or more: this instant failed before) is for an alert after repeated failures.
     """
     if next_due_at is None:
         return WakeupOutcome("idle" if settings.waker != "none" else "off")
@@ -91,17 +93,19 @@ async def book_next(
     instant = instant_for(provider, next_due_at, now)
     outcome = WakeupOutcome("booked", provider.name, instant)
     try:
-        if not await _claim(conn, provider, instant):
-            return outcome._replace(status="already")
+        attempt = await _claim(conn, provider, instant)
     except Exception as exc:
         return _failed(outcome._replace(status="failed", error=f"claim: {type(exc).__name__}: {exc}", retryable=True))
-    return await _call(conn, provider, settings, outcome, now)
+    if not attempt:
+        return outcome._replace(status="already")
+    return await _call(conn, provider, settings, outcome._replace(attempt=attempt), now)
 
 
-async def _claim(conn: psycopg.AsyncConnection[Any], provider: Provider, instant: datetime) -> bool:
+async def _claim(conn: psycopg.AsyncConnection[Any], provider: Provider, instant: datetime) -> int:
+    """Which call of the provider this is for `instant` (1 for a new one); 0 when it is booked already."""
     cur = await conn.execute(query("wakeup_claim"), {"instant": instant, "provider": provider.name})
     row = await cur.fetchone()
-    return bool(row and row[0])
+    return int(row[0]) if row and row[0] else 0
 
 
 async def _call(
@@ -139,7 +143,25 @@ def _failed(outcome: WakeupOutcome) -> WakeupOutcome:
         "wakeup_failed",
         provider=outcome.provider,
         instant=outcome.instant.isoformat() if outcome.instant else None,
+        attempt=outcome.attempt,
         retryable=outcome.retryable,
         detail=outcome.error,
     )
     return outcome
+
+
+class WakeupStatus(NamedTuple):
+    """What health, the admin and metrics show: the next booked wake-up, the last failure, failures in a day."""
+
+    next_booked_at: datetime | None
+    last_failed_at: datetime | None
+    last_error: str | None
+    failed_last_day: int
+
+
+async def status(conn: psycopg.AsyncConnection[Any], now: datetime | None = None) -> WakeupStatus:
+    """The wake-ups' state from `now` on (default: the database's clock); one statement, no provider call."""
+    cur = await conn.execute(query("wakeup_status"), {"now": now})
+    row = await cur.fetchone()
+    assert row is not None  # one row always
+    return WakeupStatus(row[0], row[1], row[2], int(row[3]))
