@@ -87,3 +87,25 @@ def test_the_message_arrives_after_its_delay_and_runs_a_tick(database_url: str, 
     assert conn.execute("select source from crontick.crontick_ticks order by id desc limit 1").fetchone() == (
         "vercel-queue",
     )
+
+
+def test_the_delay_counts_from_the_databases_clock(database_url: str) -> None:
+    """An app host whose clock is ten minutes off books the same delay: only the database's `now` counts."""
+    arrivals.clear()
+    runtimes.clear()
+
+    async def scenario() -> tuple[Any, float]:
+        async with queue_over_http() as (_, base_url):
+            settings = _settings(database_url, base_url)
+            database_now = datetime.now(UTC) - timedelta(minutes=10)  # what the database says; this host differs
+            async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as aconn:
+                booked_at = time.time()
+                outcome = await book_next(aconn, settings, database_now + timedelta(seconds=2), database_now)
+            deadline = time.monotonic() + 20
+            while not arrivals and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            return outcome, booked_at
+
+    outcome, booked_at = asyncio.run(scenario())
+    assert outcome.status == "booked" and len(arrivals) == 1
+    assert 1.5 <= arrivals[0][0] - booked_at < 4.5
