@@ -42,9 +42,11 @@ def _settings(database_url: str, stand_in: QStashStandIn, **overrides: Any) -> S
     return Settings(**values)
 
 
-async def _book(database_url: str, settings: Settings, due: datetime | None, now: datetime) -> WakeupOutcome:
+async def _book(
+    database_url: str, settings: Settings, due: datetime | None, now: datetime, more: bool | None = None
+) -> WakeupOutcome:
     async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
-        return await book_next(conn, settings, due, now)
+        return await book_next(conn, settings, due, now, more=more)
 
 
 async def _status(database_url: str, now: datetime | None = None) -> WakeupStatus:
@@ -170,3 +172,13 @@ def test_a_broken_database_fails_softly(stand_in: QStashStandIn, database_url: s
 
     outcome = asyncio.run(closed())
     assert outcome.status == "failed" and "claim:" in (outcome.error or "") and stand_in.published == []
+
+
+def test_held_back_work_is_looked_at_again_a_minute_later(database_url: str, stand_in: QStashStandIn) -> None:
+    """A tick that answers more: false while its next_due_at has passed left that work alone on purpose."""
+    settings = _settings(database_url, stand_in)
+    now = datetime.now(UTC).replace(microsecond=0)
+    held = asyncio.run(_book(database_url, settings, now - timedelta(seconds=30), now, more=False))
+    follow_up = asyncio.run(_book(database_url, settings, now - timedelta(seconds=30), now, more=True))
+    assert held.instant == now + timedelta(minutes=1)
+    assert follow_up.instant == now  # more: true books its follow-up at once (Not-Before now)

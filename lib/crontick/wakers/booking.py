@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import math
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from crontick import logs
@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 # The whole booking (an access token and the call) may take at most this many times the call's timeout.
 TOTAL_TIMEOUT_FACTOR = 2.0
+# Work already due that a tick left alone without `more` (held back: a group's running job, a pause) is
+# looked at again this long after, not a second later, so held-back work cannot become a wake-up a second.
+HELD_BACK_RECHECK = timedelta(minutes=1)
 
 
 class WakeupOutcome(NamedTuple):
@@ -62,7 +65,12 @@ def booking_key(provider: Provider, settings: Settings, instant: datetime) -> st
 
 
 async def book_next(
-    conn: psycopg.AsyncConnection[Any], settings: Settings, next_due_at: datetime | None, now: datetime
+    conn: psycopg.AsyncConnection[Any],
+    settings: Settings,
+    next_due_at: datetime | None,
+    now: datetime,
+    *,
+    more: bool | None = None,
 ) -> WakeupOutcome:
     """Book this app's next tick at `next_due_at` through CRONTICK_WAKER's provider, once per instant. Never raises.
 
@@ -72,7 +80,10 @@ async def book_next(
     - `next_due_at`: the earliest instant work comes due (the probe's next_due_at, after this tick's
       work), or None when nothing is due; a tick that answers `more: true` passes `now`, so its
       follow-up is booked at once;
-    - `now`: the database's clock (the probe's `now`), which every instant is computed from.
+    - `now`: the database's clock (the probe's `now`), which every instant is computed from;
+    - `more`: the tick's answer, when known. `more=False` with `next_due_at` at or before `now` means
+      work is held back (not due: a group's running job, a pause); it is booked HELD_BACK_RECHECK
+      later, not at once. Better still, pass the instant it is released.
     The instant is `next_due_at` rounded up to the provider's granularity, at least its least lead
     after `now`, and at most its horizon after `now` (work beyond is booked at the horizon, where the
     next tick books again). crontick_wakeup_claim records it once across concurrent ticks; only the
@@ -90,6 +101,8 @@ async def book_next(
         return _failed(WakeupOutcome("failed", settings.waker, error=f"{type(exc).__name__}: {exc}"))
     if provider is None:
         return WakeupOutcome("off")
+    if more is False and next_due_at <= now:
+        next_due_at = now + HELD_BACK_RECHECK
     instant = instant_for(provider, next_due_at, now)
     outcome = WakeupOutcome("booked", provider.name, instant)
     try:
