@@ -233,11 +233,11 @@ def bench_results() -> str:
     """The committed benchmark run (bench/results/latest.json), rendered as `make bench` prints it."""
     sys.path.insert(0, str(ROOT))
     try:
-        from bench import report
+        from bench import summary
     finally:
         sys.path.pop(0)
     results = json.loads((ROOT / "bench" / "results" / "latest.json").read_text())
-    return "```text\n" + report.render(results).rstrip() + "\n```\n"
+    return "```text\n" + summary.render(results).rstrip() + "\n```\n"
 
 
 GENERATORS: dict[str, Callable[[], str]] = {

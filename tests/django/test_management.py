@@ -111,5 +111,5 @@ def test_jobs_stats_pause_and_schedules_run_on_django_s_database_with_handlers_t
         assert (schedule["name"], schedule["job_type"]) == ("nightly", "nightly_count")
         bad = subprocess.run([sys.executable, "manage.py", "crontick_retry", "abc"], cwd=PROJECT, env=env, **TEXT)
         assert bad.returncode == 2 and "invalid int value: 'abc'" in bad.stderr
-        plain = subprocess.run([sys.executable, "-m", "crontick", "schedules"], cwd=PROJECT, env=env, **TEXT)
-        assert plain.returncode != 0  # the plain CLI cannot import a module that needs Django set up
+        plain = subprocess.run([sys.executable, "-m", "crontick.cli", "schedules"], cwd=PROJECT, env=env, **TEXT)
+        assert plain.returncode != 0 and "nightly_jobs" in plain.stderr  # the plain CLI cannot: Django is not set up

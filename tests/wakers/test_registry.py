@@ -8,7 +8,7 @@ import sys
 from datetime import timedelta
 
 from crontick.settings import Settings
-from crontick.settings.variables import WAKERS
+from crontick.settings.wakeups import WAKERS
 from crontick.wakers import registry
 
 BUILT = {

@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from crontick.errors import ConfigError
-from crontick.settings import extra_secrets, source, variables, wakeups
+from crontick.settings import derived, extra_secrets, mail, source, variables, wakeups
 from crontick.settings.extra_secrets import declare_secret
 from crontick.settings.variables import (
     ADMIN,
@@ -91,17 +91,11 @@ __all__ = [
 ]
 
 
-def _kick_for_host(env: Mapping[str, str], got: Mapping[str, Any]) -> str:
-    """http on AWS Lambda (it freezes once the handler returns), else inline (a long-running server,
-    and Vercel, which waits for an ASGI app's background work)."""
-    return "http" if variables.text(env, "AWS_LAMBDA_FUNCTION_NAME") else "inline"
-
-
 _TWILIO = ("sms", "whatsapp")
 
 
 @dataclass(frozen=True)
-class Settings(wakeups.WakeupSettings):
+class Settings(wakeups.WakeupSettings, mail.MailSettings):
     """crontick's configuration: one field per row of the table of variables (see the module docstring)."""
 
     # fmt: off
@@ -118,7 +112,7 @@ class Settings(wakeups.WakeupSettings):
         minimum=0.1, maximum=MAX_TIME_BUDGET_SECONDS, doc="Wall time after which a tick claims and starts nothing new "
         "and returns `more: true` (safe under a 10 s function limit).")
     lease_seconds: float = setting("CRONTICK_LEASE_SECONDS", CORE, DEFAULT_TIME_BUDGET_SECONDS + LEASE_MARGIN_SECONDS,
-        minimum=1.0, derive=variables.lease_after_budget, shown=f"budget + {LEASE_MARGIN_SECONDS:g} "
+        minimum=1.0, derive=derived.lease_after_budget, shown=f"budget + {LEASE_MARGIN_SECONDS:g} "
         f"(`{DEFAULT_TIME_BUDGET_SECONDS + LEASE_MARGIN_SECONDS:g}`)", doc="How long a claimed job may stay `running` "
         "before a later tick rescues it. Must exceed the time budget.")
     concurrency: int = setting("CRONTICK_CONCURRENCY", CORE, DEFAULT_CONCURRENCY, minimum=1, maximum=MAX_CONCURRENCY,
@@ -132,10 +126,10 @@ class Settings(wakeups.WakeupSettings):
     schema: str = setting("CRONTICK_SCHEMA", CORE, DEFAULT_SCHEMA, check=variables.schema, doc="The schema that holds "
         "everything crontick creates (tables, functions, triggers); every statement names it. `public` keeps an "
         "install from before 0.2 where it is (see [Jobs](jobs.md#where-crontick-lives-its-own-schema)).")
-    # Reminders and delivery (crontick.reminders.send, crontick.reminders.delivery), and the built-in job types.
+    # Reminders and delivery (crontick.reminders.send, crontick.channels), and the built-in job types.
     reminder_channel: str = setting("CRONTICK_REMINDER_CHANNEL", REMINDERS, "console", check=variables.channels,
-        doc="`console`, `email`, `sms`, `whatsapp` or `webhook`, or a fallback list such as `email,sms` (see "
-        "[Reminders](reminders.md#channels)).")
+        doc="`console`, `email`, `smtp`, `django`, `sms`, `whatsapp`, `webhook`, a channel your app registers, or a "
+        "fallback list such as `email,sms` (see [Reminders](reminders.md#channels)).")
     reminder_kinds: tuple[str, ...] = setting("CRONTICK_REMINDER_KINDS", REMINDERS, ("24h",),
         check=variables.reminder_kinds, doc="Reminder kinds as offsets before `starts_at` (`m`, `h`, `d`), e.g. `24h,1h`.")
     reminder_source: str | None = setting("CRONTICK_REMINDER_SOURCE", REMINDERS, None, check=source.reminder_source,
@@ -151,9 +145,9 @@ class Settings(wakeups.WakeupSettings):
         doc="A Resend-compatible API (point it at a gateway or a test server).")
     email_api_key: str | None = setting("RESEND_API_KEY", REMINDERS, None, secret=True, needed_by=("email",),
         needed_as="your email API key (re_…)", doc="The `email` channel's and `send_email` jobs' API key (`re_…`).")
-    email_from: str | None = setting("CRONTICK_EMAIL_FROM", REMINDERS, None, needed_by=("email",),
+    email_from: str | None = setting("CRONTICK_EMAIL_FROM", REMINDERS, None, needed_by=("email", "smtp"),
         needed_as="a sender such as Clinic <reminders@clinic.example>",
-        doc="The email sender, e.g. `Clinic <reminders@clinic.example>`; required by the `email` channel.")
+        doc="The email sender, e.g. `Clinic <reminders@clinic.example>`; required by the `email` and `smtp` channels.")
     twilio_api_url: str = setting("CRONTICK_TWILIO_API_URL", REMINDERS, "https://api.twilio.com",
         check=variables.http_url, doc="The Twilio API base URL (a test server in the tests).")
     twilio_account_sid: str | None = setting("TWILIO_ACCOUNT_SID", REMINDERS, None, needed_by=_TWILIO,
@@ -227,7 +221,7 @@ class Settings(wakeups.WakeupSettings):
         DEFAULT_SCHEDULE_GRACE_SECONDS, minimum=1, doc="How late the newest slot of a `catch_up=\"skip\"` schedule "
         "may be and still run (see [Recurring jobs](recurring-jobs.md)).")
     # Prompt start (crontick.hooks.kick).
-    kick: str = setting("CRONTICK_KICK", HOOKS, "inline", check=variables.kick_mode, derive=_kick_for_host,
+    kick: str = setting("CRONTICK_KICK", HOOKS, "inline", check=variables.kick_mode, derive=derived.kick_for_host,
         shown="`http` on AWS Lambda, else `inline`", doc="""How a tick is started right after an inbound event or
         `crontick.kick()`: `off`, `inline` (a tick in this process after the response; Vercel waits for it) or `http`
         (a call to this app's own tick URL with a one-use token, for hosts that freeze after the response). See

@@ -11,7 +11,10 @@ from typing import Any
 
 from crontick.errors import ConfigError
 from crontick.settings import variables
-from crontick.settings.variables import SCHEDULER_AUTH, WAKEUPS, setting
+from crontick.settings.variables import SCHEDULER_AUTH, WAKEUPS, Variable, setting
+
+# CRONTICK_WAKER's values: none, or a provider of crontick.wakers.registry.
+WAKERS = ("none", "qstash", "eventbridge", "cloudtasks", "vercel-queue")
 
 DEFAULT_WAKEUP_GRACE_SECONDS = 300.0
 DEFAULT_WAKEUP_TIMEOUT_SECONDS = 3.0
@@ -20,12 +23,24 @@ DEFAULT_GOOGLE_OIDC_ISSUER = "https://accounts.google.com"
 DEFAULT_GOOGLE_OIDC_JWKS_URL = "https://www.googleapis.com/oauth2/v3/certs"
 
 
+def waker(row: Variable, value: str) -> str:
+    value = value.lower()
+    if value not in WAKERS:
+        raise ConfigError(f"{row.name}: expected one of {', '.join(WAKERS)}, got: {value!r}")
+    return value
+
+
+def http_url_base(row: Variable, value: str) -> str:
+    """An http(s) base URL, without its trailing slash (paths are appended to it)."""
+    return variables.http_url(row, value).rstrip("/")
+
+
 @dataclass(frozen=True)
 class WakeupSettings:
     """The wake-up rows of Settings (see the module docstring)."""
 
     # fmt: off
-    waker: str = setting("CRONTICK_WAKER", WAKEUPS, "none", check=variables.waker, doc="""`none`, `qstash`,
+    waker: str = setting("CRONTICK_WAKER", WAKEUPS, "none", check=waker, doc="""`none`, `qstash`,
         `eventbridge`, `cloudtasks` or `vercel-queue`: the provider that books this app's next tick at the instant work
         comes due, so the scheduler can be a daily safety net (see [Precise wake-ups](wakeups.md)).""")
     wakeup_grace_seconds: float = setting("CRONTICK_WAKEUP_GRACE_SECONDS", WAKEUPS, DEFAULT_WAKEUP_GRACE_SECONDS,
@@ -35,7 +50,7 @@ class WakeupSettings:
         "fails or times out never fails the tick (the next tick or the safety net books again).")
     qstash_token: str | None = setting("QSTASH_TOKEN", WAKEUPS, None, secret=True, doc="Upstash's token that "
         "publishes (`CRONTICK_WAKER=qstash`); the deliveries are verified with `QSTASH_CURRENT_SIGNING_KEY`.")
-    qstash_url: str = setting("QSTASH_URL", WAKEUPS, DEFAULT_QSTASH_URL, check=variables.http_url_base,
+    qstash_url: str = setting("QSTASH_URL", WAKEUPS, DEFAULT_QSTASH_URL, check=http_url_base,
         doc="The QStash API's base URL (Upstash's own name; a regional URL, or a local stand-in in tests).")
     eventbridge_target_arn: str | None = setting("CRONTICK_EVENTBRIDGE_TARGET_ARN", WAKEUPS, None,
         doc="`CRONTICK_WAKER=eventbridge`: the ARN of the Lambda function the schedule invokes with "
@@ -44,7 +59,7 @@ class WakeupSettings:
         doc="The IAM role EventBridge Scheduler assumes to invoke it (`lambda:InvokeFunction`).")
     eventbridge_group: str = setting("CRONTICK_EVENTBRIDGE_GROUP", WAKEUPS, "default",
         doc="The schedule group the one-time schedules are created in.")
-    eventbridge_url: str | None = setting("CRONTICK_EVENTBRIDGE_URL", WAKEUPS, None, check=variables.http_url_base,
+    eventbridge_url: str | None = setting("CRONTICK_EVENTBRIDGE_URL", WAKEUPS, None, check=http_url_base,
         shown="`https://scheduler.<AWS_REGION>.amazonaws.com`", doc="The Scheduler API's endpoint (a local "
         "stand-in in tests).")
     aws_region: str | None = setting("AWS_REGION", WAKEUPS, None, doc="Set by AWS Lambda: the region of the "
@@ -64,9 +79,9 @@ class WakeupSettings:
         doc="The service account whose Google-signed OIDC token each task carries; allow it with "
         "`CRONTICK_GOOGLE_OIDC_EMAILS`.")
     cloudtasks_url: str = setting("CRONTICK_CLOUDTASKS_URL", WAKEUPS, "https://cloudtasks.googleapis.com",
-        check=variables.http_url_base, doc="The Cloud Tasks API's base URL (a local stand-in in tests).")
+        check=http_url_base, doc="The Cloud Tasks API's base URL (a local stand-in in tests).")
     gcp_metadata_url: str = setting("CRONTICK_GCP_METADATA_URL", WAKEUPS, "http://metadata.google.internal",
-        check=variables.http_url_base, doc="Where the access token for the Cloud Tasks API comes from (the "
+        check=http_url_base, doc="Where the access token for the Cloud Tasks API comes from (the "
         "metadata server of Cloud Run and every Google host).")
     vercel_queue_topic: str = setting("CRONTICK_VERCEL_QUEUE_TOPIC", WAKEUPS, "crontick-tick",
         doc="`CRONTICK_WAKER=vercel-queue`: the topic whose subscriber runs the tick.")
@@ -76,7 +91,7 @@ class WakeupSettings:
     vercel_oidc_token: str | None = setting("VERCEL_OIDC_TOKEN", WAKEUPS, None, secret=True,
         doc="Set by Vercel when OIDC is on: the Queue API's token when `VERCEL_QUEUE_TOKEN` is unset.")
     vercel_queue_base_url: str | None = setting("VERCEL_QUEUE_BASE_URL", WAKEUPS, None,
-        check=variables.http_url_base, shown="`https://<VERCEL_REGION>.vercel-queue.com`",
+        check=http_url_base, shown="`https://<VERCEL_REGION>.vercel-queue.com`",
         doc="The Queue API's base URL (the `vercel-queue` client's name; a local stand-in in tests).")
     vercel_region: str = setting("VERCEL_REGION", WAKEUPS, "iad1", doc="Set by Vercel: the Queue API's region.")
     # Google's OIDC (crontick.auth.tick): Cloud Tasks (and Cloud Scheduler) call with a Google-signed ID token.

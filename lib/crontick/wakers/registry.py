@@ -8,7 +8,7 @@ import importlib
 from crontick.settings import Settings
 from crontick.wakers.base import Provider
 
-# CRONTICK_WAKER's values (crontick.settings.variables.WAKERS) and the module of each provider.
+# CRONTICK_WAKER's values (crontick.settings.wakeups.WAKERS) and the module of each provider.
 MODULES = {
     "qstash": "crontick.wakers.qstash",
     "eventbridge": "crontick.wakers.eventbridge",
