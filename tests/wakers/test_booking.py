@@ -67,7 +67,9 @@ def test_instant_is_rounded_up_to_the_granularity_and_clamped_to_the_horizon(dat
     assert instant_for(provider, NOW + timedelta(seconds=10), NOW) == datetime(2026, 12, 5, 9, 0, 11, tzinfo=UTC)
     assert instant_for(provider, NOW - timedelta(hours=1), NOW) == datetime(2026, 12, 5, 9, 0, 1, tzinfo=UTC)
     far = instant_for(provider, NOW + timedelta(days=30), NOW)
-    assert far == datetime(2026, 12, 12, 9, 0, 0, tzinfo=UTC)  # 7 days, rounded down to the second
+    assert far == datetime(2026, 12, 12, 9, 0, 0, tzinfo=UTC)  # 7 days, rounded down to the hour
+    # so every tick of that hour finds the same horizon instant (booked already) instead of booking a new one
+    assert instant_for(provider, NOW + timedelta(days=30), NOW + timedelta(minutes=59)) == far
     key = booking_key(provider, settings, far)
     assert key.startswith("crontick-") and key.endswith("-20261212T090000Z") and len(key) <= 64
 

@@ -22,6 +22,9 @@ TOTAL_TIMEOUT_FACTOR = 2.0
 # Work already due that a tick left alone without `more` (held back: a group's running job, a pause) is
 # looked at again this long after, not a second later, so held-back work cannot become a wake-up a second.
 HELD_BACK_RECHECK = timedelta(minutes=1)
+# Work beyond a provider's horizon is booked at the horizon rounded down to this many seconds (a multiple
+# of every granularity), so the ticks of one hour find that instant booked instead of booking a new one each.
+HORIZON_STEP_SECONDS = 3600
 
 
 class WakeupOutcome(NamedTuple):
@@ -48,11 +51,11 @@ class WakeupOutcome(NamedTuple):
 
 def instant_for(provider: Provider, next_due_at: datetime, now: datetime) -> datetime:
     """The instant to book: `next_due_at` rounded up to the provider's granularity, no sooner than its least
-    lead time after `now`, and no later than its horizon after `now` (rounded down)."""
+    lead time after `now`, and no later than its horizon after `now` (rounded down to the hour)."""
     step = provider.granularity_seconds
     earliest = max(next_due_at, now + provider.min_lead)
     up = math.ceil(earliest.timestamp() / step) * step
-    latest = math.floor((now + provider.horizon).timestamp() / step) * step
+    latest = math.floor((now + provider.horizon).timestamp() / HORIZON_STEP_SECONDS) * HORIZON_STEP_SECONDS
     return datetime.fromtimestamp(min(up, latest), UTC)
 
 
