@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crontick import logs
+from crontick.errors import Refused
 from crontick.http import client as http
 
 # GitHub rotates its signing keys rarely: keys are refreshed hourly, and an unknown kid triggers a
@@ -60,28 +61,46 @@ def _lock() -> asyncio.Lock:
     return lock
 
 
-async def signing_key(issuer: str, kid: str) -> Any:
-    """The public key for `kid`; fetches `<issuer>/.well-known/jwks` only when allowed (see the module constants)."""
-    state = _state.setdefault(issuer, _IssuerState())
+async def signing_key(issuer: str, kid: str, jwks_url: str | None = None) -> Any:
+    """The public key for `kid`; fetches the issuer's key set (`jwks_url`, default `<issuer>/.well-known/jwks`)
+    only when allowed (see the module constants)."""
+    url = jwks_url or f"{issuer}/.well-known/jwks"
+    state = _state.setdefault(url, _IssuerState())
     if not _fresh_with(state, kid, time.monotonic()):
         async with _lock():  # whoever waited here finds the keys the first caller fetched
             now = time.monotonic()
             if not _fresh_with(state, kid, now) and now >= state.next_fetch_at:
-                await _refresh(issuer, state, now)
+                await _refresh(issuer, url, state, now)
     if state.keys is None:
         raise KeysUnavailable(f"no keys loaded yet; {state.last_error}")
     if not state.keys.has(kid):
-        raise KeysUnavailable(f"expected a key id published in {issuer}/.well-known/jwks, got: {kid[:80]!r}")
+        raise KeysUnavailable(f"expected a key id published in {url}, got: {kid[:80]!r}")
     return state.keys.jwks[kid].key  # possibly past its TTL: the last good keys beat refusing every tick
+
+
+async def key_for(token: str, issuer: str, jwks_url: str | None = None) -> Any:
+    """The public key the token's header names (`kid`), from the issuer's key set; Refused when there is none."""
+    import jwt
+
+    try:
+        kid = jwt.get_unverified_header(token).get("kid")
+    except jwt.PyJWTError as exc:
+        raise Refused(f"{type(exc).__name__}: {exc}") from None
+    if not isinstance(kid, str) or not kid:
+        raise Refused("expected a kid in the token header, got none")
+    try:
+        return await signing_key(issuer, kid, jwks_url)
+    except KeysUnavailable as exc:
+        raise Refused(str(exc)) from None
 
 
 def _fresh_with(state: _IssuerState, kid: str, now: float) -> bool:
     return state.keys is not None and state.keys.has(kid) and now - state.keys.fetched_at <= TTL_SECONDS
 
 
-async def _refresh(issuer: str, state: _IssuerState, now: float) -> None:
+async def _refresh(issuer: str, url: str, state: _IssuerState, now: float) -> None:
     try:
-        state.keys = await _fetch(issuer)
+        state.keys = await _fetch(url)
     except KeysUnavailable as exc:
         state.failures += 1
         state.last_error = str(exc)
@@ -99,11 +118,10 @@ async def _refresh(issuer: str, state: _IssuerState, now: float) -> None:
     state.next_fetch_at = now + REFETCH_MIN_SECONDS
 
 
-async def _fetch(issuer: str) -> KeySet:
+async def _fetch(url: str) -> KeySet:
     import httpx
     import jwt
 
-    url = f"{issuer}/.well-known/jwks"
     try:
         # Read like every outbound answer: at most RESPONSE_MAX_BYTES, on the wire and decoded (a
         # key set is a few KB; one cut short fails to parse and the last good keys stay).

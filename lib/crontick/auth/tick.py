@@ -76,6 +76,8 @@ def _methods(settings: Settings) -> list[tuple[str, Check]]:
         methods.append(("github_oidc", check_github_oidc))
     if settings.qstash_current_signing_key:
         methods.append(("qstash", check_qstash))
+    if settings.google_on:
+        methods.append(("google_oidc", check_google_oidc))
     return methods
 
 
@@ -288,19 +290,10 @@ async def check_github_oidc(creds: Credentials, settings: Settings, db: Database
     """An RS256 token from GitHub's issuer, for our audience, whose claims name an allowed repository."""
     import jwt
 
-    from crontick.auth import jwks  # only for GitHub OIDC, like jwt
+    from crontick.auth import jwks  # only for the OIDC methods, like jwt
 
     token = _jwt_bearer(creds)
-    try:
-        kid = jwt.get_unverified_header(token).get("kid")
-    except jwt.PyJWTError as exc:
-        raise Refused(_jwt_reason(exc)) from None
-    if not isinstance(kid, str) or not kid:
-        raise Refused("expected a kid in the token header, got none")
-    try:
-        key = await jwks.signing_key(settings.github_oidc_issuer, kid)
-    except jwks.KeysUnavailable as exc:
-        raise Refused(str(exc)) from None
+    key = await jwks.key_for(token, settings.github_oidc_issuer)
     try:
         claims = jwt.decode(
             token,
@@ -351,6 +344,24 @@ def _workflow_path(workflow_ref: object, repository: str) -> str | None:
     if not isinstance(workflow_ref, str) or not workflow_ref.casefold().startswith(repository.casefold() + "/"):
         return None
     return workflow_ref[len(repository) + 1 :].rpartition("@")[0] or None
+
+
+# --- Google OIDC (Cloud Tasks, Cloud Scheduler) --------------------------------------------------
+
+
+async def check_google_oidc(creds: Credentials, settings: Settings, db: Database) -> None:
+    """A Google-signed ID token for an allowed service account (crontick.auth.google). Google's tokens carry no
+    jti: the token's own SHA-256 is recorded instead, so a replay is refused."""
+    import jwt
+
+    from crontick.auth import google  # only when configured
+
+    token = _jwt_bearer(creds)
+    try:
+        claims = await google.verified_claims(token, settings, CLOCK_LEEWAY_SECONDS)
+    except jwt.PyJWTError as exc:
+        raise Refused(_jwt_reason(exc)) from None
+    await _use_jti(db, "google:" + hashlib.sha256(token.encode()).hexdigest(), claims["exp"] + CLOCK_LEEWAY_SECONDS)
 
 
 # --- helpers -------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from crontick.errors import ConfigError
-from crontick.settings import extra_secrets, mail, source, variables
+from crontick.settings import derived, extra_secrets, mail, source, variables, wakeups
 from crontick.settings.extra_secrets import declare_secret
 from crontick.settings.variables import (
     ADMIN,
@@ -91,21 +91,11 @@ __all__ = [
 ]
 
 
-def _lease_after_budget(env: Mapping[str, str], got: Mapping[str, Any]) -> float:
-    return float(got["time_budget_seconds"]) + LEASE_MARGIN_SECONDS
-
-
-def _kick_for_host(env: Mapping[str, str], got: Mapping[str, Any]) -> str:
-    """http on AWS Lambda (it freezes once the handler returns), else inline (a long-running server,
-    and Vercel, which waits for an ASGI app's background work)."""
-    return "http" if variables.text(env, "AWS_LAMBDA_FUNCTION_NAME") else "inline"
-
-
 _TWILIO = ("sms", "whatsapp")
 
 
 @dataclass(frozen=True)
-class Settings(mail.MailSettings):
+class Settings(wakeups.WakeupSettings, mail.MailSettings):
     """crontick's configuration: one field per row of the table of variables (see the module docstring)."""
 
     # fmt: off
@@ -122,7 +112,7 @@ class Settings(mail.MailSettings):
         minimum=0.1, maximum=MAX_TIME_BUDGET_SECONDS, doc="Wall time after which a tick claims and starts nothing new "
         "and returns `more: true` (safe under a 10 s function limit).")
     lease_seconds: float = setting("CRONTICK_LEASE_SECONDS", CORE, DEFAULT_TIME_BUDGET_SECONDS + LEASE_MARGIN_SECONDS,
-        minimum=1.0, derive=_lease_after_budget, shown=f"budget + {LEASE_MARGIN_SECONDS:g} "
+        minimum=1.0, derive=derived.lease_after_budget, shown=f"budget + {LEASE_MARGIN_SECONDS:g} "
         f"(`{DEFAULT_TIME_BUDGET_SECONDS + LEASE_MARGIN_SECONDS:g}`)", doc="How long a claimed job may stay `running` "
         "before a later tick rescues it. Must exceed the time budget.")
     concurrency: int = setting("CRONTICK_CONCURRENCY", CORE, DEFAULT_CONCURRENCY, minimum=1, maximum=MAX_CONCURRENCY,
@@ -231,7 +221,7 @@ class Settings(mail.MailSettings):
         DEFAULT_SCHEDULE_GRACE_SECONDS, minimum=1, doc="How late the newest slot of a `catch_up=\"skip\"` schedule "
         "may be and still run (see [Recurring jobs](recurring-jobs.md)).")
     # Prompt start (crontick.hooks.kick).
-    kick: str = setting("CRONTICK_KICK", HOOKS, "inline", check=variables.kick_mode, derive=_kick_for_host,
+    kick: str = setting("CRONTICK_KICK", HOOKS, "inline", check=variables.kick_mode, derive=derived.kick_for_host,
         shown="`http` on AWS Lambda, else `inline`", doc="""How a tick is started right after an inbound event or
         `crontick.kick()`: `off`, `inline` (a tick in this process after the response; Vercel waits for it) or `http`
         (a call to this app's own tick URL with a one-use token, for hosts that freeze after the response). See
@@ -273,7 +263,9 @@ class Settings(mail.MailSettings):
 
     @property
     def auth_configured(self) -> bool:
-        return bool(self.cron_secret or self.qstash_current_signing_key or self.github_oidc_repository)
+        return bool(
+            self.cron_secret or self.qstash_current_signing_key or self.github_oidc_repository or self.google_on
+        )
 
     @property
     def reminder_channels(self) -> tuple[str, ...]:
@@ -377,6 +369,7 @@ def _check(s: Settings, env: Mapping[str, str]) -> None:
             "CRONTICK_GITHUB_OIDC_AUDIENCE: expected the audience your workflow requests (e.g. your app's URL) "
             "because CRONTICK_GITHUB_OIDC_REPOSITORY is set, got: nothing"
         )
+    wakeups.check(s)
     for channel in s.reminder_channels:  # rather than on the first send at 3 a.m.
         require_channel(s, channel)
     for name, role, value in (("CRONTICK_ADMIN_SECRET", "admin", s.admin_secret),

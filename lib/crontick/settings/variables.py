@@ -73,7 +73,8 @@ SCHEDULER_AUTH = "Scheduler authentication"
 ADMIN = "Admin"
 HOOKS = "Inbound webhooks and prompt start"
 MONITORING = "Monitoring"
-GROUPS = (CORE, SCHEDULES, REMINDERS, SCHEDULER_AUTH, ADMIN, HOOKS, MONITORING)
+WAKEUPS = "Precise wake-ups"
+GROUPS = (CORE, SCHEDULES, REMINDERS, SCHEDULER_AUTH, ADMIN, HOOKS, MONITORING, WAKEUPS)
 
 # The key of a Settings field's metadata that holds its row.
 ROW = "crontick.variable"

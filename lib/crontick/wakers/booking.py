@@ -1,0 +1,183 @@
+"""book_next: what a tick calls to book its own next call at the instant work comes due (see its docstring)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from crontick import logs
+from crontick.db import query
+from crontick.settings import Settings
+from crontick.wakers import registry
+from crontick.wakers.base import Provider, WakerError
+
+if TYPE_CHECKING:
+    import psycopg
+
+# The whole booking (an access token and the call) may take at most this many times the call's timeout.
+TOTAL_TIMEOUT_FACTOR = 2.0
+# Work already due that a tick left alone without `more` (held back: a group's running job, a pause) is
+# looked at again this long after, not a second later, so held-back work cannot become a wake-up a second.
+HELD_BACK_RECHECK = timedelta(minutes=1)
+# Work beyond a provider's horizon is booked at the horizon rounded down to this many seconds (a multiple
+# of every granularity), so the ticks of one hour find that instant booked instead of booking a new one each.
+HORIZON_STEP_SECONDS = 3600
+
+
+class WakeupOutcome(NamedTuple):
+    """What book_next did. `status`: `off` (no waker), `idle` (nothing due), `already` (this instant is booked),
+    `booked` (the provider accepted it now) or `failed` (it did not; `error` says why). `booked` and `failed` are
+    counts (0 or 1) for the tick's summary; `instant` is the instant booked or found booked."""
+
+    status: str
+    provider: str | None = None
+    instant: datetime | None = None
+    message_id: str | None = None
+    error: str | None = None
+    retryable: bool = False
+    attempt: int = 0  # which call of the provider for this instant (2 and more: the earlier ones failed)
+
+    @property
+    def booked(self) -> int:
+        return int(self.status == "booked")
+
+    @property
+    def failed(self) -> int:
+        return int(self.status == "failed")
+
+
+def instant_for(provider: Provider, next_due_at: datetime, now: datetime) -> datetime:
+    """The instant to book: `next_due_at` rounded up to the provider's granularity, no sooner than its least
+    lead time after `now`, and no later than its horizon after `now` (rounded down to the hour)."""
+    step = provider.granularity_seconds
+    earliest = max(next_due_at, now + provider.min_lead)
+    up = math.ceil(earliest.timestamp() / step) * step
+    latest = math.floor((now + provider.horizon).timestamp() / HORIZON_STEP_SECONDS) * HORIZON_STEP_SECONDS
+    return datetime.fromtimestamp(min(up, latest), UTC)
+
+
+def booking_key(provider: Provider, settings: Settings, instant: datetime) -> str:
+    """The provider-side dedupe key of one instant: `crontick-<app>-<UTC instant>`, where <app> is a hash of
+    the schema and what is called, so apps that share a provider account never share a key. At most 64
+    characters of [A-Za-z0-9-], which every provider takes as a name."""
+    app = hashlib.sha256(f"{settings.schema}|{provider.name}|{provider.target}".encode()).hexdigest()[:12]
+    return f"crontick-{app}-{instant.strftime('%Y%m%dT%H%M%SZ')}"
+
+
+async def book_next(
+    conn: psycopg.AsyncConnection[Any],
+    settings: Settings,
+    next_due_at: datetime | None,
+    now: datetime,
+    *,
+    more: bool | None = None,
+) -> WakeupOutcome:
+    """Book this app's next tick at `next_due_at` through CRONTICK_WAKER's provider, once per instant. Never raises.
+
+    The lead's tick duty calls it before the tick answers, after the tick's own work, with:
+    - `conn`: the tick's connection, in autocommit mode (one statement when the instant is new or
+      already booked, a second only when the provider call fails; no transaction is left open);
+    - `next_due_at`: the earliest instant work comes due (the probe's next_due_at, after this tick's
+      work), or None when nothing is due; a tick that answers `more: true` passes `now`, so its
+      follow-up is booked at once;
+    - `now`: the database's clock (the probe's `now`), which every instant is computed from;
+    - `more`: the tick's answer, when known. `more=False` with `next_due_at` at or before `now` means
+      work is held back (not due: a group's running job, a pause); it is booked HELD_BACK_RECHECK
+      later, not at once. Better still, pass the instant it is released.
+    The instant is `next_due_at` rounded up to the provider's granularity, at least its least lead
+    after `now`, and at most its horizon after `now` (work beyond is booked at the horizon, where the
+    next tick books again). crontick_wakeup_claim records it once across concurrent ticks; only the
+    tick that claims it calls the provider, within CRONTICK_WAKEUP_TIMEOUT_SECONDS (twice that for
+    the whole booking). A failure (4xx, 5xx, timeout, a database error) is logged as one JSON
+    `wakeup_failed` event and recorded, and the next tick claims that instant again; a booking is
+    logged as `wakeup_booked`. The outcome's `booked` and `failed` (0 or 1) are for the tick's summary;
+    its `attempt` (2 or more: this instant failed before) is for an alert after repeated failures.
+    """
+    if next_due_at is None:
+        return WakeupOutcome("idle" if settings.waker != "none" else "off")
+    try:
+        provider = registry.provider_for(settings)
+    except Exception as exc:  # a provider that cannot be built must not fail the tick either
+        return _failed(WakeupOutcome("failed", settings.waker, error=f"{type(exc).__name__}: {exc}"))
+    if provider is None:
+        return WakeupOutcome("off")
+    if more is False and next_due_at <= now:
+        next_due_at = now + HELD_BACK_RECHECK
+    instant = instant_for(provider, next_due_at, now)
+    outcome = WakeupOutcome("booked", provider.name, instant)
+    try:
+        attempt = await _claim(conn, provider, instant)
+    except Exception as exc:
+        return _failed(outcome._replace(status="failed", error=f"claim: {type(exc).__name__}: {exc}", retryable=True))
+    if not attempt:
+        return outcome._replace(status="already")
+    return await _call(conn, provider, settings, outcome._replace(attempt=attempt), now)
+
+
+async def _claim(conn: psycopg.AsyncConnection[Any], provider: Provider, instant: datetime) -> int:
+    """Which call of the provider this is for `instant` (1 for a new one); 0 when it is booked already."""
+    cur = await conn.execute(query("wakeup_claim"), {"instant": instant, "provider": provider.name})
+    row = await cur.fetchone()
+    return int(row[0]) if row and row[0] else 0
+
+
+async def _call(
+    conn: psycopg.AsyncConnection[Any], provider: Provider, settings: Settings, outcome: WakeupOutcome, now: datetime
+) -> WakeupOutcome:
+    """The provider call of a claimed instant: on success nothing more (the claim said `booked`), on failure the
+    error recorded, so the next tick claims the instant again."""
+    instant = outcome.instant
+    assert instant is not None
+    try:
+        async with asyncio.timeout(settings.wakeup_timeout_seconds * TOTAL_TIMEOUT_FACTOR):
+            booked = await provider.book(instant, booking_key(provider, settings, instant), now)
+    except WakerError as exc:
+        outcome = outcome._replace(status="failed", error=str(exc), retryable=exc.retryable)
+    except TimeoutError:
+        limit = settings.wakeup_timeout_seconds * TOTAL_TIMEOUT_FACTOR
+        outcome = outcome._replace(status="failed", error=f"no booking within {limit:g} s", retryable=True)
+    except Exception as exc:  # a provider's bug must not fail the tick
+        outcome = outcome._replace(status="failed", error=f"{type(exc).__name__}: {exc}", retryable=False)
+    else:
+        outcome = outcome._replace(message_id=booked.message_id)
+        logs.info("wakeup_booked", provider=provider.name, instant=instant.isoformat(),
+                  message_id=booked.message_id, duplicate=booked.duplicate)  # fmt: skip
+        return outcome
+    try:
+        await conn.execute(query("wakeup_failed"), {"instant": instant, "error": outcome.error})
+    except Exception as exc:
+        logs.warning("wakeup_record_failed", provider=provider.name, instant=instant.isoformat(),
+                     detail=f"{type(exc).__name__}: {exc}")  # fmt: skip
+    return _failed(outcome)
+
+
+def _failed(outcome: WakeupOutcome) -> WakeupOutcome:
+    logs.warning(
+        "wakeup_failed",
+        provider=outcome.provider,
+        instant=outcome.instant.isoformat() if outcome.instant else None,
+        attempt=outcome.attempt,
+        retryable=outcome.retryable,
+        detail=outcome.error,
+    )
+    return outcome
+
+
+class WakeupStatus(NamedTuple):
+    """What health, the admin and metrics show: the next booked wake-up, the last failure, failures in a day."""
+
+    next_booked_at: datetime | None
+    last_failed_at: datetime | None
+    last_error: str | None
+    failed_last_day: int
+
+
+async def status(conn: psycopg.AsyncConnection[Any], now: datetime | None = None) -> WakeupStatus:
+    """The wake-ups' state from `now` on (default: the database's clock); one statement, no provider call."""
+    cur = await conn.execute(query("wakeup_status"), {"now": now})
+    row = await cur.fetchone()
+    assert row is not None  # one row always
+    return WakeupStatus(row[0], row[1], row[2], int(row[3]))

@@ -1,0 +1,155 @@
+"""A QStash stand-in over real HTTP, built from Upstash's documented publish API (there is no offline
+QStash server: its CLI downloads a binary).
+
+`POST /v2/publish/<destination URL>` with `Authorization: Bearer <token>`, `Upstash-Not-Before: <unix
+seconds>` (or `Upstash-Delay: 50s|15m|2h|1d`) and `Upstash-Deduplication-Id` answers 201
+`{"messageId": …}`, or **202** with the existing id for a duplicate within 10 minutes. At Not-Before it
+delivers the body with `Upstash-Method` (default POST) to the destination, signed with
+`Upstash-Signature` (HS256: iss Upstash, sub = the destination URL, body = base64url(SHA-256(body)),
+a fresh jti), and retries a non-2xx answer up to `retries` times. `fail_next` makes the next publishes
+answer a given status instead; `stall_seconds` makes them answer late.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+
+from tests.support.credentials import hs256
+
+DEDUPE_WINDOW_SECONDS = 600
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+@dataclass
+class Delivery:
+    message_id: str
+    url: str
+    due_at: float  # unix seconds: Not-Before
+    delivered_at: float | None = None
+    statuses: list[int] = field(default_factory=list)
+
+
+@dataclass
+class QStashStandIn:
+    token: str
+    signing_key: str
+    retries: int = 3
+    url: str = ""
+    published: list[dict[str, Any]] = field(default_factory=list)
+    deliveries: list[Delivery] = field(default_factory=list)
+    fail_next: list[int] = field(default_factory=list)
+    stall_seconds: float = 0.0
+    _dedupe: dict[str, tuple[str, float]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def publish(self, path: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, Any]]:
+        """The publish API's answer; a delivery is scheduled for a new message."""
+        if headers.get("authorization") != f"Bearer {self.token}":
+            return 401, {"error": "Unauthorized"}
+        destination = path.removeprefix("/v2/publish/")
+        if not destination.startswith(("http://", "https://")):
+            return 400, {"error": "invalid destination url"}
+        now = time.time()
+        with self._lock:
+            self.published.append({"destination": destination, "headers": headers, "body": body, "at": now})
+            if self.fail_next:
+                status = self.fail_next.pop(0)
+                return status, {"error": f"stand-in failure {status}"}
+            key = headers.get("upstash-deduplication-id")
+            if key and key in self._dedupe and now - self._dedupe[key][1] < DEDUPE_WINDOW_SECONDS:
+                return 202, {"messageId": self._dedupe[key][0]}
+            message_id = f"msg_{uuid.uuid4().hex}"
+            if key:
+                self._dedupe[key] = (message_id, now)
+            delivery = Delivery(message_id, destination, _not_before(headers, now))
+            self.deliveries.append(delivery)
+        threading.Thread(target=self._deliver, args=(delivery, headers, body), daemon=True).start()
+        return 201, {"messageId": message_id}
+
+    def _deliver(self, delivery: Delivery, headers: dict[str, str], body: bytes) -> None:
+        time.sleep(max(0.0, delivery.due_at - time.time()))
+        method = headers.get("upstash-method", "POST")
+        for attempt in range(self.retries + 1):
+            signature = self.signature(delivery.url, body)
+            sent = {"Upstash-Signature": signature, "Upstash-Message-Id": delivery.message_id,
+                    "Upstash-Retried": str(attempt), "Content-Type": headers.get("content-type", "application/json")}  # fmt: skip
+            try:
+                status = httpx.request(method, delivery.url, headers=sent, content=body, timeout=30).status_code
+            except httpx.HTTPError:
+                status = 0
+            delivery.statuses.append(status)
+            if 200 <= status < 300:
+                delivery.delivered_at = time.time()
+                return
+            time.sleep(0.2)
+
+    def signature(self, url: str, body: bytes) -> str:
+        now = int(time.time())
+        digest = base64.urlsafe_b64encode(hashlib.sha256(body).digest()).decode()
+        claims = {"iss": "Upstash", "sub": url, "exp": now + 300, "nbf": now, "iat": now,
+                  "jti": f"jwt_{uuid.uuid4().hex}", "body": digest}  # fmt: skip
+        return hs256(claims, self.signing_key)
+
+    def wait_delivered(self, count: int = 1, timeout: float = 30.0) -> list[Delivery]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            done = [d for d in self.deliveries if d.delivered_at is not None]
+            if len(done) >= count:
+                return done
+            time.sleep(0.05)
+        raise AssertionError(f"expected {count} deliveries within {timeout} s, got: {self.deliveries}")
+
+
+def _not_before(headers: dict[str, str], now: float) -> float:
+    if "upstash-not-before" in headers:
+        return float(int(headers["upstash-not-before"]))
+    delay = headers.get("upstash-delay")
+    if delay:
+        return now + int(delay[:-1]) * _UNITS[delay[-1]]
+    return now
+
+
+@contextmanager
+def qstash_stand_in(token: str, signing_key: str) -> Iterator[QStashStandIn]:
+    """The stand-in on a free loopback port; its base URL (QSTASH_URL) is `.url`."""
+    stand_in = QStashStandIn(token, signing_key)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            body = self.rfile.read(int(self.headers.get("content-length") or 0))
+            if stand_in.stall_seconds:
+                time.sleep(stand_in.stall_seconds)
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            status, answer = stand_in.publish(self.path, headers, body)
+            data = json.dumps(answer).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    stand_in.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield stand_in
+    finally:
+        server.shutdown()
+        server.server_close()
