@@ -49,18 +49,41 @@ declare
     -- schema inside the literal: no name of the schema as a string, so every install's body reads alike.)
     _sequence regclass := pg_catalog.pg_get_serial_sequence('{schema}.jobs', 'id');
 begin
-    if _debounce_keys is null then
+    -- Three inserts, the same up to their ON CONFLICT (tests/db/test_job_insert.py compares them): a
+    -- conflict clause costs every row a speculative insertion (a third of enqueue_many's time), so
+    -- rows without a key or a debounce go in without one.
+    if _keys is null and _debounce_keys is null then
         return query
         insert into {schema}.jobs as j (id, type, payload, run_after, max_attempts, priority, key, group_key,
-                                        scheduled_for, schedule)
+                                        scheduled_for, schedule, debounce_key, debounce_until)
         select coalesce(r.id, pg_catalog.nextval(_sequence)), r.type, coalesce(r.payload, _default_payload),
             coalesce(r.run_after, pg_catalog.now()), coalesce(r.max_attempts, _default_max_attempts),
-            coalesce(r.priority, _default_priority), r.key, r.group_key, r.scheduled_for, r.schedule
+            coalesce(r.priority, _default_priority), r.key, r.group_key, r.scheduled_for, r.schedule, r.debounce_key,
+            r.debounce_until
         from rows from (pg_catalog.unnest(_types), pg_catalog.unnest(_payloads), pg_catalog.unnest(_ids),
                         pg_catalog.unnest(_run_after), pg_catalog.unnest(_max_attempts), pg_catalog.unnest(_priorities),
                         pg_catalog.unnest(_keys), pg_catalog.unnest(_group_keys), pg_catalog.unnest(_scheduled_for),
-                        pg_catalog.unnest(_schedules)) with ordinality
-            r(type, payload, id, run_after, max_attempts, priority, key, group_key, scheduled_for, schedule, n)
+                        pg_catalog.unnest(_schedules), pg_catalog.unnest(_debounce_keys), pg_catalog.unnest(_debounce_until))
+            with ordinality r(type, payload, id, run_after, max_attempts, priority, key, group_key, scheduled_for, schedule,
+                              debounce_key, debounce_until, n)
+        order by r.n
+        returning j.id;
+        return;
+    end if;
+    if _debounce_keys is null then
+        return query
+        insert into {schema}.jobs as j (id, type, payload, run_after, max_attempts, priority, key, group_key,
+                                        scheduled_for, schedule, debounce_key, debounce_until)
+        select coalesce(r.id, pg_catalog.nextval(_sequence)), r.type, coalesce(r.payload, _default_payload),
+            coalesce(r.run_after, pg_catalog.now()), coalesce(r.max_attempts, _default_max_attempts),
+            coalesce(r.priority, _default_priority), r.key, r.group_key, r.scheduled_for, r.schedule, r.debounce_key,
+            r.debounce_until
+        from rows from (pg_catalog.unnest(_types), pg_catalog.unnest(_payloads), pg_catalog.unnest(_ids),
+                        pg_catalog.unnest(_run_after), pg_catalog.unnest(_max_attempts), pg_catalog.unnest(_priorities),
+                        pg_catalog.unnest(_keys), pg_catalog.unnest(_group_keys), pg_catalog.unnest(_scheduled_for),
+                        pg_catalog.unnest(_schedules), pg_catalog.unnest(_debounce_keys), pg_catalog.unnest(_debounce_until))
+            with ordinality r(type, payload, id, run_after, max_attempts, priority, key, group_key, scheduled_for, schedule,
+                              debounce_key, debounce_until, n)
         order by r.n
         on conflict (key) where key is not null and status in ('pending', 'running', 'waiting') do nothing
         returning j.id;

@@ -40,7 +40,15 @@ def test_no_statement_but_crontick_job_insert_many_inserts_into_jobs() -> None:
     files += [p for p in sorted(LIB.rglob("*.py")) if SQL not in p.resolve().parents]
     assert len(files) > 100
     assert [hit for path in files for hit in _inserts(path)] == []
-    assert len(_inserts(THE_FUNCTION)) == 2  # plain or keyed rows; a debounce's upsert
+    assert len(_inserts(THE_FUNCTION)) == 3  # rows without a key or debounce; with keys; a debounce's upsert
+
+
+def test_the_three_inserts_of_the_function_are_the_same_up_to_their_on_conflict() -> None:
+    text = SQL_COMMENT.sub("", THE_FUNCTION.read_text(encoding="utf-8"))
+    bodies = [" ".join(m.split()) for m in re.findall(r"insert into .*?order by r\.n", text, re.DOTALL)]
+    assert len(bodies) == 3 and len(set(bodies)) == 1
+    assert "coalesce(r.max_attempts, _default_max_attempts)" in bodies[0]
+    assert len(re.findall(r"_default_max_attempts constant integer := (\d+);", text)) == 1
 
 
 @pytest.mark.parametrize(
