@@ -83,8 +83,9 @@ begin
         select i.id into _id
         from {schema}.crontick_job_insert_many(array[{api_enqueue}.type], array[{api_enqueue}.payload],
             _run_after => array[{api_enqueue}.run_after], _max_attempts => array[{api_enqueue}.max_attempts],
-            _priorities => array[{api_enqueue}.priority], _keys => array[{api_enqueue}.key],
-            _group_keys => array[{api_enqueue}.group_key]) i(id);
+            _priorities => array[{api_enqueue}.priority], _group_keys => array[{api_enqueue}.group_key],
+            -- No key: no array, so the row goes in without ON CONFLICT and its cost.
+            _keys => case when {api_enqueue}.key is not null then array[{api_enqueue}.key] end) i(id);
         if _id is not null then
             return _id;
         end if;

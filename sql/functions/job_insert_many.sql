@@ -51,7 +51,8 @@ declare
 begin
     -- Three inserts, the same up to their ON CONFLICT (tests/db/test_job_insert.py compares them): a
     -- conflict clause costs every row a speculative insertion (a third of enqueue_many's time), so
-    -- rows without a key or a debounce go in without one.
+    -- rows without a key or a debounce go in without one. Rows go in as the scan yields them, in
+    -- ordinality order (an ORDER BY would sort what is already sorted: the planner cannot know it is).
     if _keys is null and _debounce_keys is null then
         return query
         insert into {schema}.jobs as j (id, type, payload, run_after, max_attempts, priority, key, group_key,
@@ -66,7 +67,6 @@ begin
                         pg_catalog.unnest(_schedules), pg_catalog.unnest(_debounce_keys), pg_catalog.unnest(_debounce_until))
             with ordinality r(type, payload, id, run_after, max_attempts, priority, key, group_key, scheduled_for, schedule,
                               debounce_key, debounce_until, n)
-        order by r.n
         returning j.id;
         return;
     end if;
@@ -84,7 +84,6 @@ begin
                         pg_catalog.unnest(_schedules), pg_catalog.unnest(_debounce_keys), pg_catalog.unnest(_debounce_until))
             with ordinality r(type, payload, id, run_after, max_attempts, priority, key, group_key, scheduled_for, schedule,
                               debounce_key, debounce_until, n)
-        order by r.n
         on conflict (key) where key is not null and status in ('pending', 'running', 'waiting') do nothing
         returning j.id;
         return;
@@ -102,7 +101,6 @@ begin
                     pg_catalog.unnest(_schedules), pg_catalog.unnest(_debounce_keys), pg_catalog.unnest(_debounce_until))
         with ordinality r(type, payload, id, run_after, max_attempts, priority, key, group_key, scheduled_for, schedule,
                           debounce_key, debounce_until, n)
-    order by r.n
     on conflict (type, debounce_key) where debounce_key is not null and status = 'pending' and started_at is null
     do update set
         payload = excluded.payload,
