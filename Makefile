@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-wheel bench chaos lint docs reference clean
+.PHONY: run test test-wheel bench chaos lint docs reference schema clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "crontick needs Python 3.11 or newer; found " + sys.version.split()[0] + " (set PYTHON=python3.12, for example)")'
@@ -28,6 +28,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
+
+## sql/schema.sql, the live schema, from a fresh migrate on CRONTICK_TEST_DATABASE_URL's server (else an embedded
+## one); tests/db/test_schema_file.py fails while it is stale. Run it after adding a migration.
+schema: $(STAMP)
+	$(BIN)/python -m crontick.db.schema_file --write $${CRONTICK_TEST_DATABASE_URL:+--url "$$CRONTICK_TEST_DATABASE_URL"}
 
 ## The docs site (mkdocs-material, --strict) into .crontick/site; reference pages are generated from the code.
 DOCS_STAMP := $(VENV)/.docs-installed

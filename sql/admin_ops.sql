@@ -254,7 +254,8 @@ select (select count(*) from gone) as resumed, (select coalesce(pg_catalog.sum(s
 -- row (the at-most-once key of real slots is untouched), `schedule` set and `scheduled_for`
 -- null, and the schedule's row remembers it as its latest manual run.
 with job as (
-    insert into {schema}.jobs (type, payload, schedule) values (%(job_type)s, %(payload)s, %(name)s) returning id
+    select i.id from {schema}.crontick_job_insert_many(array[%(job_type)s::text], array[%(payload)s::jsonb],
+        _schedules => array[%(name)s::text]) i(id)
 ), manual as (
     update {schema}.crontick_schedules set manual_job_id = (select id from job), manual_at = now()
     where name = %(name)s

@@ -20,9 +20,10 @@ with drawn as materialized (
     on conflict do nothing
     returning job_id
 ), job as (
-    insert into {schema}.jobs (id, type, payload, priority)
-    select event.job_id, %(type)s, %(payload)s, %(priority)s from event
-    returning id
+    -- crontick_job_insert_many (sql/functions/job_insert_many.sql): the job, with the drawn id, only when the event is new.
+    select i.id from event
+    cross join lateral {schema}.crontick_job_insert_many(array[%(type)s::text], array[%(payload)s::jsonb],
+        _ids => array[event.job_id], _priorities => array[%(priority)s::int]) i(id)
 )
 select id as job_id, true as new from job
 union all

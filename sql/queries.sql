@@ -14,15 +14,24 @@ select {schema}.{api_enqueue}(type => %(type)s, payload => %(payload)s, run_afte
 
 -- name: job_insert_many
 -- crontick.enqueue_many: a whole list of jobs in one statement. The list arrives as one JSON
--- array of [type, payload] pairs (cheaper to send than one array per column); rows are
--- inserted in list order so the returned ids follow it. `priorities` maps a type to its handler's
--- declared priority, for jobs enqueued without one (absent: 0).
-insert into {schema}.jobs (type, payload, run_after, max_attempts, group_key, priority)
-select e.job ->> 0, e.job -> 1, coalesce(%(run_after)s, now()), coalesce(%(max_attempts)s, 4), %(group_key)s::text,
-    coalesce(%(priority)s::int, (%(priorities)s::jsonb ->> (e.job ->> 0))::int, 0)
-from pg_catalog.jsonb_array_elements(%(jobs)s) with ordinality as e(job, n)
-order by e.n
-returning id;
+-- array of [type, payload] pairs (cheaper to send than one array per column) and becomes the
+-- columns of crontick_job_insert_many (sql/functions/job_insert_many.sql), which inserts the rows
+-- in list order, so the returned ids follow it, and gives a null its default. `priorities` maps a
+-- type to its handler's declared priority, for jobs enqueued without one. An option not given is
+-- passed as no array at all, not as N nulls: each array the function reads is one more 10,000-row
+-- scan (about 5 % of enqueue_many's time for the three options).
+select i.id
+from (
+    select pg_catalog.array_agg(e.job ->> 0 order by e.n) as types, pg_catalog.array_agg(e.job -> 1 order by e.n) as payloads,
+        pg_catalog.array_agg(coalesce(%(priority)s::int, (%(priorities)s::jsonb ->> (e.job ->> 0))::int) order by e.n) as priorities,
+        pg_catalog.count(*)::int as n
+    from pg_catalog.jsonb_array_elements(%(jobs)s::jsonb) with ordinality as e(job, n)
+) a
+cross join lateral {schema}.crontick_job_insert_many(a.types, a.payloads,
+    _run_after => case when %(run_after)s::timestamptz is not null then pg_catalog.array_fill(%(run_after)s::timestamptz, array[a.n]) end,
+    _max_attempts => case when %(max_attempts)s::int is not null then pg_catalog.array_fill(%(max_attempts)s::int, array[a.n]) end,
+    _group_keys => case when %(group_key)s::text is not null then pg_catalog.array_fill(%(group_key)s::text, array[a.n]) end,
+    _priorities => case when %(priority)s::int is not null or %(priorities)s::jsonb <> '{{}}'::jsonb then a.priorities end) i(id);
 
 -- name: job_rescue_expired
 -- Tick, when the claim saw an expired lease: jobs whose lease passed while running belong to

@@ -112,10 +112,16 @@ with plan as materialized (
     on conflict (schedule, slot) do nothing
     returning schedule, slot, job_id
 ), job as (
-    insert into {schema}.jobs (id, type, payload, run_after, scheduled_for, schedule)
-    select s.job_id, p.job_type, coalesce(p.payload, '{{}}'::jsonb), (p.enqueue ->> 0)::timestamptz, s.slot, s.schedule
-    from slot s join plan p on p.name = s.schedule
-    returning id
+    -- Each recorded slot's job, with the id the slot row holds (crontick_job_insert_many, sql/functions/job_insert_many.sql).
+    select i.id
+    from (
+        select pg_catalog.array_agg(s.job_id) as ids, pg_catalog.array_agg(p.job_type) as types,
+            pg_catalog.array_agg(p.payload) as payloads, pg_catalog.array_agg((p.enqueue ->> 0)::timestamptz) as run_after,
+            pg_catalog.array_agg(s.slot) as scheduled_for, pg_catalog.array_agg(s.schedule) as schedules
+        from slot s join plan p on p.name = s.schedule
+    ) a
+    cross join lateral {schema}.crontick_job_insert_many(a.types, a.payloads, _ids => a.ids, _run_after => a.run_after,
+        _scheduled_for => a.scheduled_for, _schedules => a.schedules) i(id)
 ), skip as (
     insert into {schema}.crontick_schedule_slots (schedule, slot, outcome, last_slot, slot_count, count_is_lower_bound)
     select p.name, (k ->> 1)::timestamptz, k ->> 0, (k ->> 2)::timestamptz, (k ->> 3)::int, (k ->> 4)::boolean

@@ -72,19 +72,20 @@ begin
     if {api_enqueue}.debounce_key is not null or {api_enqueue}.debounce_seconds is not null
        or {api_enqueue}.debounce_max_seconds is not null then
         return {schema}.crontick_job_debounce(
-            {api_enqueue}.type, coalesce({api_enqueue}.payload, '{{}}'::jsonb), {api_enqueue}.run_after,
+            {api_enqueue}.type, {api_enqueue}.payload, {api_enqueue}.run_after,
             {api_enqueue}.max_attempts, {api_enqueue}.key, {api_enqueue}.group_key, {api_enqueue}.priority,
             {api_enqueue}.debounce_key, {api_enqueue}.debounce_seconds, {api_enqueue}.debounce_max_seconds);
     end if;
     -- Twice at most: the job holding the key may finish between the insert that yields to it and
     -- the select that looks for it; the second insert then succeeds.
+    -- The insert, and every default of a null argument, is crontick_job_insert_many's (sql/functions/job_insert_many.sql).
     for _ in 1..2 loop
-        insert into {schema}.jobs (type, payload, run_after, max_attempts, key, group_key, priority)
-        values ({api_enqueue}.type, coalesce({api_enqueue}.payload, '{{}}'::jsonb), coalesce({api_enqueue}.run_after, now()),
-                coalesce({api_enqueue}.max_attempts, 4), {api_enqueue}.key, {api_enqueue}.group_key,
-                coalesce({api_enqueue}.priority, 0))
-        on conflict (key) where key is not null and status in ('pending', 'running', 'waiting') do nothing
-        returning id into _id;
+        select i.id into _id
+        from {schema}.crontick_job_insert_many(array[{api_enqueue}.type], array[{api_enqueue}.payload],
+            _run_after => array[{api_enqueue}.run_after], _max_attempts => array[{api_enqueue}.max_attempts],
+            _priorities => array[{api_enqueue}.priority], _group_keys => array[{api_enqueue}.group_key],
+            -- No key: no array, so the row goes in without ON CONFLICT and its cost.
+            _keys => case when {api_enqueue}.key is not null then array[{api_enqueue}.key] end) i(id);
         if _id is not null then
             return _id;
         end if;

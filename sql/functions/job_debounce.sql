@@ -1,15 +1,12 @@
 -- crontick_job_debounce: the debounced half of crontick.enqueue (sql/functions/enqueue.sql calls it
 -- when a debounce_key is given; crontick.enqueue(..., debounce=crontick.Debounce(...)) in Python
--- and debounced inbound hooks reach it that way). One upsert on jobs_debounce_open
--- (sql/migrations/0018_enqueue_flow.sql): the first enqueue of a key inserts the job, due in
--- `_seconds`, with debounce_until = now + `_max_seconds` (null: no cap); every later enqueue of
--- the same (type, key) while that job is pending and was never claimed merges into it:
---   payload   becomes the newest payload;
---   payloads  appends it, oldest first; it starts as [first payload], and keeps the newest 100
---             entries that add up to at most 16 MiB as JSON text (crontick.jobs.debounce
---             MAX_PAYLOADS and MAX_PAYLOADS_BYTES), dropping the oldest first: each merge rewrites
---             the row, so a burst of large events costs at most 16 MiB a merge, not 100 of them;
---   run_after moves to now + `_seconds`, never past debounce_until;
+-- and debounced inbound hooks reach it that way). It checks the arguments, and the upsert on
+-- jobs_debounce_open (sql/migrations/0018_enqueue_flow.sql) is crontick_job_insert_many's
+-- (sql/functions/job_insert_many.sql says how payloads are kept): the first enqueue of a key inserts the
+-- job, due in `_seconds`, with debounce_until = now + `_max_seconds` (null: no cap); every later enqueue
+-- of the same (type, key) while that job is pending and was never claimed merges into it: its payload
+-- becomes the newest, `payloads` appends it, and run_after moves to now + `_seconds`, never past
+-- debounce_until;
 -- group_key, priority and max_attempts stay the first enqueue's. Concurrent enqueues of one key
 -- serialise on the index entry: one inserts, the others wait for it and then merge. A claim that
 -- locked the job first wins: the merging enqueue then finds no open job (the claimed row left the
@@ -63,28 +60,12 @@ begin
     -- Twice at most: the merge's WHERE is false only if the open job changed between the conflict
     -- and its lock (PostgreSQL then retries the conflict itself), so the second pass inserts or merges.
     for _ in 1..2 loop
-        insert into {schema}.jobs as j (type, payload, run_after, max_attempts, group_key, priority, debounce_key, debounce_until)
-        values (_type, _payload, now() + make_interval(secs => _seconds), coalesce(_max_attempts, 4), _group_key,
-                coalesce(_priority, 0), _debounce_key, now() + make_interval(secs => _max_seconds))
-        on conflict (type, debounce_key) where debounce_key is not null and status = 'pending' and started_at is null
-        do update set
-            payload = excluded.payload,
-            -- Within 16 MiB as a whole (the usual case, one cast), past 100 the oldest goes (one per merge);
-            -- else the newest entries, counted and summed from the newest back, while both bounds hold.
-            payloads = (select case when octet_length(m.merged::text) <= 16777216 then
-                                   case when jsonb_array_length(m.merged) > 100 then m.merged - 0 else m.merged end
-                               else (select jsonb_agg(t.value order by t.n)
-                                     from (select e.value, e.n, row_number() over newest as count,
-                                               sum(octet_length(e.value::text)) over newest as bytes
-                                           from jsonb_array_elements(m.merged) with ordinality e(value, n)
-                                           window newest as (order by e.n desc)) t
-                                     where t.count <= 100 and t.bytes <= 16777216) end
-                        from (select coalesce(j.payloads, jsonb_build_array(j.payload))
-                                     || jsonb_build_array(excluded.payload) as merged) m),
-            run_after = least(excluded.run_after, coalesce(j.debounce_until, 'infinity')),
-            updated_at = now()
-        where j.status = 'pending' and j.started_at is null
-        returning id into _id;
+        select i.id into _id
+        from {schema}.crontick_job_insert_many(array[_type], array[_payload],
+            _run_after => array[pg_catalog.now() + pg_catalog.make_interval(secs => _seconds)],
+            _max_attempts => array[_max_attempts], _priorities => array[_priority], _group_keys => array[_group_key],
+            _debounce_keys => array[_debounce_key],
+            _debounce_until => array[pg_catalog.now() + pg_catalog.make_interval(secs => _max_seconds)]) i(id);
         if _id is not null then
             return _id;
         end if;
