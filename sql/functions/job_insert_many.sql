@@ -3,14 +3,14 @@
 -- half (sql/functions/job_debounce.sql), enqueue_many (sql/queries.sql job_insert_many), inbound hooks
 -- (sql/inbound.sql inbound_event_record; the flow-controlled ones through crontick.enqueue), schedule
 -- slots (sql/schedules.sql schedule_advance, in the statement that records the slot) and the admin's
--- "enqueue now" (sql/admin_ops.sql admin_schedule_enqueue). tests/db/test_job_insert.py fails on any
+-- "enqueue now" (sql/admin_ops.sql admin_schedule_enqueue). tests/jobs/test_queue_job_insert.py fails on any
 -- other statement that inserts into jobs.
 --
 -- N rows as one array per column: element i of each array is row i, and a shorter or missing array
 -- reads as nulls. A null takes the default, each declared once below for every path: the id is the
 -- next of the jobs' identity (schedules and hooks draw theirs first, for the row that points at the
 -- job), the payload {}, run_after now, max_attempts 4 (the column's default too, for an app's own
--- INSERT: tests/db/test_job_insert.py holds the two equal), priority 0 (the enqueue paths pass the
+-- INSERT: tests/jobs/test_queue_job_insert.py holds the two equal), priority 0 (the enqueue paths pass the
 -- handler's declared priority= when it has one).
 -- Rows are inserted in array order, and their ids come back in that order. A row whose `key` an
 -- active (pending, running or waiting) job holds is not inserted and returns nothing: the caller looks
@@ -49,7 +49,7 @@ declare
     -- schema inside the literal: no name of the schema as a string, so every install's body reads alike.)
     _sequence regclass := pg_catalog.pg_get_serial_sequence('{schema}.jobs', 'id');
 begin
-    -- Three inserts, the same up to their ON CONFLICT (tests/db/test_job_insert.py compares them): a
+    -- Three inserts, the same up to their ON CONFLICT (tests/jobs/test_queue_job_insert.py compares them): a
     -- conflict clause costs every row a speculative insertion (a third of enqueue_many's time), so
     -- rows without a key or a debounce go in without one. Rows go in as the scan yields them, in
     -- ordinality order (an ORDER BY would sort what is already sorted: the planner cannot know it is).
