@@ -52,6 +52,10 @@ class Probe(NamedTuple):
         return min((t for t in times if t is not None), default=None)
 
 
+# How many of Probe's fields are crontick_tick_probe's columns, in order (tests/tick/test_probe_rows.py);
+# the rest are this module's own.
+PROBE_WIDTH = Probe._fields.index("reminders_error")
+
 # What a caller that knows jobs are due (a drain whose last tick left some) uses instead of
 # running the probe: it claims with job_claim_due, which still reports expired leases and the time,
 # and puts those into this.
@@ -116,7 +120,7 @@ async def look(
         )
     row = await cur.fetchone()
     assert row is not None  # the statement always returns its one row
-    found = Probe(row[0], claimed_jobs(row[1]), *row[2:])
+    found = Probe(row[0], claimed_jobs(row[1]), *row[2:PROBE_WIDTH])
     if stopped is not None:
         found = found._replace(reminders_due=False, next_reminder_at=None, reminders_error=str(stopped))
     if now is None:
