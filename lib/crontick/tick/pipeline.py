@@ -208,7 +208,10 @@ async def work(
         if prefetched is not None or jobs_due:  # the claim takes the probe's place, and reports expired leases
             claim = prefetched or await claim_batch(conn, now, settings.batch_size, settings.lease_seconds)
             found = probe.JOBS_DUE._replace(
-                jobs=claim.jobs, now=claim.now, leases_expired=claim.leases_expired, throttled_until=claim.throttled_until
+                jobs=claim.jobs,
+                now=claim.now,
+                leases_expired=claim.leases_expired,
+                throttled_until=claim.throttled_until,
             )
         else:
             summary = TickResult().to_json() | run
