@@ -207,12 +207,7 @@ async def work(
         unsynced = schedules.needs_sync(conn)  # new declarations: the schedules step must run once
         if prefetched is not None or jobs_due:  # the claim takes the probe's place, and reports expired leases
             claim = prefetched or await claim_batch(conn, now, settings.batch_size, settings.lease_seconds)
-            found = probe.JOBS_DUE._replace(
-                jobs=claim.jobs,
-                now=claim.now,
-                leases_expired=claim.leases_expired,
-                throttled_until=claim.throttled_until,
-            )
+            found = probe.JOBS_DUE._replace(**claim._asdict())  # a Claim's fields are Probe's, by name
         else:
             summary = TickResult().to_json() | run
             found = await probe.look(conn, settings, now, source, summary, schedules_unsynced=unsynced)
