@@ -1,4 +1,4 @@
-"""Runs a claimed batch of jobs concurrently, within the tick's deadline, and decides each outcome."""
+"""Runs a claimed batch of jobs concurrently, within the tick's deadline, and records the outcome crontick.jobs.decision gives each."""
 
 from __future__ import annotations
 
