@@ -314,7 +314,7 @@ def _ended(exc: BaseException) -> Ended:
     if isinstance(exc, RetryableError):  # a provider's 429 or 503 may say how long to wait
         return Ended(_describe(exc), retry_after_seconds=exc.retry_after_seconds, traceback=trace)
     # An exception carrying a provider's 429 or 503 (httpx, the OpenAI and Anthropic SDKs): with a
-    # Retry-After, decide() snoozes the job for it; without one it is an ordinary failure.
+    # Retry-After, crontick.jobs.decision snoozes the job for it; without one it is an ordinary failure.
     return Ended(_describe(exc), traceback=trace, throttle=backoff.throttle_of(exc))
 
 
