@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-wheel bench chaos lint docs clean
+.PHONY: run test test-wheel bench chaos lint docs reference clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "crontick needs Python 3.11 or newer; found " + sys.version.split()[0] + " (set PYTHON=python3.12, for example)")'
@@ -38,6 +38,11 @@ $(DOCS_STAMP): $(STAMP)
 docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir .crontick/site
 
+## The tables in docs/*.md generated from the code (settings, CLI, the committed bench run), written into the
+## files so GitHub shows them; tests/docs fails when one is stale.
+reference: $(STAMP)
+	$(BIN)/python docs/gen_reference.py --write
+
 ## What users install: build the wheel and sdist into dist/, install the wheel (with its dev extra) into a fresh
 ## venv and run the suite against it from here, where lib/ is not on sys.path (tests/packaging checks that).
 WHEEL_VENV := .crontick/wheel-venv
@@ -61,6 +66,7 @@ $(BENCH_VENV)/.installed: pyproject.toml
 
 bench: $(STAMP) $(BENCH_VENV)/.installed
 	$(BENCH_VENV)/bin/python -m bench
+	$(BIN)/python docs/gen_reference.py --write
 
 ## Fault scenarios against real processes (uvicorn, PostgreSQL, a local provider); one row each, then
 ## `chaos: N scenarios, 0 lost, 0 duplicated, 0 forged accepted`. CRONTICK_CHAOS_DATABASE_URL or embedded.

@@ -19,7 +19,7 @@ import psycopg
 
 from crontick import enqueue_many
 
-from . import chart, coldstart, declared, http_drain, report, scale, server, workflows
+from . import chart, coldstart, declared, http_drain, report, scale, server, summary, workflows
 from .noop import JOB_TYPE, SYNC_JOB_TYPE
 from .seen import PATH_VARIABLE, Seen
 from .systems import System, all_systems, analyze, clear, crontick_enqueue, crontick_install
@@ -312,7 +312,7 @@ def main() -> None:
     chart.write(
         results, [args.output.with_name("bench.svg"), *([] if args.output != report.RESULTS else [chart.DOCS_COPY])]
     )
-    print(report.render(results))
+    print(summary.render(results))
     for case in ("empty", "history", "flow"):
         print(f"\nEXPLAIN (ANALYZE, BUFFERS) of the claim, {case}:\n{results['scale'][f'explain_{case}']}")
     print(f"\nwritten: {args.output}")

@@ -29,6 +29,8 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.json import Jsonb
 
 from crontick import db
+from crontick.settings import Settings
+from crontick.tick import health
 
 from . import http_drain, server
 
@@ -105,9 +107,10 @@ def query_of(root: Path, name: str) -> str:
 def statement_times(urls: dict[str, str], statements: dict[str, str]) -> dict[str, float]:
     """Median round trip (ms) of each statement, on its own database's connection, called in turn."""
     params = probe_params()
+    stale_after = health.stale_after_seconds(Settings())
     conns = {label: psycopg.connect(urls[label], autocommit=True) for label in statements}
     times: dict[str, list[float]] = {label: [] for label in statements}
-    health = psycopg.connect(next(iter(urls.values())), autocommit=True)
+    health_conn = psycopg.connect(next(iter(urls.values())), autocommit=True)
     times["health"] = []
     try:
         for i in range(STATEMENT_CALLS + 20):
@@ -117,11 +120,11 @@ def statement_times(urls: dict[str, str], statements: dict[str, str]) -> dict[st
                 if i >= 20:
                     times[label].append(time.perf_counter() - began)
             began = time.perf_counter()
-            health.execute(db.query("tick_last")).fetchall()
+            health_conn.execute(db.query("health_status"), {"stale_after": stale_after}).fetchall()
             if i >= 20:
                 times["health"].append(time.perf_counter() - began)
     finally:
-        for conn in (*conns.values(), health):
+        for conn in (*conns.values(), health_conn):
             conn.close()
     return {label: round(statistics.median(t) * 1000, 3) for label, t in times.items()}
 

@@ -27,13 +27,14 @@ from typing import Any
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
-from psycopg.types.json import Jsonb
 
 from crontick import db
 from crontick.db.schema import source_label
 from crontick.reminders.window import reminder_windows
 from crontick.settings import Settings
-from crontick.tick import upkeep
+from crontick.tick import duties, probe
+from crontick.tick.duty import Tick
+from crontick.tick.pacing import Pacing
 
 from . import explain as explain_nested
 
@@ -75,7 +76,7 @@ def settings(url: str) -> Settings:
 
 def claim_params(s: Settings, now: datetime) -> dict[str, Any]:
     """reminder_claim_due's parameters, as crontick.reminders.send.claim builds them."""
-    from crontick.reminders import delivery
+    from crontick.channels import registry
     from crontick.reminders.send import MAX_ATTEMPTS
 
     return {
@@ -85,24 +86,19 @@ def claim_params(s: Settings, now: datetime) -> dict[str, Any]:
         **reminder_windows(s),
         "window_end": now + s.reminder_leads[0][1],
         "channels": list(s.reminder_channels),
-        "idempotent": sorted(delivery.IDEMPOTENT_CHANNELS),
+        "idempotent": sorted(registry.idempotent_channels()),
+        "by_email": registry.addressed_by("email"),
+        "by_phone": registry.addressed_by("phone"),
         "max_attempts": MAX_ATTEMPTS,
     }
 
 
 def probe_params(s: Settings, now: datetime) -> dict[str, Any]:
     """tick_probe's parameters, as crontick.tick.probe.look builds them."""
-    return {
-        "now": now,
-        "limit": s.batch_size,
-        "lease": timedelta(seconds=s.lease_seconds),
-        "source": "bench",
-        "summary": Jsonb({}),
-        "schedules_unsynced": False,
-        **reminder_windows(s),
-        **upkeep.checks(s, now),
-        "reminder_source": source_label(SOURCE),
-    }
+    # No schedule is declared here, so the schedules duty asks without reading the connection.
+    tick = Tick(None, s, Pacing(), time.perf_counter, float("inf"), now)  # type: ignore[arg-type]
+    asks = duties.asks(tick, now)
+    return {**probe.parameters(s, now, "bench", {}, asks), "reminder_source": source_label(SOURCE)}
 
 
 async def timed(url: str, statement: str, params: dict[str, Any], runs: int) -> tuple[float, int]:

@@ -1,7 +1,9 @@
 """Reference tables generated from the code (env variables, CLI, benchmark results), so the docs cannot drift.
 
-docs/hooks.py replaces `<!-- generated: NAME -->` in a page with GENERATORS[NAME](); the tests in
-tests/docs call the same functions. The configuration page is crontick.settings' table of
+A page holds each table between `<!-- generated: NAME -->` and `<!-- end generated: NAME -->`, written
+into the file by `python docs/gen_reference.py --write` (`make reference`), so GitHub shows it too;
+`--check` (and tests/docs/test_reference_pages.py) fails when a page is stale, and docs/hooks.py
+fills the same blocks again when the site is built. The configuration page is crontick.settings' table of
 variables (every variable lib/ reads, with its type, bounds, default and doc line); only the
 variables that just the tests, benchmarks or CI read are described in docs/variables.toml.
 """
@@ -231,11 +233,11 @@ def bench_results() -> str:
     """The committed benchmark run (bench/results/latest.json), rendered as `make bench` prints it."""
     sys.path.insert(0, str(ROOT))
     try:
-        from bench import report
+        from bench import summary
     finally:
         sys.path.pop(0)
     results = json.loads((ROOT / "bench" / "results" / "latest.json").read_text())
-    return "```text\n" + report.render(results).rstrip() + "\n```\n"
+    return "```text\n" + summary.render(results).rstrip() + "\n```\n"
 
 
 GENERATORS: dict[str, Callable[[], str]] = {
@@ -243,3 +245,67 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "cli": cli_reference,
     "bench": bench_results,
 }
+BLOCK = re.compile(
+    r"<!-- generated: (?P<name>\w+) -->\n(?:(?P<body>.*?)\n)?<!-- end generated: (?P=name) -->", re.DOTALL
+)
+OPENING = re.compile(r"<!--\s*generated:\s*(\w+)\s*-->")
+
+
+def fill(markdown: str, where: str) -> str:
+    """The page with every generated block holding its generator's current output."""
+    opened = OPENING.findall(markdown)
+    blocks = BLOCK.findall(markdown)
+    if len(opened) != len(blocks):
+        raise ReferenceError(
+            f"{where}: expected each `<!-- generated: NAME -->` closed by `<!-- end generated: NAME -->`, "
+            f"got {len(opened)} opened and {len(blocks)} closed"
+        )
+
+    def generate(match: re.Match[str]) -> str:
+        name = match.group("name")
+        if name not in GENERATORS:
+            raise ReferenceError(f"{where}: expected a generator among {sorted(GENERATORS)}, got: {name!r}")
+        body = GENERATORS[name]().strip("\n")
+        return f"<!-- generated: {name} -->\n{body}\n<!-- end generated: {name} -->"
+
+    return BLOCK.sub(generate, markdown)
+
+
+def stale_pages(docs_dir: Path = ROOT / "docs") -> dict[Path, tuple[str, str]]:
+    """Every page whose generated blocks differ from the code's: {path: (as written, as it should be)}."""
+    stale = {}
+    for page in sorted(docs_dir.glob("*.md")):
+        text = page.read_text()
+        if OPENING.search(text) and (current := fill(text, page.name)) != text:
+            stale[page] = (text, current)
+    return stale
+
+
+def main(argv: list[str] | None = None) -> int:
+    import difflib
+
+    parser = argparse.ArgumentParser(description="Write or check the generated tables in docs/*.md.")
+    modes = parser.add_mutually_exclusive_group(required=True)
+    modes.add_argument("--write", dest="mode", action="store_const", const="--write", help="rewrite stale pages")
+    modes.add_argument("--check", dest="mode", action="store_const", const="--check", help="exit 1 if one is stale")
+    mode = parser.parse_args(argv).mode
+    sys.path.insert(0, str(ROOT))  # bench/ and tests/support, as when run from the root with -m
+    stale = stale_pages()
+    for page, (written, current) in stale.items():
+        if mode == "--write":
+            page.write_text(current)
+            print(f"wrote {page.relative_to(ROOT)}")
+        else:
+            sys.stdout.writelines(
+                difflib.unified_diff(
+                    written.splitlines(keepends=True), current.splitlines(keepends=True), str(page), "generated"
+                )
+            )
+    if mode == "--check" and stale:
+        print(f"{len(stale)} page(s) stale: run `python docs/gen_reference.py --write`", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,9 +1,8 @@
-"""mkdocs hooks: drop nav entries whose page is not written yet, and fill `<!-- generated: NAME -->` markers."""
+"""mkdocs hooks: drop nav entries whose page is not written yet, and fill the generated blocks (docs/gen_reference.py)."""
 
 from __future__ import annotations
 
 import logging
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gen_reference  # noqa: E402 (next to this file, not an installed module)
 
 log = logging.getLogger("mkdocs.hooks.crontick")
-MARKER = re.compile(r"<!--\s*generated:\s*(\w+)\s*-->")
 
 
 def _present(entries: list[Any], docs_dir: Path) -> list[Any]:
@@ -41,12 +39,4 @@ def on_config(config: Any) -> Any:
 
 
 def on_page_markdown(markdown: str, page: Any, **_: Any) -> str:
-    def generate(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in gen_reference.GENERATORS:
-            raise gen_reference.ReferenceError(
-                f"{page.file.src_path}: expected a generator among {sorted(gen_reference.GENERATORS)}, got: {name!r}"
-            )
-        return gen_reference.GENERATORS[name]()
-
-    return MARKER.sub(generate, markdown)
+    return gen_reference.fill(markdown, page.file.src_path)

@@ -51,8 +51,8 @@ order by id desc;
 -- name: admin_jobs_by_type
 -- store.list_jobs with a type: the newest ids below the cursor of each status
 -- (crontick_job_ids_below, from the index alone), merged by id; the page's rows are then read by
--- primary key. The statuses come from crontick.queue.STATUSES. Ids first, so that no plan walks the
--- primary key backwards filtering on type and status instead (one chose that on a million rows: 0.6 s).
+-- primary key. The statuses come from crontick.jobs.queue.STATUSES. Ids first, so that no plan walks
+-- the primary key backwards filtering on type and status instead (one chose that on a million rows: 0.6 s).
 select id, type, status, attempts, max_attempts, run_after, pg_catalog.left(last_error, 200) as last_error, key,
     created_at, updated_at, finished_at, group_key, priority
 from {schema}.jobs

@@ -3,7 +3,7 @@
 -- job_rescue_expired, reminder_claim_due, reminder_record_outcomes): an outbox in crontick_alerts.
 
 -- name: health_status
--- GET /api/health (crontick.health.read): the newest tick and whether it is too old, in one
+-- GET /api/health (crontick.tick.health.read): the newest tick and whether it is too old, in one
 -- statement that reads the first entry of crontick_ticks_finished. The database's clock decides,
 -- so an app server with a wrong clock cannot hide a silence.
 -- reminders_error: why the newest tick sent no reminders, when its reminder source was to blame
@@ -15,7 +15,7 @@ select t.last_tick_at,
 from (select pg_catalog.max(finished_at) as last_tick_at from {schema}.crontick_ticks) t;
 
 -- name: alert_claim_due
--- crontick.alerts.deliver, in a tick whose record statement said alerts are due: claim up to a
+-- crontick.tick.alerts.deliver, in a tick whose record statement said alerts are due: claim up to a
 -- batch of due pending alerts in one statement. Each is leased (next_attempt_at moves to
 -- lease_until) and its attempt counted, so a concurrent tick skips it and no transaction stays
 -- open while it is sent. An alert raised before stale_before and never sent (e.g. while no URL
@@ -44,7 +44,7 @@ where status = 'pending'
 order by id;
 
 -- name: alert_record_outcomes
--- crontick.alerts.deliver, after the sends: every outcome in one statement. Fenced on the
+-- crontick.tick.alerts.deliver, after the sends: every outcome in one statement. Fenced on the
 -- attempt this tick claimed, so a tick that outlived its lease changes nothing. A failure with
 -- a retry_at waits for it; without one (the last attempt, or a refusal) the alert is closed
 -- as failed, and raises no further alert.

@@ -47,7 +47,7 @@ with expired as materialized (
     from expired where j.id = expired.id
     returning j.id, j.type, j.status, j.attempts, j.last_error, expired.started_at, expired.locked_until
 ), alerted as (
-    -- crontick.alerts: a job failed here for good raises its job_failed alert in this statement (an outbox).
+    -- crontick.tick.alerts: a job failed here for good raises its job_failed alert in this statement (an outbox).
     insert into {schema}.crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
     select 'job_failed', 'job:' || r.id::text, %(now)s,
         pg_catalog.jsonb_build_object('job_id', r.id, 'job_type', r.type, 'attempts', r.attempts, 'error', pg_catalog.left(r.last_error, 500)),
@@ -99,21 +99,15 @@ from {schema}.crontick_job_record_and_claim(
     %(started_at)s::timestamptz, %(source)s::text, %(summary)s::jsonb, %(jobs)s::jsonb, %(next_other_at)s::timestamptz,
     %(limit)s::int, %(lease)s::interval, %(flow)s::jsonb);
 
--- name: tick_last
--- GET /api/health.
-select pg_catalog.max(finished_at) as last_tick_at from {schema}.crontick_ticks;
-
 -- name: tick_probe
 -- Tick, first statement (crontick.tick.probe.look): claim the due jobs (as job_claim_due does, with
 -- the same function), find out whether anything else is due and when the next thing falls due,
 -- and, when nothing is due, write the tick's log row: an idle tick is one round trip. The
 -- statement itself is the function in sql/functions/tick_probe.sql, whose plan each
 -- connection keeps (compiling the 4 KB statement on every tick cost five times what running it
--- did). `now` null: the database's clock, returned as `now` for the rest of the tick.
-select idle, jobs, now, next_job_at, leases_expired, reminders_due, next_reminder_at, schedules_due, next_slot_at,
-    previous_tick_at, alerts_due, retention_due, silent_seconds, throttled_until
+-- did). `now` null: the database's clock, returned as `now` for the rest of the tick. `asks`: each
+-- duty's parameters under its name; `duties`: each duty's answer under its name (crontick.tick.duties).
+select idle, jobs, now, next_job_at, throttled_until, duties
 from {schema}.crontick_tick_probe(
     %(now)s::timestamptz, %(limit)s::int, %(lease)s::interval, %(source)s::text, %(summary)s::jsonb,
-    %(schedules_unsynced)s::boolean, %(kinds)s::text[], %(leads)s::interval[], %(floors)s::interval[],
-    %(silent_after)s::float8, %(alerts_on)s::boolean, %(done_before)s::timestamptz, %(failed_before)s::timestamptz,
-    %(kept_before)s::timestamptz, %(reminder_source)s::text, %(flow)s::jsonb);
+    %(reminder_source)s::text, %(flow)s::jsonb, %(asks)s::jsonb);

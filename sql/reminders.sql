@@ -3,13 +3,15 @@
 -- claimed by inserting its row before any provider is called, and only the inserting tick sends.
 
 -- name: reminder_claim_due
--- crontick.reminders.send_due, once per tick: claim up to a batch of reminders in ONE statement,
+-- crontick.reminders.send.send_due, once per tick: claim up to a batch of reminders in ONE statement,
 -- however many are due (the tick's statement count stays constant).
 -- The bookings are read from the reminder source ({reminder_source}: CRONTICK_REMINDER_SOURCE,
 -- default crontick's own bookings), which may be the user's own table or view: it is only read,
 -- never locked or written (a FOR UPDATE there would block the user's own updates). Its id is
--- compared as text (reminder_sends.booking_id, migration 0016), whatever its type; its optional
--- `language` column is read through to_jsonb, so a source without one needs no other statement.
+-- compared as text (reminder_sends.booking_id, migration 0016), whatever its type; its whole row comes
+-- back as source_row (jsonb), so its optional `language` and the other columns a template names need
+-- no other statement. A channel that sends to an email address (by_email) or a phone (by_phone) is
+-- chosen only for a booking that has one.
 --   overdue: rows of earlier ticks that need a decision now: failures whose retry is due, and
 --            rows still 'sending' after their lease (the tick sending them died mid-call).
 --   settled: each overdue row becomes 'sending' again (a retry; after a dead tick only on a
@@ -31,7 +33,7 @@
 -- psycopg's 4 KiB parse cache (tests/alerts/test_alert_policy.py).
 with src as not materialized (
     select b.id::text booking_id, b.customer_name, b.email, b.phone, b.starts_at, b.time_zone, b.status,
-        pg_catalog.to_jsonb(b) ->> 'language'::text as language
+        pg_catalog.to_jsonb(b) source_row
     from {reminder_source} b
 ), overdue as materialized (
     select r.id,
@@ -50,7 +52,7 @@ with src as not materialized (
             when r.channel <> all(%(idempotent)s::text[]) then 'the ' || r.channel || ' channel has no idempotency key'
             else 'no attempts are left'
         end reason,
-        b.customer_name, b.email, b.phone, b.starts_at, b.time_zone, b.language
+        b.customer_name, b.email, b.phone, b.starts_at, b.time_zone, b.source_row
     from {schema}.reminder_sends r
     left join src b using (booking_id)
     where (r.status = 'sending' and r.locked_until < %(now)s)
@@ -76,9 +78,9 @@ with src as not materialized (
         updated_at = %(now)s
     from overdue o
     where r.id = o.id
-    returning r.*, o.customer_name, o.email, o.phone, o.starts_at, o.time_zone, o.language
+    returning r.*, o.customer_name, o.email, o.phone, o.starts_at, o.time_zone, o.source_row
 ), settled_alerts as (
-    -- crontick.alerts: a reminder settled here as a final 'failed' or 'unknown' raises its alert
+    -- crontick.tick.alerts: a reminder settled here as a final 'failed' or 'unknown' raises its alert
     -- in this statement (an outbox), once per reminder outcome. Kept short: this statement must
     -- stay under psycopg's 4 KiB parse-cache limit.
     insert into {schema}.crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
@@ -93,9 +95,7 @@ with src as not materialized (
     select b.*, k.kind,
         coalesce(
             (select c from pg_catalog.unnest(%(channels)s::text[]) with ordinality ch(c, n)
-             where c in ('console', 'webhook')
-                or (c = 'email' and b.email <> '')
-                or (c in ('sms', 'whatsapp') and b.phone <> '')
+             where (c <> all(%(by_email)s::text[]) or b.email <> '') and (c <> all(%(by_phone)s::text[]) or b.phone <> '')
              order by n limit 1),
             (%(channels)s::text[])[1]
         ) channel
@@ -127,14 +127,14 @@ with src as not materialized (
 -- uncommitted) comes back with reminder_sends' columns null: the tick then answers `more`, since
 -- the due reminders it lost are not all there are, and a draining tick goes on to share the rest
 -- instead of stopping at an empty batch.
-select i.*, f.customer_name, f.email, f.phone, f.starts_at, f.time_zone, f.language
+select i.*, f.customer_name, f.email, f.phone, f.starts_at, f.time_zone, f.source_row
 from fresh f left join inserted i using (booking_id, kind)
 union all
 select * from settled
 order by starts_at, id;
 
 -- name: reminder_record_outcomes
--- crontick.reminders.send_due, once per tick after the sends: every outcome in ONE statement.
+-- crontick.reminders.send.send_due, once per tick after the sends: every outcome in ONE statement.
 -- Fenced: a row changes only while it is still 'sending' the attempt this tick claimed, so a
 -- tick that outlived its lease changes nothing once another tick has taken the row over.
 -- `mine` locks those rows with SKIP LOCKED: a row another tick has locked is being taken over,
@@ -176,7 +176,7 @@ with outcome as (
     where r.id = m.id and not m.unclaim
     returning r.id, r.booking_id, r.kind, r.channel, r.status, r.attempts, r.next_attempt_at, r.last_error
 ), alerted as (
-    -- crontick.alerts: an outcome written as a final 'failed' (no retry due) or 'unknown' raises
+    -- crontick.tick.alerts: an outcome written as a final 'failed' (no retry due) or 'unknown' raises
     -- its alert in this statement (an outbox), once per reminder outcome.
     insert into {schema}.crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
     select 'reminder_' || w.status, 'reminder:' || w.booking_id || ':' || w.kind, %(now)s,

@@ -1,7 +1,7 @@
 -- Named queries for retention, loaded once by crontick.db. Each block: who runs it and why.
 
 -- name: retention_delete
--- crontick.retention.run, in a tick whose record statement said some row is past its keep
+-- crontick.tick.retention.run, in a tick whose record statement said some row is past its keep
 -- period: delete at most `limit` expired rows from each table, oldest first, in one statement.
 -- Each batch is found through an index on its age, so a backlog of a million costs what a
 -- batch costs. SKIP LOCKED: a row someone is changing (an admin retry) is left for later.
@@ -102,6 +102,6 @@ select (select count(*) from done_jobs) as done_jobs,
     (select count(*) from inbound_events) as inbound_events;
 
 -- name: retention_statement_timeout
--- crontick.retention.run, first in its transaction: the delete may use only what is left of
+-- crontick.tick.retention.run, first in its transaction: the delete may use only what is left of
 -- the tick's budget (transaction-scoped, so safe behind a transaction pooler).
 select pg_catalog.set_config('statement_timeout', %(ms)s::text, true);

@@ -56,9 +56,9 @@ limit %(limit)s;
 -- crontick.hooks.kick.kick_after_commit, in its own thread and connection, after crontick.signal ran
 -- inside a transaction still open: waits for the key's advisory lock, which that transaction holds
 -- (sql/functions/signal.sql) until it commits or rolls back; then the kick's tick starts. Released
--- again at once (transaction-scoped, autocommit). It waits at most a minute
--- (crontick.hooks.kick.COMMIT_WAIT_SECONDS): a transaction-local lock_timeout, set first by the
--- subquery, so that nothing outlives the statement on a pooled server connection.
+-- again at once (transaction-scoped, autocommit). It waits at most a minute: a transaction-local
+-- lock_timeout of 60s, set first by the subquery, so that nothing outlives the statement on a pooled
+-- server connection.
 select pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('crontick.signal:' || %(event_key)s, 0))
 from (select pg_catalog.set_config('lock_timeout', '60s', true)) as bounded;
 

@@ -8,7 +8,8 @@ import time
 from collections.abc import Callable
 
 from .rig import rig
-from .scenarios import FULL, NUMBERS, SCENARIOS, SHORT, Row
+from .scenario import FULL, SHORT, Row
+from .scenarios import NUMBERS, SCENARIOS
 
 
 def main(argv: list[str] | None = None) -> int:

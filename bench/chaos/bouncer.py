@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from tests.support.pgbouncer import REQUIRE_VARIABLE
 
-if TYPE_CHECKING:
-    from .scenarios import Row
+from .scenario import Row
 
 
 def not_run(scenario: str) -> Row:
     """A failure where CI requires PgBouncer (CRONTICK_REQUIRE_PGBOUNCER), else a row saying why it did not run."""
-    from .scenarios import Row
-
     required = bool(os.environ.get(REQUIRE_VARIABLE))
     return Row(scenario, "not run", "PgBouncer is not installed (apt-get install pgbouncer)", ok=not required)

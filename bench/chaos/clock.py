@@ -6,19 +6,16 @@ from __future__ import annotations
 import threading
 import time
 from contextlib import ExitStack
-from typing import TYPE_CHECKING
 
 import httpx
 
 from bench import faketime as ft
 
+from .drain import TICK, drain_all
 from .rig import SECRET, Rig, Server
-
-if TYPE_CHECKING:
-    from .scenarios import Row, Sizes
+from .scenario import Row, Sizes
 
 NAME = "10 clock skew"
-TICK = "/api/cron/tick"
 SKEW_SECONDS = 300
 BUDGET_SECONDS = 3.0
 LEASE_SECONDS = 4.0
@@ -51,8 +48,6 @@ truncate crontick_schedule_slots, crontick_schedules, crontick_schedule_declared
 def clock_skew(rig: Rig, sizes: Sizes) -> Row:
     """Jobs due over the next minutes, slow jobs near their lease, a `* * * * *` schedule declared by both
     servers, and reminders falling due, all ticked by two servers with skewed clocks."""
-    from .scenarios import Row
-
     faketime = ft.binary()
     if faketime is None:
         return Row(NAME, "not run", ft.MISSING, ok=not ft.required(), skipped=ft.MISSING)
@@ -92,8 +87,6 @@ def clock_skew(rig: Rig, sizes: Sizes) -> Row:
                 {"n": slow, "sleep": SLOW_SECONDS, "back": SKEW_SECONDS + 60},
             )
             _tick_until(servers, time.monotonic() + window + LEASE_SECONDS, rescued, ticks, errors)
-            from .scenarios import drain_all
-
             for server in servers:  # what a last retry or release left pending
                 drain_all(rig, server.base, 1, 60)
         return _verify(rig, sizes, jobs, slow, bookings, cursor, rescued[0], ticks[0], errors[0])
@@ -150,8 +143,6 @@ def _tick_until(servers: list[Server], stop_at: float, rescued: list[int], ticks
 def _verify(
     rig: Rig, sizes: Sizes, jobs: int, slow: int, bookings: int, cursor: object, rescued: int, ticks: int, errors: int
 ) -> Row:
-    from .scenarios import Row
-
     # Seeded jobs: how often each ran, and whether its first run came before its due time (database clock).
     runs = rig.sql(
         "select j.type, count(s.job_id), coalesce(min(s.ran_at) < (j.payload ->> 'due')::timestamptz, false) "

@@ -10,15 +10,14 @@ import threading
 import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 
+from .drain import TICK
 from .nul_handlers import BAD_KINDS
 from .rig import SECRET, Rig
-
-if TYPE_CHECKING:
-    from .scenarios import Row, Sizes
+from .scenario import Row, Sizes
 
 NAME = "12 NUL bytes in workflows"
 BAD_EVERY = 5  # one job in five is bad, so every batch mixes them
@@ -64,8 +63,6 @@ def _open(rig: Rig) -> int:
 
 
 def nul_workflows(rig: Rig, sizes: Sizes) -> Row:
-    from .scenarios import TICK, Row
-
     rig.reset()
     recorder = Recorder()
     threading.Thread(target=recorder.serve_forever, daemon=True).start()

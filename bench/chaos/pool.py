@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from typing import TYPE_CHECKING
 
 import psycopg
 
@@ -15,12 +14,10 @@ from crontick.settings import Settings
 from tests.support import pgbouncer
 
 from . import bouncer
+from .drain import TICK, counts, drain_all, seed
 from .rig import Rig, clear_503, timed
+from .scenario import Row, Sizes
 
-if TYPE_CHECKING:
-    from .scenarios import Row, Sizes
-
-TICK = "/api/cron/tick"
 POOL_SIZE = 2  # PgBouncer's default_pool_size here: both server connections are held
 BUDGET_SECONDS = 2.0
 LEASE_SECONDS = 4.0
@@ -31,11 +28,9 @@ NAME = "5 pool full, PgBouncer"
 HANG_SECONDS = ANSWER_BY_SECONDS + 30  # no answer by then: a hang (PgBouncer waits 120 s for a free server)
 
 
-def pool_full(rig: Rig, sizes: Sizes) -> Row:
+def connections_pgbouncer(rig: Rig, sizes: Sizes) -> Row:
     """Hold every server connection of a small PgBouncer pool in an open transaction, tick (several at
     once) and ask for health; each must be a prompt 503 with Retry-After. Then release, and drain."""
-    from .scenarios import Row, counts, drain_all, seed
-
     binary = pgbouncer.binary()
     if binary is None:
         return bouncer.not_run(NAME)

@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 
@@ -21,13 +21,11 @@ from crontick.settings import Settings
 from tests.support import pgbouncer
 
 from . import bouncer
+from .drain import TICK, counts, drain_all, seed
 from .handlers import SIDE_EFFECTS_SQL
 from .rig import Answer, Rig, clear_503, timed
+from .scenario import Row, Sizes
 
-if TYPE_CHECKING:
-    from .scenarios import Row, Sizes
-
-TICK = "/api/cron/tick"
 BUDGET_SECONDS = 3.0
 LEASE_SECONDS = 4.0
 SLOW_JOBS = 8  # per restart: each sleeps past the moment the database stops
@@ -74,8 +72,6 @@ def database_restart_pgbouncer(rig: Rig, sizes: Sizes) -> Row:
 
 
 def _restart(rig: Rig, sizes: Sizes, *, pooled: bool) -> Row:
-    from .scenarios import Row, counts, drain_all, seed
-
     restarts = sizes.restarts
     with ExitStack() as stack:
         server, admin = stack.enter_context(private_server())

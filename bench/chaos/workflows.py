@@ -12,13 +12,11 @@ import threading
 import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .rig import CRONTICK, Rig
+from .scenario import Row, Sizes
 from .workflow_handlers import CALLS_SQL
-
-if TYPE_CHECKING:
-    from .scenarios import Row, Sizes
 
 NAME = "11 workflows under kill -9"
 TICKS = 2  # `crontick tick --drain` processes at once
@@ -96,8 +94,6 @@ def _open(rig: Rig) -> int:
 
 
 def workflows(rig: Rig, sizes: Sizes) -> Row:
-    from .scenarios import Row
-
     rig.reset()
     rig.sql(CALLS_SQL)
     rig.sql("truncate chaos_step_calls, job_steps")

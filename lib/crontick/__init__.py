@@ -14,6 +14,7 @@ from crontick.hooks.kick import kick, kick_async
 
 if TYPE_CHECKING:
     from crontick.app import create_app
+    from crontick.channels.function import ReminderMessage, reminder_channel
     from crontick.flow.limits import rate_limit
     from crontick.hooks.signals import signal
     from crontick.jobs.debounce import Debounce
@@ -40,6 +41,8 @@ _LAZY = {
     "signal": "hooks.signals",
     "reminder_template": "reminders.templates",
     "ReminderWords": "reminders.templates",
+    "reminder_channel": "channels.function",
+    "ReminderMessage": "channels.function",
     "rate_limit": "flow.limits",
     "create_app": "app",  # crontick.create_app(settings=None), as the docs and CONTRACT.md write it
 }
@@ -68,6 +71,7 @@ __all__ = [
     "PayloadError",
     "PermanentError",
     "Retry",
+    "ReminderMessage",
     "ReminderWords",
     "RetryableError",
     "Schedule",
@@ -79,6 +83,7 @@ __all__ = [
     "inbound",
     "kick",
     "kick_async",
+    "reminder_channel",
     "reminder_template",
     "rate_limit",
     "schedule",

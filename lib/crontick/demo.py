@@ -156,18 +156,19 @@ async def _reply(context: dict[str, Any], job_id: int, attempt: int) -> str:
 
 
 async def _send(payload: dict[str, Any], event: dict[str, Any], reply: str, key: str, job_id: int) -> str:
-    from crontick.reminders import delivery
+    from crontick.channels import console
+    from crontick.channels.message import Message
 
     FAKE_TWILIO.check(job_id)
     # Printed as the console channel prints reminders; a real bot sends it with the `send_whatsapp` job type.
-    message = delivery.Message(
+    message = Message(
         to=str(event.get("From", "?")).removeprefix("whatsapp:"),
         subject=f"WhatsApp auto-reply to {payload.get('event_id')}",
         text=reply,
         sender=str(event.get("To") or DEMO_WHATSAPP_FROM).removeprefix("whatsapp:"),
         idempotency_key=key,  # the same on every attempt: a provider drops a second send
     )
-    await delivery.ConsoleChannel(DEMO_WHATSAPP_FROM).send(message, 10.0)
+    await console.ConsoleChannel(DEMO_WHATSAPP_FROM).send(message, 10.0)
     return key
 
 

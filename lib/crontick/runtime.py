@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from crontick import logs, tracing
 from crontick.db import Database, cutoff, queries
 from crontick.errors import ConfigError, DatabaseUnavailable
-from crontick.settings import Settings
+from crontick.settings import REMINDER_CHANNELS, Settings
 
 if TYPE_CHECKING:
     from crontick.tick.pipeline import TickResult
@@ -39,6 +39,11 @@ class Runtime:
                 from crontick.jobs import registry
 
                 registry.load_modules(self.settings.handler_modules)
+            chosen = set(self.settings.reminder_channels)
+            if chosen - set(REMINDER_CHANNELS) or "django" in chosen:  # registered by the app, or by crontick.django
+                from crontick.channels import registry as channels
+
+                channels.check_names(self.settings)
             queries.use_schema(self.settings.schema)
             self.db = Database(self.settings.require_database_url())
         except ConfigError as exc:

@@ -6,7 +6,7 @@
 -- The oldest job waiting on `event_key` (by when its wait began) gets `payload`: it is pending
 -- again, due now, and its job.wait_for returns the payload. With no job waiting, the signal is kept
 -- (crontick_signals) and delivered to the next wait that begins on the key (kept 7 days:
--- crontick.workflows.SIGNAL_KEEP_DAYS; retention deletes older). Returns the woken job's id, or
+-- crontick.workflows.steps.SIGNAL_KEEP_DAYS; retention deletes older). Returns the woken job's id, or
 -- null when the signal was kept. In its own schema it is crontick.signal; under
 -- CRONTICK_SCHEMA=public it is public.crontick_signal.
 -- A transaction-scoped advisory lock per key orders a signal against a wait beginning on the same

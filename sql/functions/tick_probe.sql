@@ -16,12 +16,13 @@
 -- looked: a tick that claimed jobs is never idle, whatever the checks saw.
 -- Every comparison is with the database's time (k.now, p.now), returned as `now`.
 --
--- Adding a per-tick step (schedules, an alerts outbox, retention, ...): add ONE column to
--- `probe`, a timestamp `<step>_at` (e.g. (select min(next_at) from crontick_schedules)) or a
--- boolean `<step>_due` (e.g. exists (select 1 from <outbox> where status = 'pending')); add
--- it to `checks` below (a timestamp as `coalesce(<step>_at <= p.now, false)`) and, for a
--- timestamp, to next_due_at; then return it and read it in crontick.tick.probe.Probe. A new
--- output column changes the function's return type: see lib/crontick/db/migrate.py.
+-- Each per-tick duty (crontick.tick.duties: reminders, schedules, rescue, silence, alerts,
+-- retention) asks its own question here. What it passes in is its key of `_asks` (the jsonb its
+-- module's asks() returns, under its name); what it reads back is its key of `duties`, an object
+-- such as {"due": true, "next_at": "..."} that its module reads by name. Adding a duty: add its
+-- check to `probe` (the first entry of an index), its `due` to `idle` below, and its key to
+-- `duties` (and, for a time when it is next due, to the idle row's next_due_at). The signature
+-- stays as it is: a body edit ships with every migrate, no migration needed.
 -- previous_tick_at (the last tick's finished_at, read before this tick's own row exists) is
 -- there for scheduler-silence detection.
 -- The live definition: `crontick migrate` applies this file after the migrations, every time
@@ -32,23 +33,12 @@ create or replace function {schema}.crontick_tick_probe(
     _lease interval,
     _source text,              -- the idle tick's log row: its source and summary
     _summary jsonb,
-    _schedules_unsynced boolean,  -- this process has declarations it has not synced yet
-    _kinds text[],             -- reminder kinds with their windows (now + floor, now + lead]
-    _leads interval[],
-    _floors interval[],
-    _silent_after float8,      -- null: no silence possible (this process ticked recently)
-    _alerts_on boolean,        -- an alert URL is configured
-    _done_before timestamptz,  -- retention cutoffs; null between crontick.retention's looks
-    _failed_before timestamptz,
-    _kept_before timestamptz,
     _reminder_source text,     -- the caller's CRONTICK_REMINDER_SOURCE (migration 0016), checked below; null: no reminders
-    _flow jsonb                -- flow control's claim arguments (crontick.flow.claim_args); null: none declared
+    _flow jsonb,               -- flow control's claim arguments (crontick.flow.claim_args); null: none declared
+    _asks jsonb                -- each duty's parameters under its name (crontick.tick.duties.asks)
 )
 returns table (
-    idle boolean, jobs json, now timestamptz, next_job_at timestamptz, leases_expired boolean,
-    reminders_due boolean, next_reminder_at timestamptz, schedules_due boolean, next_slot_at timestamptz,
-    previous_tick_at timestamptz, alerts_due boolean, retention_due boolean, silent_seconds float8,
-    throttled_until timestamptz
+    idle boolean, jobs json, now timestamptz, next_job_at timestamptz, throttled_until timestamptz, duties jsonb
 )
 language plpgsql
 set plan_cache_mode = force_generic_plan
@@ -72,10 +62,24 @@ end if;
 return query
 with clock as (
     select coalesce(_now, now()) as now
+), asked as (
+    -- The duties' parameters, typed: reminder kinds with their windows as [kind, lead, floor] (seconds).
+    select (select pg_catalog.array_agg(w.value ->> 0 order by w.ordinality)
+            from pg_catalog.jsonb_array_elements(_asks -> 'reminders'::text -> 'windows'::text) with ordinality w) as kinds,
+        (select pg_catalog.array_agg(pg_catalog.make_interval(secs => (w.value ->> 1)::float8) order by w.ordinality)
+            from pg_catalog.jsonb_array_elements(_asks -> 'reminders'::text -> 'windows'::text) with ordinality w) as leads,
+        (select pg_catalog.array_agg(pg_catalog.make_interval(secs => (w.value ->> 2)::float8) order by w.ordinality)
+            from pg_catalog.jsonb_array_elements(_asks -> 'reminders'::text -> 'windows'::text) with ordinality w) as floors,
+        coalesce((_asks -> 'schedules'::text ->> 'unsynced'::text)::boolean, false) as schedules_unsynced,
+        (_asks -> 'silence'::text ->> 'after'::text)::float8 as silent_after,
+        coalesce((_asks -> 'alerts'::text ->> 'on'::text)::boolean, false) as alerts_on,
+        (_asks -> 'retention'::text ->> 'done_before'::text)::timestamptz as done_before,
+        (_asks -> 'retention'::text ->> 'failed_before'::text)::timestamptz as failed_before,
+        (_asks -> 'retention'::text ->> 'kept_before'::text)::timestamptz as kept_before
 ), claimed as materialized (
     select c.jobs, c.throttled_until from clock k, {schema}.crontick_job_claim_due(k.now, _limit, _lease, _flow) c
 ), probe as materialized (
-    select k.now,
+    select k.now, a.*,
         -- Held jobs (a group's, behind its head) are not due: their head is (sql/migrations/0017_flow_claim.sql).
         -- Durable steps (issue 21): a waiting job's run_after is its wait's deadline, which the
         -- record statement acts on (crontick_job_record_outcomes wakes it), so it counts here too.
@@ -92,7 +96,7 @@ with clock as (
             (select min(next_attempt_at) from {schema}.reminder_sends where status = 'failed' and next_attempt_at is not null),
             -- Null (reminders stopped, crontick.tick.probe.look): the source is not read at all.
             case when _reminder_source is not null
-                 then {schema}.crontick_reminder_next_due(k.now, _kinds, _leads, _floors) end
+                 then {schema}.crontick_reminder_next_due(k.now, a.kinds, a.leads, a.floors) end
         ) as next_reminder_at,
         -- Schedules: the earliest next slot ('-infinity': not computed yet; 'infinity': dormant),
         -- due by the database's clock, as schedule_due reads it (now(), even when a test passes
@@ -101,18 +105,18 @@ with clock as (
         (select min(next_at) from {schema}.crontick_schedules) as schedules_next_at,
         (select max(finished_at) from {schema}.crontick_ticks) as previous_tick_at,
         -- crontick.alerts: pending alerts due, when a URL is configured to send them to.
-        _alerts_on
+        a.alerts_on
             and coalesce((select min(next_attempt_at) from {schema}.crontick_alerts where status = 'pending') <= k.now, false)
             as alerts_due,
         -- crontick.retention: a job or tick record past its keep period, each read as the first
         -- entry of an index (tick records expire daily on any live system, so the runs they start
         -- also clear reminder and alert bookkeeping). Between a process's looks
         -- (crontick.retention.probe) the cutoffs are null.
-        coalesce((select min(updated_at) from {schema}.jobs where status = 'done') < _done_before, false)
-            or coalesce((select min(updated_at) from {schema}.jobs where status = 'failed') < _failed_before, false)
-            or coalesce((select min(finished_at) from {schema}.crontick_ticks) < _kept_before, false)
+        coalesce((select min(updated_at) from {schema}.jobs where status = 'done') < a.done_before, false)
+            or coalesce((select min(updated_at) from {schema}.jobs where status = 'failed') < a.failed_before, false)
+            or coalesce((select min(finished_at) from {schema}.crontick_ticks) < a.kept_before, false)
             as retention_due
-    from clock k
+    from clock k, asked a
 ), silence as (
     -- crontick.alerts: this tick ends a silence of the scheduler when the tick before it finished
     -- more than silent_after before it started (null silent_after: this process ticked recently,
@@ -121,17 +125,17 @@ with clock as (
     insert into {schema}.crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
     select 'scheduler_silent', 'scheduler', p.previous_tick_at,
         jsonb_build_object('silent_seconds', round(extract(epoch from p.now - p.previous_tick_at)),
-                           'silent_after_seconds', _silent_after),
+                           'silent_after_seconds', p.silent_after),
         p.now, p.now, p.now
     from probe p
-    where p.previous_tick_at < p.now - make_interval(secs => _silent_after)
+    where p.previous_tick_at < p.now - make_interval(secs => p.silent_after)
     on conflict on constraint crontick_alerts_once do nothing
     returning (body ->> 'silent_seconds')::float8 as silent_seconds
 ), checks as (
     select p.*,
         p.reminder_lease_expired or coalesce(p.next_reminder_at <= p.now, false) as reminders_due,
-        coalesce(p.schedules_next_at <= now(), false) or _schedules_unsynced as schedules_due,
-        _alerts_on and exists (select 1 from silence) as silenced,
+        coalesce(p.schedules_next_at <= now(), false) or p.schedules_unsynced as schedules_due,
+        p.alerts_on and exists (select 1 from silence) as silenced,
         case when isfinite(p.schedules_next_at) then p.schedules_next_at end as next_slot_at
     from probe p
 ), idle as (
@@ -151,9 +155,66 @@ with clock as (
     from idle i
     where case when i.idle then set_config('synchronous_commit', 'off', true) = 'off' else false end
 )
-select i.idle, (select c.jobs from claimed c), i.now, i.next_job_at, i.leases_expired, i.reminders_due,
-    i.next_reminder_at, i.schedules_due, i.next_slot_at, i.previous_tick_at, i.alerts_due or i.silenced,
-    i.retention_due, (select s.silent_seconds from silence s), (select c.throttled_until from claimed c)
+select i.idle, (select c.jobs from claimed c), i.now, i.next_job_at, (select c.throttled_until from claimed c),
+    pg_catalog.jsonb_build_object(
+        'reminders'::text, pg_catalog.jsonb_build_object('due'::text, i.reminders_due, 'next_at'::text, i.next_reminder_at),
+        'schedules'::text, pg_catalog.jsonb_build_object('due'::text, i.schedules_due, 'next_at'::text, i.next_slot_at),
+        'rescue'::text, pg_catalog.jsonb_build_object('due'::text, i.leases_expired),
+        'silence'::text, pg_catalog.jsonb_build_object(
+            'silent_seconds'::text, (select s.silent_seconds from silence s), 'previous_tick_at'::text, i.previous_tick_at),
+        'alerts'::text, pg_catalog.jsonb_build_object('due'::text, i.alerts_due or i.silenced),
+        'retention'::text, pg_catalog.jsonb_build_object('due'::text, i.retention_due)
+    )
 from idle i;
 end
+$$;
+
+-- The signature before migration 0034 (16 arguments, 14 columns), which the previous release calls
+-- during a rolling deploy: a thin wrapper, so one body does the work; it can go (with a migration
+-- that drops it, see crontick.db.migrate) once no release that calls it is still served.
+create or replace function {schema}.crontick_tick_probe(
+    _now timestamptz,
+    _limit int,
+    _lease interval,
+    _source text,
+    _summary jsonb,
+    _schedules_unsynced boolean,
+    _kinds text[],
+    _leads interval[],
+    _floors interval[],
+    _silent_after float8,
+    _alerts_on boolean,
+    _done_before timestamptz,
+    _failed_before timestamptz,
+    _kept_before timestamptz,
+    _reminder_source text,
+    _flow jsonb
+)
+returns table (
+    idle boolean, jobs json, now timestamptz, next_job_at timestamptz, leases_expired boolean,
+    reminders_due boolean, next_reminder_at timestamptz, schedules_due boolean, next_slot_at timestamptz,
+    previous_tick_at timestamptz, alerts_due boolean, retention_due boolean, silent_seconds float8,
+    throttled_until timestamptz
+)
+language sql
+as $$
+    select p.idle, p.jobs, p.now, p.next_job_at, (p.duties -> 'rescue'::text ->> 'due'::text)::boolean,
+        (p.duties -> 'reminders'::text ->> 'due'::text)::boolean, (p.duties -> 'reminders'::text ->> 'next_at'::text)::timestamptz,
+        (p.duties -> 'schedules'::text ->> 'due'::text)::boolean, (p.duties -> 'schedules'::text ->> 'next_at'::text)::timestamptz,
+        (p.duties -> 'silence'::text ->> 'previous_tick_at'::text)::timestamptz, (p.duties -> 'alerts'::text ->> 'due'::text)::boolean,
+        (p.duties -> 'retention'::text ->> 'due'::text)::boolean, (p.duties -> 'silence'::text ->> 'silent_seconds'::text)::float8,
+        p.throttled_until
+    from {schema}.crontick_tick_probe(_now, _limit, _lease, _source, _summary, _reminder_source, _flow,
+        pg_catalog.jsonb_build_object(
+            'reminders'::text, pg_catalog.jsonb_build_object('windows'::text, (
+                select pg_catalog.jsonb_agg(pg_catalog.jsonb_build_array(
+                    _kinds[i], pg_catalog.date_part('epoch'::text, _leads[i]), pg_catalog.date_part('epoch'::text, _floors[i]))
+                    order by i)
+                from pg_catalog.generate_subscripts(_kinds, 1) i)),
+            'schedules'::text, pg_catalog.jsonb_build_object('unsynced'::text, _schedules_unsynced),
+            'silence'::text, pg_catalog.jsonb_build_object('after'::text, _silent_after),
+            'alerts'::text, pg_catalog.jsonb_build_object('on'::text, _alerts_on),
+            'retention'::text, pg_catalog.jsonb_build_object(
+                'done_before'::text, _done_before, 'failed_before'::text, _failed_before, 'kept_before'::text, _kept_before)
+        )) p;
 $$;

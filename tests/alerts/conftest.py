@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from crontick.tick import retention, upkeep
+from crontick.tick import pacing, retention
 from tests.support.reminders import Provider, recording_server
 
 
@@ -21,5 +21,5 @@ def receiver_server() -> Iterator[Provider]:
 def receiver(receiver_server: Provider, monkeypatch: pytest.MonkeyPatch) -> Provider:
     receiver_server.reset()
     retention.reset()
-    monkeypatch.setattr(upkeep, "_last_finished_at", None)  # this process has not ticked: silences are checked
+    monkeypatch.setattr(pacing.PROCESS, "last_finished_at", None)  # this process has not ticked: silences are checked
     return receiver_server

@@ -9,7 +9,8 @@ import pytest
 
 from bench.chaos.__main__ import summary
 from bench.chaos.rig import Rig, rig
-from bench.chaos.scenarios import SCENARIOS, SHORT, Row
+from bench.chaos.scenario import SHORT, Row
+from bench.chaos.scenarios import SCENARIOS
 
 
 @pytest.fixture(scope="module")

@@ -104,7 +104,7 @@ LAZY_MODULES = (
     "httpx",
     "jinja2",
     "email.policy",
-    "crontick.reminders.delivery",
+    "crontick.channels",
     "cronsim",
     "crontick.schedules.slots",
     "crontick.jobs.registry",

@@ -18,6 +18,7 @@ import psycopg
 import pytest
 
 from tests.django.projects import project_database
+from tests.support import smtp
 from tests.support.constants import ROOT
 
 PROJECT = ROOT / "tests" / "django" / "booking_project"
@@ -124,3 +125,54 @@ def test_crontick_inside_i18n_patterns_is_refused_plainly_and_outside_it_mounts_
     outside = site.django("shell", "-c", PROBE, PROBE_PATH="/ops/api/cron/tick")
     assert outside.returncode == 0, outside.stderr
     assert outside.stdout.splitlines()[-2:] == ["503 not_mounted", "mounted at /ops"]  # Django itself is not mount()
+
+
+@pytest.mark.parametrize("view_app", ["aviews", "zviews"])
+def test_a_reminder_goes_out_through_djangos_email_backend_with_the_views_columns_in_text_and_html(
+    site: Site, view_app: str
+) -> None:
+    """The django channel: EMAIL_BACKEND (Django's SMTP backend, to a real server on loopback) and
+    DEFAULT_FROM_EMAIL, the view's `service` and `reschedule_url` in the text and the (autoescaped) HTML part."""
+    templates = {
+        "CRONTICK_REMINDER_CHANNEL": "django",
+        "CRONTICK_REMINDER_TEMPLATE": "Hi {first_name}, your {service} is {day} at {time}. Move it: {reschedule_url}",
+        "CRONTICK_REMINDER_HTML_TEMPLATE": '<p>{{ service }}: <a href="{{ reschedule_url }}">move it</a></p>',
+        "REMINDER_VIEW_APP": view_app,
+    }
+    done = site.django("migrate", **templates)
+    assert done.returncode == 0, done.stderr
+    appointment = site.book("Ada Lovelace", datetime.now(UTC) + timedelta(hours=2))
+    with smtp.smtp_server() as (port, server):
+        ticked = site.django("crontick_tick", SMTP_PORT=str(port), **templates)
+        assert ticked.returncode == 0, ticked.stderr
+        assert json.loads(ticked.stdout.strip().splitlines()[-1])["reminders"]["sent"] == 1, ticked.stdout
+        again = site.django("crontick_tick", SMTP_PORT=str(port), **templates)
+        assert json.loads(again.stdout.strip().splitlines()[-1])["reminders"]["sent"] == 0  # exactly once
+    [taken] = server.taken
+    mail = taken.message
+    assert (taken.mail_from, taken.rcpt_tos) == ("salon@example.com", ["ada.lovelace@example.com"])
+    assert mail["Message-ID"].startswith("<crontick.") and mail["Message-ID"].endswith("@example.com>")
+    assert mail["Idempotency-Key"] == f"reminder:{appointment}:24h"
+    text, page = (part.get_content() for part in mail.iter_parts())
+    link = f"https://salon.example/reschedule/{appointment}"
+    assert text.startswith("Hi Ada, your Haircut is today at ") and text.strip().endswith(f"Move it: {link}")
+    assert page.strip() == f'<p>Haircut: <a href="{link}">move it</a></p>'
+
+    # A 5xx from the server, through Django's SMTP backend: failed at once, the reply in last_error.
+    refused = site.book("Bo Refused", datetime.now(UTC) + timedelta(hours=3))
+    with smtp.smtp_server() as (port, server):
+        server.rcpt_reply = "550 5.1.1 no such mailbox"
+        ticked = site.django("crontick_tick", SMTP_PORT=str(port), **templates)
+        assert json.loads(ticked.stdout.strip().splitlines()[-1])["reminders"]["failed"] == 1, ticked.stdout
+    with psycopg.connect(site.url) as conn:
+        row = conn.execute(
+            "select status, next_attempt_at, last_error from crontick.reminder_sends where booking_id = %s",
+            (str(refused),),
+        ).fetchone()
+    assert row is not None and row[:2] == ("failed", None) and "550" in row[2], row
+
+    # A variable that is neither crontick's nor a column of the view: migrate warns, check warns, reminders stop.
+    typo = {**templates, "CRONTICK_REMINDER_TEMPLATE": "Hi {first_name}, your {servce}"}
+    check = site.django("check", **typo)
+    assert "(crontick.W001) CRONTICK_REMINDER_SOURCE public.salon_reminders: expected a column for each" in check.stderr
+    assert "{servce}, which is neither (the source's columns: id, customer_name, email" in check.stderr

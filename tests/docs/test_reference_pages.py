@@ -163,3 +163,47 @@ def test_the_nav_hook_leaves_out_pages_not_written_yet() -> None:
         {"Empty": [{"Gone": "none-of-these.md"}]},
     ]
     assert hooks._present(nav, ROOT / "docs") == [{"Home": "index.md"}, {"Guide": [{"Jobs": "jobs.md"}]}]
+
+
+def test_the_generated_blocks_in_the_repository_pages_are_current() -> None:
+    """GitHub shows docs/*.md as committed: the tables live in the files, not only in the built site."""
+    stale = gen.stale_pages()
+    assert stale == {}, f"stale: {sorted(p.name for p in stale)}; run `make reference`"
+    for page, name in (("configuration.md", "configuration"), ("cli.md", "cli")):
+        text = (ROOT / "docs" / page).read_text()
+        block = text.split(f"<!-- generated: {name} -->", 1)[1].split(f"<!-- end generated: {name} -->", 1)[0]
+        assert len(block.splitlines()) > 50, f"{page}: the generated block is (nearly) empty"
+
+
+def test_a_stale_block_is_found_and_rewritten(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    page = tmp_path / "cli.md"
+    page.write_text("# CLI\n\n<!-- generated: cli -->\nold text\n<!-- end generated: cli -->\n\nafter\n")
+    (stale,) = gen.stale_pages(tmp_path)
+    assert stale == page
+    current = gen.fill(page.read_text(), "cli.md")
+    assert "old text" not in current and "## `crontick migrate`" in current and current.endswith("\n\nafter\n")
+    assert gen.fill(current, "cli.md") == current
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["<!-- generated: cli -->\n", "<!-- generated: cli -->\n<!-- end generated: configuration -->\n"],
+    ids=["unclosed", "closed by another name"],
+)
+def test_a_block_not_closed_by_its_own_name_is_refused(text: str) -> None:
+    with pytest.raises(gen.ReferenceError, match="closed by `<!-- end generated: NAME -->`"):
+        gen.fill(text, "page.md")
+
+
+def test_the_write_command_leaves_current_pages_alone(tmp_path: Path) -> None:
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "docs" / "gen_reference.py"), "--check"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout == ""

@@ -13,8 +13,8 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Response
 
 import crontick
+from crontick.channels import wire
 from crontick.jobs import decision
-from crontick.reminders import delivery
 from crontick.settings import Settings
 from tests.support.core_jobs import db_now, job_row, settings_for, tick
 from tests.support.reminders import NOW, Provider, add_bookings, send_of
@@ -145,15 +145,15 @@ def test_reminder_channel_waits_out_retry_after(
 
 def test_retry_after_parsing() -> None:
     now = 1_800_000_000.0
-    assert delivery.retry_after_seconds("120", now) == 120.0
-    assert delivery.retry_after_seconds(" 0 ", now) == 0.0
-    assert delivery.retry_after_seconds("99999999", now) == delivery.MAX_RETRY_AFTER_SECONDS
+    assert wire.retry_after_seconds("120", now) == 120.0
+    assert wire.retry_after_seconds(" 0 ", now) == 0.0
+    assert wire.retry_after_seconds("99999999", now) == wire.MAX_RETRY_AFTER_SECONDS
     date = format_datetime(datetime.fromtimestamp(now + 90, UTC), usegmt=True)
-    assert delivery.retry_after_seconds(date, now) == 90.0
+    assert wire.retry_after_seconds(date, now) == 90.0
     past = format_datetime(datetime.fromtimestamp(now - 90, UTC), usegmt=True)
-    assert delivery.retry_after_seconds(past, now) == 0.0
+    assert wire.retry_after_seconds(past, now) == 0.0
     for junk in (None, "", "soon", "-5", "1.5e3"):
-        assert delivery.retry_after_seconds(junk, now) is None
+        assert wire.retry_after_seconds(junk, now) is None
 
 
 def test_after_failure_waits_the_longer_of_backoff_and_retry_after() -> None:

@@ -20,6 +20,7 @@ from crontick import db
 from crontick.reminders import send as reminders
 from crontick.settings import Settings
 from crontick.tick import probe
+from crontick.tick.duty import when
 from tests.support.constants import TEST_SECRET
 
 HISTORY = 20_000
@@ -83,7 +84,8 @@ def test_the_probe_reads_the_window_not_the_send_log(history: str) -> None:
     # Nothing due; the next reminder: the first booking past the window, 24 h before its start.
     with psycopg.connect(history) as conn:
         [(first_later,)] = conn.execute("select min(starts_at) from bookings where customer_name like 'later %'")
-    assert not found.reminders_due and found.next_reminder_at == first_later - timedelta(hours=24)
+    reminders_found = found.duties["reminders"]
+    assert not reminders_found["due"] and when(reminders_found, "next_at") == first_later - timedelta(hours=24)
     assert read["reminder_sends"][0] == 0 and read["bookings"][0] == 0, read  # no sequential scan
     assert read["reminder_sends"][1] <= 2 * UPCOMING + SLACK, read
     assert read["bookings"][1] <= 2 * UPCOMING + SLACK, read
@@ -121,4 +123,4 @@ def test_a_reminder_already_sent_past_the_window_is_walked_over(database_url: st
         [(next_at,)] = conn.execute("select starts_at - interval '24 hours' from bookings where customer_name = 'next'")
     s = Settings.from_env({"DATABASE_URL": database_url, "CRON_SECRET": TEST_SECRET})
     found, _ = rows_read(lambda conn: probe.look(conn, s, None, "test", {}), database_url)
-    assert found.next_reminder_at == next_at and not found.reminders_due
+    assert when(found.duties["reminders"], "next_at") == next_at and not found.duties["reminders"]["due"]

@@ -441,10 +441,11 @@ def test_each_booking_gets_the_text_of_its_language_english_otherwise(
     assert sent["nl"]["to"] == ["daan.de.vries@example.com"]
 
 
-def test_a_template_for_an_unknown_variable_is_refused_when_declared() -> None:
+def test_a_template_for_a_variable_that_is_no_plain_name_is_refused_when_declared() -> None:
+    """A plain name that is neither crontick's nor a column is refused against the source (tests/reminders/test_templates_columns.py)."""
     with pytest.raises(ConfigError) as caught:
-        crontick.reminder_template("24h", "pt", subject="Lembrete {dia}", text="Olá {first_name}")
-    assert "{dia}" in str(caught.value)
+        crontick.reminder_template("24h", "pt", subject="Lembrete {dia.hoje}", text="Olá {first_name}")
+    assert "{dia.hoje}" in str(caught.value)
     with pytest.raises(ConfigError):
         crontick.reminder_template("tomorrow", "pt", subject="Lembrete", text="Olá")
 

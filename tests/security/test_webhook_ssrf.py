@@ -12,8 +12,8 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Response
 
 import crontick
+from crontick.channels import wire
 from crontick.http.netguard import is_internal
-from crontick.reminders import delivery
 from crontick.settings import Settings
 from tests.support.core_jobs import db_now, job_row, settings_for, tick
 
@@ -108,4 +108,4 @@ def test_a_huge_response_is_read_only_up_to_the_cap(
     row = _run(database_url, conn, httpserver.url_for("/huge"), allow_private)
     assert row["status"] == "pending" and "answered HTTP 500: eee" in row["last_error"], row
     assert len(row["last_error"]) < 1000
-    assert sent["bytes"] < 64 * delivery.RESPONSE_MAX_BYTES, f"{sent['bytes']} bytes were pulled from the server"
+    assert sent["bytes"] < 64 * wire.RESPONSE_MAX_BYTES, f"{sent['bytes']} bytes were pulled from the server"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+from psycopg import sql
 
 from tests.support.constants import ROOT
 
@@ -13,12 +14,16 @@ FUNCTIONS = ROOT / "sql" / "functions"
 
 
 def output_columns(conn: psycopg.Connection[Any], function: str) -> tuple[str, ...]:
-    """The names of `function`'s output columns (its `returns table (...)`), in order."""
+    """The names of `function`'s output columns (its `returns table (...)`), in order; `function` is a name, or
+    a name and its argument types when it has overloads (`crontick_tick_probe(timestamptz, ...)`)."""
+    cast = sql.SQL("regprocedure" if "(" in function else "regproc")
     row = conn.execute(
-        """select array(select a.name from unnest(p.proargnames, p.proargmodes::text[])
-                                      with ordinality a(name, mode, i)
-                        where a.mode in ('o', 't') order by a.i)
-        from pg_catalog.pg_proc p where p.oid = %s::regproc""",
+        sql.SQL(
+            """select array(select a.name from unnest(p.proargnames, p.proargmodes::text[])
+                                          with ordinality a(name, mode, i)
+                            where a.mode in ('o', 't') order by a.i)
+            from pg_catalog.pg_proc p where p.oid = %s::{}"""
+        ).format(cast),
         [function],
     ).fetchone()
     assert row is not None

@@ -47,7 +47,7 @@ def test_the_core_queries_are_loaded() -> None:
         "job_rescue_expired",
         "job_claim_due",
         "job_record_outcomes",
-        "tick_last",
+        "health_status",
         "admin_jobs",
         "admin_job_retry",
         "admin_job_get",

@@ -49,8 +49,9 @@ def add_parsers(sub: Any) -> None:
     s.set_defaults(func=cmd_stats)
 
 
-def _run(work: Callable[[store.Conn], Awaitable[T]]) -> T:
-    url = Settings.from_env().require_database_url()
+def _run(args: argparse.Namespace, work: Callable[[store.Conn], Awaitable[T]]) -> T:
+    """`work` on a connection to the database of the command's environment (`args.env`: Django passes its own)."""
+    url = Settings.from_env(args.env).require_database_url()
 
     async def go() -> T:
         conn = await db.connect(url)
@@ -77,9 +78,10 @@ def cmd_jobs(args: argparse.Namespace) -> int:
             ) from None
     before = store.decode_cursor(args.cursor)
     rows, cursor = _run(
+        args,
         lambda conn: store.list_jobs(
             conn, status=args.status, type=args.type, payload_contains=payload, before_id=before, limit=args.limit
-        )
+        ),
     )
     if args.json:
         print(_json({"jobs": rows, "next_cursor": cursor}))
@@ -97,7 +99,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
 
 
 def _act(args: argparse.Namespace, act: Callable[..., Awaitable[store.ActionResult]], done: str) -> int:
-    result = _run(lambda conn: act(conn, args.job_id, role="cli"))
+    result = _run(args, lambda conn: act(conn, args.job_id, role="cli"))
     if args.json:
         body = result.row if result.ok else {"error": result.error, "detail": result.detail}
         print(_json(body))
@@ -124,7 +126,7 @@ def cmd_run_now(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    stats = _run(store.stats)
+    stats = _run(args, store.stats)
     if args.json:
         print(_json(stats))
         return 0

@@ -35,7 +35,7 @@ def add_parsers(sub: Any) -> None:
 
 def cmd_toggle(args: argparse.Namespace) -> int:
     act = flow_store.pause if args.pausing else flow_store.resume
-    result = _run(lambda conn: act(conn, KINDS[args.kind], args.name, role="cli"))
+    result = _run(args, lambda conn: act(conn, KINDS[args.kind], args.name, role="cli"))
     if args.json:
         print(_json(result.row if result.ok else {"error": result.error, "detail": result.detail}))
         return 0 if result.ok else 1
@@ -46,7 +46,7 @@ def cmd_toggle(args: argparse.Namespace) -> int:
 
 
 def cmd_groups(args: argparse.Namespace) -> int:
-    rows, cursor = _run(lambda conn: flow_store.groups(conn, after=args.cursor, limit=args.limit))
+    rows, cursor = _run(args, lambda conn: flow_store.groups(conn, after=args.cursor, limit=args.limit))
     if args.json:
         print(_json({"groups": rows, "next_cursor": cursor}))
         return 0
@@ -63,7 +63,7 @@ def cmd_groups(args: argparse.Namespace) -> int:
 
 
 def cmd_rate_limits(args: argparse.Namespace) -> int:
-    rows = _run(flow_store.rate_limits)
+    rows = _run(args, flow_store.rate_limits)
     if args.json:
         print(_json({"rate_limits": rows}))
         return 0

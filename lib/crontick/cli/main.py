@@ -61,6 +61,31 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"crontick {crontick.__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
+    _add_run_parsers(sub)
+    _add_enqueue_parser(sub)
+
+    # Admin parity (crontick.cli.admin): jobs, retry, cancel, stats; a table, or --json.
+    from crontick.cli.admin import add_parsers
+
+    add_parsers(sub)
+    from crontick.cli import flow as flow_cli  # pause, resume, groups, rate-limits
+
+    flow_cli.add_parsers(sub)
+
+    _add_helper_parsers(sub)
+
+    from crontick.cli import init
+
+    init.add_parser(sub, cmd_init)
+
+    from crontick.cli import schedules as schedules_cli  # the schedules subcommand (issue 8)
+
+    schedules_cli.add_parser(sub, cmd_schedules)
+    return p
+
+
+def _add_run_parsers(sub: Any) -> None:
+    """migrate, serve, dev and tick."""
     m = sub.add_parser("migrate", help="create or update crontick's tables and functions in DATABASE_URL")
     m.add_argument("--sql", action="store_true", help="print the SQL instead of running it (no database needed)")
     m.add_argument("--after", metavar="VERSION", help="with --sql: only what comes after this migration, e.g. 0010")
@@ -89,6 +114,8 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--drain", action="store_true", help="keep ticking until nothing due is left")
     t.set_defaults(func=cmd_tick)
 
+
+def _add_enqueue_parser(sub: Any) -> None:
     e = sub.add_parser("enqueue", help="add a job")
     e.add_argument("type")
     e.add_argument("--payload", default="{}", help="JSON payload (default {})")
@@ -99,14 +126,9 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--priority", type=int, help="smaller is claimed first (default: the handler's priority, else 0)")
     e.set_defaults(func=cmd_enqueue)
 
-    # Admin parity (crontick.cli.admin): jobs, retry, cancel, stats; a table, or --json.
-    from crontick.cli.admin import add_parsers
 
-    add_parsers(sub)
-    from crontick.cli import flow as flow_cli  # pause, resume, groups, rate-limits
-
-    flow_cli.add_parsers(sub)
-
+def _add_helper_parsers(sub: Any) -> None:
+    """hook-sign and token: lines to paste when trying crontick by hand."""
     h = sub.add_parser("hook-sign", help="print a curl line posting a Twilio-signed webhook (for trying inbound hooks)")
     h.add_argument("url", help="the hook's URL as Twilio calls it, e.g. http://127.0.0.1:8000/api/hooks/whatsapp")
     h.add_argument("-d", "--data", action="append", default=[], metavar="NAME=VALUE", help="a form field (repeatable)")
@@ -116,15 +138,6 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--audience", help="the app's base URL, e.g. https://app.example.com (default: CRONTICK_PUBLIC_URL)")
     k.add_argument("--ttl", type=int, default=60, help="lifetime in seconds, at most 300 (default 60)")
     k.set_defaults(func=cmd_token)
-
-    from crontick.cli import init
-
-    init.add_parser(sub, cmd_init)
-
-    from crontick.cli import schedules as schedules_cli  # the schedules subcommand (issue 8)
-
-    schedules_cli.add_parser(sub, cmd_schedules)
-    return p
 
 
 def _iso8601(text: str) -> datetime:
@@ -336,9 +349,10 @@ def hook_curl(url: str, form: dict[str, str], token: str) -> str:
 
 def cmd_hook_sign(args: argparse.Namespace) -> int:
     """Print a curl line for a Twilio webhook signed with TWILIO_AUTH_TOKEN (or, as in `crontick dev`, the dev secret)."""
+    env = os.environ if args.env is None else args.env
     token = (
-        os.environ.get("TWILIO_AUTH_TOKEN")
-        or os.environ.get("CRON_SECRET")
+        env.get("TWILIO_AUTH_TOKEN")
+        or env.get("CRON_SECRET")
         or (DEV_SECRET_FILE.read_text().strip() if DEV_SECRET_FILE.exists() else "")
     )
     if not token:

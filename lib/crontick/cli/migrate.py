@@ -39,12 +39,23 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         return 0
     settings = Settings.from_env(args.env)
     asked = args.reminder_source or asked_source(settings)
-    done = asyncio.run(apply(settings.require_database_url(), settings.schema, asked))
+    url = settings.require_database_url()
+    done = asyncio.run(apply(url, settings.schema, asked, variables=template_columns(settings)))
     print(f"applied: {', '.join(done.applied)}" if done.applied else "up to date")
     change = source_change(done, settings.schema)
     if change:
         print(change)
     return 0
+
+
+def template_columns(settings: Settings) -> frozenset[str]:
+    """The reminder templates' variables that must be columns of the source: those of CRONTICK_REMINDER_* and of the
+    templates CRONTICK_HANDLERS' modules declare (imported here for that)."""
+    from crontick.jobs import registry
+    from crontick.reminders import templates
+
+    registry.load_modules(settings.handler_modules)
+    return templates.source_names(settings)
 
 
 def asked_source(settings: Settings) -> tuple[str, str] | None:

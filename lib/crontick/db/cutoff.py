@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import psycopg
 
-from crontick.db.connection import shut_down
 from crontick.errors import DatabaseTimeout, DatabaseUnavailable
 from crontick.settings import Settings
 
@@ -46,24 +45,11 @@ def cutoff_of(settings: Settings) -> Cutoff:
 
 
 class Severable(Protocol):
-    """What `bounded` cuts: a holder of at most one live connection (crontick.db.Database, or the CLI's Held)."""
+    """What `bounded` cuts: a holder of at most one live connection (crontick.db.Database)."""
 
     def sever(self, task: asyncio.Task[Any] | None) -> psycopg.AsyncConnection[Any] | None:
         """Shut down the socket of `task`'s connection (shut_down), forget it, and return it to be closed."""
         ...
-
-
-class Held:
-    """One connection that `bounded` may cut, for code that holds its own (`crontick tick`)."""
-
-    def __init__(self) -> None:
-        self.conn: psycopg.AsyncConnection[Any] | None = None
-
-    def sever(self, task: asyncio.Task[Any] | None) -> psycopg.AsyncConnection[Any] | None:
-        conn, self.conn = self.conn, None
-        if conn is not None:
-            shut_down(conn)
-        return conn
 
 
 @asynccontextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Any, NamedTuple
 
 import psycopg
@@ -145,7 +146,12 @@ async def migrate(url: str, schema: str | None = None, source: schemas.Source | 
 
 
 async def apply(
-    url: str, schema: str | None = None, source: schemas.Source | None = None, *, source_must_read: bool = True
+    url: str,
+    schema: str | None = None,
+    source: schemas.Source | None = None,
+    *,
+    source_must_read: bool = True,
+    variables: Collection[str] = (),
 ) -> Migrated:
     """Apply each migration not yet recorded, then every function file, in one transaction under an advisory lock.
 
@@ -158,7 +164,8 @@ async def apply(
     a fresh one: a deploy step without the app's environment never points reminders back at
     crontick's table; that takes naming it (`crontick migrate --reminder-source`). The source is
     checked last, so one that lacks a column or cannot be read fails the migrate with one line
-    naming it and the column (ReminderSourceError); with `source_must_read=False` (Django's
+    naming it and the column (ReminderSourceError), as does a template's variable (`variables`: those
+    beyond crontick's own) that is not a column of it; with `source_must_read=False` (Django's
     migrate, which may run before the migration that creates the view) it is returned instead.
     """
     schema = schemas.checked(schema) if schema else current_schema()
@@ -182,7 +189,7 @@ async def apply(
                 if step.version is not None:
                     await conn.execute(record.encode(), {"v": step.version})
                     applied.append(step.version)
-            problem = await reminder_source.problem(conn, chosen)
+            problem = await reminder_source.problem(conn, chosen, variables)
             if problem is not None and source_must_read:
                 raise problem
             if problem is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Collection
 from typing import Any
 
 import psycopg
@@ -87,9 +88,12 @@ def _error(source: Source, expected: str, got: str) -> ReminderSourceError:
     return ReminderSourceError(f"CRONTICK_REMINDER_SOURCE {source_label(source)}: expected {expected}, got: {got}")
 
 
-async def problem(conn: psycopg.AsyncConnection[Any], source: Source) -> ReminderSourceError | None:
+async def problem(
+    conn: psycopg.AsyncConnection[Any], source: Source, variables: Collection[str] = ()
+) -> ReminderSourceError | None:
     """What is wrong with `source` for this connection's role, or None: the first missing or unreadable
-    column, a starts_at that is not timestamptz, or a table that is not there or cannot be read."""
+    column, a starts_at that is not timestamptz, a table that is not there or cannot be read, or one of
+    `variables` (those the reminder templates use beyond crontick's own) that is not one of its columns."""
     schema, name = source
     cur = await conn.execute(_CATALOGUE, {"schema": regnamespace_arg(schema), "name": name})
     rows = await cur.fetchall()
@@ -107,6 +111,13 @@ async def problem(conn: psycopg.AsyncConnection[Any], source: Source) -> Reminde
             return _error(source, f"SELECT on column {column} for this role", f"permission denied for {column}")
     if columns["starts_at"][0] != TIMESTAMPTZ:
         return _error(source, "starts_at of type timestamptz", columns["starts_at"][0])
+    unknown = sorted(set(variables) - set(columns))
+    if unknown:
+        return _error(
+            source,
+            "a column for each variable of the reminder templates that is not crontick's own",
+            f"{{{unknown[0]}}}, which is neither (the source's columns: {', '.join(columns)})",
+        )
     # The catalogue looks right: read it as the claim does (a view's own tables, row-level security, types).
     probe = sql.SQL(
         "select b.id::text, b.customer_name, b.email, b.phone, b.starts_at, b.time_zone, b.status"
@@ -164,7 +175,9 @@ async def installed(conn: psycopg.AsyncConnection[Any], schema: str) -> str | No
     return None
 
 
-async def mismatch(conn: psycopg.AsyncConnection[Any], source: Source, schema: str) -> ReminderSourceError | None:
+async def mismatch(
+    conn: psycopg.AsyncConnection[Any], source: Source, schema: str, variables: Collection[str] = ()
+) -> ReminderSourceError | None:
     """What stops reminders for a process configured with `source`, or None: not the source `crontick migrate`
     last built `schema`'s functions for, or what `problem` finds (`manage.py check`). None before any migrate."""
     was = await installed(conn, schema)
@@ -175,7 +188,7 @@ async def mismatch(conn: psycopg.AsyncConnection[Any], source: Source, schema: s
             f"CRONTICK_REMINDER_SOURCE: expected {was}, the source crontick migrate last ran with, got: "
             f"{source_label(source)} (run crontick migrate with this setting)"
         )
-    return await problem(conn, source)
+    return await problem(conn, source, variables)
 
 
 async def check(conn: psycopg.AsyncConnection[Any], source: Source) -> None:

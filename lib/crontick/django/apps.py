@@ -14,6 +14,9 @@ class CrontickConfig(AppConfig):  # type: ignore[misc]  # Django ships no type i
     verbose_name = "crontick"
 
     def ready(self) -> None:
+        from crontick.django import mail
+
+        mail.register()  # CRONTICK_REMINDER_CHANNEL=django: reminders through the project's EMAIL_BACKEND
         checks.register(check_settings)
         checks.register(check_reminder_source)
 
@@ -45,12 +48,14 @@ def check_reminder_source(app_configs: Any = None, **kwargs: Any) -> list[checks
     from crontick.db import source as reminder_source
     from crontick.django import conf
     from crontick.errors import CrontickError
+    from crontick.reminders import templates
 
     async def look() -> CrontickError | None:
         settings = conf.settings()
         conn = await connect(settings.require_database_url())
         try:
-            return await reminder_source.mismatch(conn, settings.reminder_source_parts, settings.schema)
+            names = templates.source_names(settings)  # the templates' variables that must be columns of the source
+            return await reminder_source.mismatch(conn, settings.reminder_source_parts, settings.schema, names)
         finally:
             await conn.close()
 

@@ -172,10 +172,6 @@ def kick() -> None:
     _in_thread(rt, None)
 
 
-# The longest kick_after_commit's thread waits for the caller's transaction to end.
-COMMIT_WAIT_SECONDS = 60
-
-
 class AfterCommit(NamedTuple):
     """What kick_after_commit's thread waits on: the named query `lock` with `params`, which returns once the
     caller's transaction `transaction` (its id, pg_current_xact_id) has ended."""

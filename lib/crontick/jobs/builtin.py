@@ -11,7 +11,7 @@ from crontick.jobs.job import Job
 from crontick.settings import Settings
 
 if TYPE_CHECKING:  # imported by each sender instead: loading the built-in types costs a cold start nothing
-    from crontick.reminders import delivery
+    from crontick.channels.message import Channel
 
 EMAIL_PAYLOAD = '{"to": "ada@example.com", "subject": "…", "text": "…"} (or "html"; optional "from", "idempotency_key")'
 PHONE_PAYLOAD = '{"to": "+31612345678", "body": "…"} (optional "from")'
@@ -35,18 +35,18 @@ async def webhook(payload: Any, job: Job) -> None:
     url = payload["url"]
     if not url.startswith(("http://", "https://")):
         raise PayloadError("webhook", 'a "url" starting with http:// or https://', url)
-    from crontick.reminders import delivery
+    from crontick.channels import wire
 
     # The same key on every attempt, under both names receivers dedupe on: Standard Webhooks' webhook-id
     # (the message id its receivers keep) and Idempotency-Key (the IETF draft's header).
     key = job.step_key(SEND_STEP)
     headers = {"Idempotency-Key": key, "webhook-id": key}
-    what = f"webhook {delivery.public_url(url)}"
+    what = f"webhook {wire.public_url(url)}"
     # Job URLs may come from an app's users: by default they cannot reach internal addresses.
     from crontick.http import netguard  # imports httpx: only when a webhook job runs (cold start)
 
     client = netguard.client() if SETTINGS.get().webhook_deny_private else http.client()
-    await delivery.post(url, http.DEFAULT_TIMEOUT, what, client=client, json=payload["json"], headers=headers)
+    await wire.post(url, http.DEFAULT_TIMEOUT, what, client=client, json=payload["json"], headers=headers)
 
 
 async def send_email(payload: Any, job: Job) -> None:
@@ -56,9 +56,9 @@ async def send_email(payload: Any, job: Job) -> None:
         raise PayloadError("send_email", EMAIL_PAYLOAD, payload)
     if not (_text(payload, "text") or _text(payload, "html")):
         raise PayloadError("send_email", EMAIL_PAYLOAD, payload)
-    from crontick.reminders import delivery
+    from crontick.channels.message import Message
 
-    message = delivery.Message(
+    message = Message(
         to=payload["to"],
         subject=payload["subject"],
         text=_text(payload, "text") or "",
@@ -82,9 +82,10 @@ async def send_whatsapp(payload: Any, job: Job) -> None:
 async def _send_phone(name: str, payload: Any, job: Job) -> None:
     if not isinstance(payload, dict) or not _text(payload, "to") or not _text(payload, "body"):
         raise PayloadError(f"send_{name}", PHONE_PAYLOAD, payload)
-    from crontick.reminders import delivery
+    from crontick.channels import wire
+    from crontick.channels.message import Message
 
-    message = delivery.Message(
+    message = Message(
         to=payload["to"],
         subject="",
         text=payload["body"],
@@ -93,18 +94,18 @@ async def _send_phone(name: str, payload: Any, job: Job) -> None:
     )
     try:
         await _channel(name).send(message, SETTINGS.get().delivery_timeout_seconds)
-    except delivery.DeliveryUnknown as exc:
+    except wire.DeliveryUnknown as exc:
         raise PermanentError(
             f"{exc}; not retried because Twilio takes no idempotency key and a retry could send it twice "
             f"(check the Twilio console, then `crontick retry {job.id}` if it did not arrive)"
         ) from exc
 
 
-def _channel(name: str) -> delivery.Channel:
-    from crontick.reminders import delivery
+def _channel(name: str) -> Channel:
+    from crontick.channels import registry
 
     try:
-        return delivery.channel(name, SETTINGS.get())
+        return registry.channel(name, SETTINGS.get())
     except ConfigError as exc:
         raise PermanentError(f"send_{name}: {exc}") from exc
 

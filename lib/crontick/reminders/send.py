@@ -15,12 +15,14 @@ from psycopg.rows import kwargs_row
 
 from crontick import logs
 from crontick import retry as backoff
+from crontick.channels import registry, wire
+from crontick.channels.message import Channel, Delivered, Message
 from crontick.db import query
 from crontick.db import source as reminder_source
 from crontick.errors import ConfigError, PermanentError
-from crontick.reminders import delivery, templates
+from crontick.reminders import templates
 from crontick.reminders.window import ReminderCounts, reminder_windows
-from crontick.settings import Settings
+from crontick.settings import Settings, html
 from crontick.text import describe, scrub, storable
 
 STATUSES = ("sending", "sent", "failed", "unknown")
@@ -49,6 +51,7 @@ class Claimed:
     starts_at: datetime
     time_zone: str | None  # null means UTC
     language: str | None = None  # the source's optional `language` column (crontick.reminders.templates)
+    source_row: Mapping[str, Any] | None = None  # every column of the source's row: the templates' own variables
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,8 @@ async def send_due(
     began = clock()
     if began >= deadline:
         return ReminderCounts(more=True)
-    channels = {name: delivery.channel(name, settings) for name in settings.reminder_channels}
+    channels = {name: registry.channel(name, settings) for name in settings.reminder_channels}
+    await check_template_columns(conn, settings)
     claimed, lost_race = await claim(conn, settings, now)
     to_send = [c for c in claimed if c.status == "sending"]
     outcomes = await send_all(to_send, channels, settings, now=now, deadline=deadline, clock=clock)
@@ -97,6 +101,23 @@ async def send_due(
     return counts
 
 
+# (source, variables) pairs this process found to match: checked once, before the first claim that needs them.
+_columns_checked: set[tuple[tuple[str, str], frozenset[str]]] = set()
+
+
+async def check_template_columns(conn: psycopg.AsyncConnection[Any], settings: Settings) -> None:
+    """ReminderSourceError (reminders stop, jobs run) when a template names a variable that is neither crontick's
+    own nor a column of the source. Only templates that use the source's own columns pay for it, once a process."""
+    names = templates.source_names(settings)
+    key = (settings.reminder_source_parts, names)
+    if not names or key in _columns_checked:
+        return
+    found = await reminder_source.problem(conn, settings.reminder_source_parts, names)
+    if found is not None:
+        raise found
+    _columns_checked.add(key)
+
+
 async def claim(conn: psycopg.AsyncConnection[Any], settings: Settings, now: datetime) -> tuple[list[Claimed], bool]:
     """Up to a batch of reminders, and whether another tick inserted a fresh one first (so more are due)."""
     params = {
@@ -107,7 +128,9 @@ async def claim(conn: psycopg.AsyncConnection[Any], settings: Settings, now: dat
         # The widest window's end (the longest lead: leads come longest first), as an index range.
         "window_end": now + settings.reminder_leads[0][1],
         "channels": list(settings.reminder_channels),
-        "idempotent": sorted(delivery.IDEMPOTENT_CHANNELS),
+        "idempotent": sorted(registry.idempotent_channels()),
+        "by_email": registry.addressed_by("email"),
+        "by_phone": registry.addressed_by("phone"),
         "max_attempts": MAX_ATTEMPTS,
     }
     cur = conn.cursor(row_factory=kwargs_row(_claimed))
@@ -147,12 +170,14 @@ def _claimed(**row: Any) -> Claimed | None:
     of nulls: a fresh reminder that another tick inserted first."""
     if row["id"] is None:
         return None
-    return Claimed(**{k: v for k, v in row.items() if k in _CLAIMED_FIELDS})
+    language = (row.get("source_row") or {}).get("language")
+    fields = {k: v for k, v in row.items() if k in _CLAIMED_FIELDS}
+    return Claimed(**fields, language=None if language is None else str(language))
 
 
 async def send_all(
     claimed: Sequence[Claimed],
-    channels: Mapping[str, delivery.Channel],
+    channels: Mapping[str, Channel],
     settings: Settings,
     *,
     now: datetime,
@@ -170,7 +195,7 @@ async def send_all(
             if remaining <= 0:
                 return Outcome(c.id, c.attempts, "released")
             result = await attempt(c, channels, settings, remaining)
-        if isinstance(result, delivery.Delivered):
+        if isinstance(result, Delivered):
             # The id is the provider's text: made storable first, like every error.
             pid = result.provider_message_id
             stored_id = None if pid is None else storable(pid, PROVIDER_ID_MAX_CHARS)
@@ -184,12 +209,12 @@ async def send_all(
 
 
 async def attempt(
-    c: Claimed, channels: Mapping[str, delivery.Channel], settings: Settings, remaining: float
-) -> delivery.Delivered | Failure:
+    c: Claimed, channels: Mapping[str, Channel], settings: Settings, remaining: float
+) -> Delivered | Failure:
     """Render and send one reminder, turning every way it can end into Delivered or a Failure."""
     try:
         # A retry keeps the channel of its first attempt, which may since have left the configuration.
-        channel = channels.get(c.channel) or delivery.channel(c.channel, settings)
+        channel = channels.get(c.channel) or registry.channel(c.channel, settings)
         message = render(c, channel.name, settings)
     except ConfigError as exc:
         return Failure("permanent", f"booking {c.booking_id}: {exc}")
@@ -200,7 +225,7 @@ async def attempt(
         return await asyncio.wait_for(channel.send(message, timeout), remaining)
     except PermanentError as exc:
         return Failure("permanent", f"booking {c.booking_id}: {exc}")
-    except delivery.DeliveryFailed as exc:
+    except wire.DeliveryFailed as exc:
         return Failure("definite", f"booking {c.booking_id}: {exc}", exc.retry_after_seconds)
     except TimeoutError:
         return Failure(
@@ -220,7 +245,7 @@ def decide(c: Claimed, failure: Failure, finished: datetime, rand: float) -> Out
     When it is over, it is 'failed' only if no attempt may have delivered it, else 'unknown'.
     """
     ambiguous = failure.kind == "ambiguous"
-    if ambiguous and c.channel not in delivery.IDEMPOTENT_CHANNELS:
+    if ambiguous and c.channel not in registry.idempotent_channels():
         error = f"{failure.error}; not resent: the {c.channel} channel has no idempotency key"
         return Outcome(c.id, c.attempts, "unknown", None, error, ambiguous=True)
     permanent = failure.kind == "permanent"
@@ -251,7 +276,7 @@ async def record(conn: psycopg.AsyncConnection[Any], outcomes: Sequence[Outcome]
     return {row[0] for row in await cur.fetchall()}
 
 
-def render(c: Claimed, channel: str, settings: Settings) -> delivery.Message:
+def render(c: Claimed, channel: str, settings: Settings) -> Message:
     """The message for one reminder, its time shown in the booking's own time zone.
 
     "today"/"tomorrow" count from the reminder's first claim (created_at), not from this attempt, so
@@ -259,10 +284,13 @@ def render(c: Claimed, channel: str, settings: Settings) -> delivery.Message:
     with a different body).
     """
     template = templates.choose(c.kind, c.language, settings)
-    variables = template_variables(c, c.created_at, templates.words(template.language))
+    own = template_variables(c, c.created_at, templates.words(template.language))
+    variables = {**templates.column_values(c.source_row), **own}
     subject = template.subject.format(**variables)
     text = template.text.format(**variables)
-    to = {"email": c.email, "sms": c.phone, "whatsapp": c.phone}.get(channel, c.email or c.phone or c.customer_name)
+    page = None if template.html is None else html.render(template.html, variables)
+    address = registry.address(channel)
+    to = {"email": c.email, "phone": c.phone}[address] if address else c.email or c.phone or c.customer_name
     data = {
         "type": "booking.reminder",
         "timestamp": c.created_at.isoformat(),
@@ -274,15 +302,15 @@ def render(c: Claimed, channel: str, settings: Settings) -> delivery.Message:
                 "customer_name": c.customer_name,
                 "email": c.email,
                 "phone": c.phone,
-                "starts_at": variables["starts_at_utc"],
-                "starts_at_local": variables["starts_at"],
-                "time_zone": variables["time_zone"],
+                "starts_at": own["starts_at_utc"],
+                "starts_at_local": own["starts_at"],
+                "time_zone": own["time_zone"],
                 "language": c.language,
             },
             "message": {"subject": subject, "text": text},
         },
     }
-    return delivery.Message(to=to or "", subject=subject, text=text, idempotency_key=c.idempotency_key, data=data)
+    return Message(to=to or "", subject=subject, text=text, idempotency_key=c.idempotency_key, html=page, data=data)
 
 
 def template_variables(

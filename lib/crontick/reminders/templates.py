@@ -15,10 +15,13 @@ words for (docs/reminders.md, "Languages").
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from crontick.errors import ConfigError
-from crontick.settings import Settings, variables
+from crontick.settings import REMINDER_TEMPLATE_VARIABLES, Settings, html, variables
 
 ANY_KIND = "*"
 ENGLISH = "en"
@@ -43,6 +46,12 @@ class Template:
     subject: str
     text: str
     language: str  # the language it is written in: its words render {day}, {date} and {zone}
+    html: str | None = None  # a Jinja2 template (autoescaped) of the HTML part, for the e-mail channels
+
+    def names(self) -> set[str]:
+        """Every variable the template uses (its subject's, text's and HTML's)."""
+        found = variables.template_names(self.subject) | variables.template_names(self.text)
+        return found | (html.names(self.html) if self.html is not None else set())
 
 
 WORDS: dict[str, ReminderWords] = {
@@ -89,11 +98,20 @@ def normalized(language: str | None) -> str | None:
     return tag or None
 
 
-def reminder_template(kind: str, language: str, *, subject: str, text: str, words: ReminderWords | None = None) -> None:
+def reminder_template(
+    kind: str,
+    language: str,
+    *,
+    subject: str,
+    text: str,
+    html: str | None = None,
+    words: ReminderWords | None = None,
+) -> None:
     """Declare the subject and text of reminders of `kind` ('24h', or '*' for every kind) to bookings in `language`.
 
     Call it at import time of a module named in CRONTICK_HANDLERS. Both are `str.format` templates
-    with the variables of CRONTICK_REMINDER_TEMPLATE. `words` says how the language writes `{day}`,
+    with the variables of CRONTICK_REMINDER_TEMPLATE; `html`, a Jinja2 template with the same variables
+    (autoescaped), is the HTML part the e-mail channels send. `words` says how the language writes `{day}`,
     `{date}` and `{zone}`; without it a language crontick has no words for uses English ones.
     A second declaration of the same kind and language replaces the first.
     """
@@ -108,9 +126,11 @@ def reminder_template(kind: str, language: str, *, subject: str, text: str, word
     row = variables.Variable(f"reminder_template({kind!r}, {language!r})", variables.REMINDERS, "")
     variables.template(row, subject)
     variables.template(row, text)
+    if html is not None:
+        variables.html_template(row, html)
     if words is not None:
         WORDS[tag] = words
-    _templates[(kind, tag)] = Template(subject, text, tag)
+    _templates[(kind, tag)] = Template(subject, text, tag, html)
 
 
 def choose(kind: str, language: str | None, settings: Settings) -> Template:
@@ -122,7 +142,29 @@ def choose(kind: str, language: str | None, settings: Settings) -> Template:
             found = _templates.get((k, t))
             if found is not None:
                 return found
-    return Template(settings.reminder_subject, settings.reminder_template, ENGLISH)
+    return english(settings)
+
+
+def english(settings: Settings) -> Template:
+    """The English template: CRONTICK_REMINDER_SUBJECT, _TEMPLATE and _HTML_TEMPLATE."""
+    return Template(settings.reminder_subject, settings.reminder_template, ENGLISH, settings.reminder_html_template)
+
+
+def source_names(settings: Settings) -> frozenset[str]:
+    """The variables some template uses that are not crontick's own: each must be a column of the reminder source
+    (crontick.db.source.problem checks it at `crontick migrate` and before a tick's first claim)."""
+    used = set().union(*(t.names() for t in (english(settings), *_templates.values())))
+    return frozenset(used - set(REMINDER_TEMPLATE_VARIABLES))
+
+
+def column_values(row: Mapping[str, Any] | None) -> dict[str, str]:
+    """The source row's columns as template variables (the claim reads the row as jsonb): text as it is, null as
+    empty, numbers and booleans as JSON writes them, timestamps in ISO 8601 (format one in the view to change it)."""
+    if not row:
+        return {}
+    return {
+        k: "" if v is None else v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for k, v in row.items()
+    }
 
 
 def words(language: str) -> ReminderWords:

@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from crontick.errors import ConfigError
-from crontick.settings import extra_secrets, source, variables
+from crontick.settings import extra_secrets, mail, source, variables
 from crontick.settings.extra_secrets import declare_secret
 from crontick.settings.variables import (
     ADMIN,
@@ -105,7 +105,7 @@ _TWILIO = ("sms", "whatsapp")
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(mail.MailSettings):
     """crontick's configuration: one field per row of the table of variables (see the module docstring)."""
 
     # fmt: off
@@ -136,10 +136,10 @@ class Settings:
     schema: str = setting("CRONTICK_SCHEMA", CORE, DEFAULT_SCHEMA, check=variables.schema, doc="The schema that holds "
         "everything crontick creates (tables, functions, triggers); every statement names it. `public` keeps an "
         "install from before 0.2 where it is (see [Jobs](jobs.md#where-crontick-lives-its-own-schema)).")
-    # Reminders and delivery (crontick.reminders.send, crontick.reminders.delivery), and the built-in job types.
+    # Reminders and delivery (crontick.reminders.send, crontick.channels), and the built-in job types.
     reminder_channel: str = setting("CRONTICK_REMINDER_CHANNEL", REMINDERS, "console", check=variables.channels,
-        doc="`console`, `email`, `sms`, `whatsapp` or `webhook`, or a fallback list such as `email,sms` (see "
-        "[Reminders](reminders.md#channels)).")
+        doc="`console`, `email`, `smtp`, `django`, `sms`, `whatsapp`, `webhook`, a channel your app registers, or a "
+        "fallback list such as `email,sms` (see [Reminders](reminders.md#channels)).")
     reminder_kinds: tuple[str, ...] = setting("CRONTICK_REMINDER_KINDS", REMINDERS, ("24h",),
         check=variables.reminder_kinds, doc="Reminder kinds as offsets before `starts_at` (`m`, `h`, `d`), e.g. `24h,1h`.")
     reminder_source: str | None = setting("CRONTICK_REMINDER_SOURCE", REMINDERS, None, check=source.reminder_source,
@@ -155,9 +155,9 @@ class Settings:
         doc="A Resend-compatible API (point it at a gateway or a test server).")
     email_api_key: str | None = setting("RESEND_API_KEY", REMINDERS, None, secret=True, needed_by=("email",),
         needed_as="your email API key (re_…)", doc="The `email` channel's and `send_email` jobs' API key (`re_…`).")
-    email_from: str | None = setting("CRONTICK_EMAIL_FROM", REMINDERS, None, needed_by=("email",),
+    email_from: str | None = setting("CRONTICK_EMAIL_FROM", REMINDERS, None, needed_by=("email", "smtp"),
         needed_as="a sender such as Clinic <reminders@clinic.example>",
-        doc="The email sender, e.g. `Clinic <reminders@clinic.example>`; required by the `email` channel.")
+        doc="The email sender, e.g. `Clinic <reminders@clinic.example>`; required by the `email` and `smtp` channels.")
     twilio_api_url: str = setting("CRONTICK_TWILIO_API_URL", REMINDERS, "https://api.twilio.com",
         check=variables.http_url, doc="The Twilio API base URL (a test server in the tests).")
     twilio_account_sid: str | None = setting("TWILIO_ACCOUNT_SID", REMINDERS, None, needed_by=_TWILIO,

@@ -21,9 +21,14 @@ DEFAULT_TIME_BUDGET_SECONDS = 8.0
 LEASE_MARGIN_SECONDS = 30.0
 DEFAULT_CONCURRENCY = 10
 DEFAULT_OIDC_ISSUER = "https://token.actions.githubusercontent.com"
-REMINDER_CHANNELS = ("console", "email", "sms", "whatsapp", "webhook")
+REMINDER_CHANNELS = ("console", "email", "smtp", "django", "sms", "whatsapp", "webhook")
+# The name of a channel an app registers (crontick.reminder_channel); the same rule as reminder_sends'
+# check constraint reminder_sends_channel_valid (sql/migrations/0037_reminder_channel_names.sql).
+CHANNEL_NAME = re.compile(r"[a-z][a-z0-9_-]{0,39}")
 DEFAULT_DELIVERY_TIMEOUT_SECONDS = 10.0
-# The variables a reminder template may use (crontick.reminders.send renders them; README lists them).
+# crontick's own variables of a reminder template (crontick.reminders.send renders them; docs/reminders.md lists
+# them). A template may also use every column of the reminder source by its name (checked against the source by
+# `crontick migrate` and the first tick: crontick.db.source.problem).
 REMINDER_TEMPLATE_VARIABLES = (
     "customer_name",
     "first_name",
@@ -290,27 +295,48 @@ def signing_secret(row: Variable, value: str) -> str:
 
 
 def template(row: Variable, value: str) -> str:
-    """A str.format template using only the documented variables, by plain name (no attribute access)."""
+    """A str.format template whose variables are plain names (no attribute access, no index): crontick's own
+    (REMINDER_TEMPLATE_VARIABLES) or a column of the reminder source, which only the database can tell."""
     try:
         fields = [(f, spec or "") for _, f, spec, _ in string.Formatter().parse(value) if f is not None]
     except ValueError as exc:
         raise ConfigError(f"{row.name}: expected a template such as {row.default!r}, got: {value!r} ({exc})") from None
     for f, spec in fields:
-        if f not in REMINDER_TEMPLATE_VARIABLES or "{" in spec:
+        if not f.isidentifier() or "{" in spec:
             raise ConfigError(
-                f"{row.name}: expected variables among {{{'}, {'.join(REMINDER_TEMPLATE_VARIABLES)}}} "
-                f"(write {{{{ for a literal brace), got: {{{f}}}"
+                f"{row.name}: expected variables among {{{'}, {'.join(REMINDER_TEMPLATE_VARIABLES)}}} or a column of "
+                f"the reminder source, by plain name (write {{{{ for a literal brace), got: {{{f}}}"
             )
     return value
 
 
+def template_names(value: str) -> set[str]:
+    """The variables a str.format template (already vetted by `template`) uses."""
+    return {f for _, f, _, _ in string.Formatter().parse(value) if f}
+
+
+def html_template(row: Variable, value: str) -> str:
+    """A Jinja2 template that parses; its variables are checked like a text template's (by name, against the source)."""
+    from crontick.settings import html
+
+    try:
+        html.names(value)
+    except ValueError as exc:
+        raise ConfigError(
+            f"{row.name}: expected a Jinja2 template such as <p>Hi {{{{ first_name }}}}</p>, got: {exc}"
+        ) from None
+    return value
+
+
 def channels(row: Variable, value: str) -> str:
+    """Built-in channel names, or the names of channels an app registers (known only once its modules are imported:
+    crontick.channels.registry.check_names refuses an unknown one at start-up)."""
     names = tuple(part.strip() for part in value.split(",") if part.strip()) or ("console",)
     for channel in names:
-        if channel not in REMINDER_CHANNELS:
+        if channel not in REMINDER_CHANNELS and not CHANNEL_NAME.fullmatch(channel):
             raise ConfigError(
-                f"{row.name}: expected one of {', '.join(REMINDER_CHANNELS)} (or a fallback list such as email,sms), "
-                f"got: {channel!r}"
+                f"{row.name}: expected one of {', '.join(REMINDER_CHANNELS)}, the name of a channel your app registers "
+                f"(a-z, 0-9, _ and -), or a fallback list such as email,sms, got: {channel!r}"
             )
     if len(set(names)) != len(names):
         raise ConfigError(f"{row.name}: expected each channel once, got: {','.join(names)!r}")

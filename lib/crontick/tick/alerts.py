@@ -181,17 +181,17 @@ async def deliver(
 
 async def send(alert: Claimed, url: str, settings: Settings, remaining: float) -> tuple[str | None, bool]:
     """POST one alert; (None, _) when the endpoint took it, else (why, whether retrying is pointless)."""
-    from crontick.reminders import delivery  # imports httpx: only ticks with an alert to send pay for it
+    from crontick.channels import webhook, wire  # imports httpx: only ticks with an alert to send pay for it
 
     body = json.dumps(payload(alert), separators=(",", ":"), ensure_ascii=False).encode()
     headers = {"Content-Type": "application/json"}
     if settings.alert_webhook_secret:
         # webhook-id stays the same on every retry, so a receiver can drop a repeat.
-        headers |= delivery.sign(settings.alert_webhook_secret, f"alert_{alert.id}", int(time.time()), body)
+        headers |= webhook.sign(settings.alert_webhook_secret, f"alert_{alert.id}", int(time.time()), body)
     what = f"alert webhook {urlsplit(url).netloc}"  # never the path: a Slack or Discord URL's path is its secret
     try:
         await asyncio.wait_for(
-            delivery.post(url, min(settings.delivery_timeout_seconds, remaining), what, content=body, headers=headers),
+            wire.post(url, min(settings.delivery_timeout_seconds, remaining), what, content=body, headers=headers),
             remaining,
         )
     except PermanentError as exc:

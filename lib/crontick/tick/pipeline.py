@@ -1,4 +1,4 @@
-"""One tick: probe for due work, send due reminders, claim and run a batch of jobs (rescuing expired leases), record it all."""
+"""One tick: probe for due work, run the duties before the batch (crontick.tick.duties), run the batch, record it all, then the duties after it."""
 
 from __future__ import annotations
 
@@ -8,24 +8,23 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import psycopg
 
 from crontick import db, logs
-from crontick.errors import CrontickError, DatabaseUnavailable, ReminderSourceError
+from crontick.errors import CrontickError, DatabaseUnavailable
 from crontick.jobs.job import Outcome
 from crontick.reminders.window import ReminderCounts
-from crontick.schedules import registry as schedules
 from crontick.schedules.registry import ScheduleCounts
 from crontick.settings import Settings
-from crontick.tick import probe, upkeep
-from crontick.tick.claim import Claim, RescueCounts, claim_batch, claim_due, rescue_expired
+from crontick.tick import probe
+from crontick.tick.claim import Claim, RescueCounts, claim_batch, claim_due
+from crontick.tick.duties import DUTIES
+from crontick.tick.duty import Duty, Tick
 from crontick.tick.follow_up import FOLLOW_UP_LATE_SECONDS, MAX_FOLLOW_UP_TICKS, follow_up_wait
+from crontick.tick.pacing import PROCESS, Pacing
 from crontick.tick.record import Recorded, Statement, TickLog, fetch_row, outcomes_statement, read_recorded
-
-if TYPE_CHECKING:
-    from crontick.jobs.job import Job
 
 
 @dataclass(frozen=True)
@@ -94,15 +93,17 @@ async def run_tick(
     send_reminders: bool = True,
     jobs_due: bool = False,
     execution_id: str | None = None,
+    pacing: Pacing | None = None,
+    duties: tuple[Duty, ...] = DUTIES,
 ) -> TickResult:
     """Do one bounded unit of due work, in a constant number of statements whatever the batch size.
 
     First the probe, one statement that also claims the due jobs: when nothing is due it writes
     the tick's log row, and the tick ends there (an idle tick is one round trip). Otherwise only
-    the steps it found work for: the reminders' own two statements; the schedules' two (one
-    when this process has declarations to sync and none is due), and a claim of what they
-    enqueued; a rescue and a second claim only when a lease has expired; then one statement
-    that records every outcome and the tick.
+    the duties it found work for (crontick.tick.duties): the reminders' own two statements; the
+    schedules' two (one when this process has declarations to sync and none is due); a rescue
+    only when a lease has expired; a claim of what those made due; then one statement that records
+    every outcome and the tick; then alerts and retention, only when due.
 
     Reminders run first: they are due at a time a customer sees, and a batch of slow jobs must
     not use up the budget before them (jobs claimed but not started by the deadline are
@@ -110,66 +111,48 @@ async def run_tick(
     `jobs_due=True` (from crontick.tick.drain, whose last tick left jobs due) claims instead of probing.
     `now` None (not a test): the first statement reads the database's clock, and the tick uses that.
     `execution_id` (a Vercel Schedules run's id) is stored in the tick's row and log line, so
-    duplicate deliveries of one run can be told apart from separate runs.
+    duplicate deliveries of one run can be told apart from separate runs. `pacing`: what this
+    process remembers between ticks (crontick.tick.pacing.PROCESS unless given). `duties`: the
+    duties it runs (crontick.tick.duties.DUTIES; a test passes others).
     """
+    pace = pacing or PROCESS
     started = clock()
     budget_end = started + settings.time_budget_seconds
-    result = await _tick_once(conn, settings, now, source, clock, send_reminders, jobs_due, execution_id, budget_end)
+    once = {"source": source, "clock": clock, "send_reminders": send_reminders, "execution_id": execution_id}
+    once |= {"pacing": pace, "duties": duties}
+    result = await _tick_once(conn, settings, now=now, jobs_due=jobs_due, deadline=budget_end, **once)
     if now is not None or clock is not time.monotonic:  # faked time (tests): nothing to wait for
         return result
     for _ in range(MAX_FOLLOW_UP_TICKS):
         # The database's time when this tick began, by the offset its probe measured.
-        began_at = probe.estimated_now() - timedelta(seconds=clock() - started)
-        wait = follow_up_wait(result.more, result.next_due_at, began_at, probe.estimated_now(), budget_end - clock())
+        began_at = pace.estimated_now() - timedelta(seconds=clock() - started)
+        wait = follow_up_wait(result.more, result.next_due_at, began_at, pace.estimated_now(), budget_end - clock())
         if wait is None:
             break
         await asyncio.sleep(wait + FOLLOW_UP_LATE_SECONDS)
         started = clock()
-        more = await _tick_once(conn, settings, None, source, clock, send_reminders, False, execution_id, budget_end)
+        more = await _tick_once(conn, settings, now=None, jobs_due=False, deadline=budget_end, **once)
         result = result + more
     return result
 
 
-async def _tick_once(
-    conn: psycopg.AsyncConnection[Any],
-    settings: Settings,
-    now: datetime | None,
-    source: str,
-    clock: Callable[[], float],
-    send_reminders: bool,
-    jobs_due: bool,
-    execution_id: str | None,
-    deadline: float,
-) -> TickResult:
-    worked = await work(
-        conn,
-        settings,
-        now=now,
-        source=source,
-        clock=clock,
-        send_reminders=send_reminders,
-        jobs_due=jobs_due,
-        execution_id=execution_id,
-        deadline=deadline,
-    )
+async def _tick_once(conn: psycopg.AsyncConnection[Any], settings: Settings, **kwargs: Any) -> TickResult:
+    worked = await work(conn, settings, **kwargs)
     if isinstance(worked, TickResult):
         return worked
-    return await finish(conn, settings, worked, clock=clock)
+    return await finish(conn, settings, worked, clock=kwargs["clock"])
 
 
 class Worked(NamedTuple):
     """A tick up to its record statement: its batch has run, and finish() writes and reports it."""
 
     found: probe.Probe
-    sent: ReminderCounts
-    scheduled: ScheduleCounts
-    jobs: list[Job]
-    rescued: RescueCounts
+    tick: Tick
+    duties: tuple[Duty, ...]  # the tick's: complete() runs those after the record statement
+    counts: dict[str, Any]  # what each duty before the batch counted, by its name
     outcomes: list[Outcome]
-    out_of_time: bool
-    deadline: float
     duration_ms: int
-    next_other_at: datetime | None  # reminders and slots; the record statement adds the jobs' own
+    next_other_at: datetime | None  # the duties' (reminders, slots); the record statement adds the jobs' own
     tick_log: TickLog
     finished_at: datetime
     run: dict[str, str]
@@ -187,79 +170,38 @@ async def work(
     prefetched: Claim | None = None,
     execution_id: str | None = None,
     deadline: float | None = None,
+    pacing: Pacing | None = None,
+    duties: tuple[Duty, ...] = DUTIES,
 ) -> Worked | TickResult:
     """A tick's steps before its record statement (see run_tick); an idle tick is over here, a TickResult.
 
     `prefetched` (crontick.tick.drain) is a batch already claimed by an earlier tick's record
     statement: it takes the probe's place, as `jobs_due`'s claim does. `deadline` (a clock() time):
     when this tick's budget ends, if not a whole CRONTICK_TIME_BUDGET_SECONDS from now (run_tick's
-    follow-up ticks share the first one's budget).
+    follow-up ticks share the first one's budget). `duties`: crontick.tick.duties.DUTIES (tests pass others).
     """
     run = {"execution_id": execution_id} if execution_id else {}
-    # Claims made after the tick's first statement (after a rescue, for a schedule's slot) come
-    # after the reminders' sends, maybe seconds later: they take the database's clock again, as
-    # the first did, so a rate limit's start and a lease are stamped when they happen, never at
-    # the tick's start. A faked `now` (tests) stays the tick's time throughout.
-    claim_now = now
     t0 = clock()
     deadline = t0 + settings.time_budget_seconds if deadline is None else deadline
+    # A faked `now` (tests) stays the tick's time throughout; else claims after the tick's first
+    # statement (after a rescue, for a schedule's slot) take the database's clock again (Tick.claim_now).
+    tick = Tick(conn, settings, pacing or PROCESS, clock, deadline, now, send_reminders=send_reminders)
     with translated():
-        unsynced = schedules.needs_sync(conn)  # new declarations: the schedules step must run once
-        if prefetched is not None or jobs_due:  # the claim takes the probe's place, and reports expired leases
-            claim = prefetched or await claim_batch(conn, now, settings.batch_size, settings.lease_seconds)
-            found = probe.JOBS_DUE._replace(**claim._asdict())  # a Claim's fields are Probe's, by name
-        else:
-            summary = TickResult().to_json() | run
-            found = await probe.look(conn, settings, now, source, summary, schedules_unsynced=unsynced)
-        # The tick's time from here on: the caller's, else the database's clock as the first statement
-        # read it. Never this host's clock, which may be minutes off: leases, due times, rescues, retries
-        # and the log all agree between hosts. What happens later in the tick adds the time since (a
-        # retry's time: run_batch's now_at), or reads the database's clock again (claim_now).
-        now = found.now
+        found = await _probe(tick, prefetched, jobs_due, source, run, duties)
+        counts = await _before_batch(tick, duties)
         if found.idle:
-            await upkeep.after_tick(
-                conn,
-                settings,
-                silent_seconds=found.silent_seconds,
-                alerts_due=False,
-                retention_due=False,
-                now=now,
-                deadline=deadline,
-                clock=clock,
-            )
+            await _after_record(tick, duties)
             idle = TickResult(
-                reminders=ReminderCounts(error=found.reminders_error),
+                reminders=counts.get("reminders", ReminderCounts()),
                 duration_ms=int((clock() - t0) * 1000),
-                next_due_at=found.next_due_at(),
+                next_due_at=_next_due_at(tick, duties, found.next_job_at),
             )
             return _done(idle, source, run)
-        # Whether there is anything to do is decided here, step by step, from the probe's checks.
-        # A new per-tick step adds its `if found.<step>_due:` call (into its own module) below.
-        sent = ReminderCounts(error=found.reminders_error)
-        if send_reminders and found.reminders_due:
-            # Imported here, with its channels: a tick that finds no reminder due never loads them.
-            from crontick.reminders import send as reminders
-
-            try:
-                sent = await reminders.send_due(conn, settings, now=now, deadline=deadline, clock=clock)
-            except ReminderSourceError as exc:  # the source broke since the probe: reminders stop, jobs run
-                logs.error("reminder_source", detail=str(exc))
-                sent = ReminderCounts(error=str(exc))
-        out_of_time = clock() >= deadline
-        scheduled = ScheduleCounts()
-        if (found.schedules_due or unsynced) and not out_of_time:
-            scheduled = await schedules.run_due(conn, grace_seconds=settings.schedule_grace_seconds)
-        jobs, rescued = found.jobs, RescueCounts(0, 0)
-        if found.leases_expired and not out_of_time:
-            jobs, rescued = await _rescue(conn, settings, now, claim_now, jobs)
-        room = settings.batch_size - len(jobs)
-        if scheduled.enqueued and room > 0 and not out_of_time:  # a slot due now runs in this very tick
-            jobs = jobs + await claim_due(conn, claim_now, room, settings.lease_seconds)
     from crontick.jobs import runner  # with the handler registry and retry policies: not loaded by an idle tick
 
     outcomes = await runner.run_batch(
-        jobs,
-        now=now,
+        tick.jobs,
+        now=tick.time,
         deadline=deadline,
         concurrency=settings.concurrency,
         settings=settings,
@@ -267,17 +209,74 @@ async def work(
         conn=conn,
         now_at=t0,
     )  # conn: where durable steps are loaded and recorded (crontick.workflows.steps), when a handler uses one
-    duration_ms = int((clock() - t0) * 1000)
+    return _worked(found, tick, counts, outcomes, int((clock() - t0) * 1000), source, run, duties)
+
+
+async def _probe(
+    tick: Tick, prefetched: Claim | None, jobs_due: bool, source: str, run: dict[str, str], duties: tuple[Duty, ...]
+) -> probe.Probe:
+    """The tick's first statement: the probe, or a claim in its place (which reports expired leases)."""
+    if prefetched is not None or jobs_due:
+        claim = prefetched or await claim_batch(
+            tick.conn, tick.now, tick.settings.batch_size, tick.settings.lease_seconds
+        )
+        found = probe.from_claim(claim)
+    else:
+        summary = TickResult().to_json() | run
+        found = await probe.look(tick.conn, tick.settings, tick.now, source, summary, tick=tick, asking=duties)
+    # The tick's time from here on: the caller's, else the database's clock as the first statement
+    # read it. Never this host's clock, which may be minutes off: leases, due times, rescues, retries
+    # and the log all agree between hosts. What happens later in the tick adds the time since (a
+    # retry's time: run_batch's now_at), or reads the database's clock again (claim_now).
+    tick.now, tick.jobs, tick.answer = found.now, found.jobs, found.duties
+    return found
+
+
+async def _before_batch(tick: Tick, duties: tuple[Duty, ...]) -> dict[str, Any]:
+    """Run the duties before the batch, in order; claim into the batch what they made due."""
+    counts: dict[str, Any] = {}
+    made_due = False
+    for duty in duties:
+        if not duty.after_record:
+            counts[duty.name] = done = await duty.run(tick)
+            made_due = made_due or duty.made_due(done)
+    out_of_time = tick.out_of_time  # asked now at the latest, before the batch: the tick's `more` says so
+    room = tick.settings.batch_size - len(tick.jobs)
+    if made_due and room > 0 and not out_of_time:  # rescued jobs, a slot due now: run in this very tick
+        tick.jobs = tick.jobs + await claim_due(tick.conn, tick.claim_now, room, tick.settings.lease_seconds)
+    return counts
+
+
+async def _after_record(tick: Tick, duties: tuple[Duty, ...]) -> dict[str, Any]:
+    """Run the duties after the record statement (or an idle probe), in order. None of them fails the tick."""
+    return {duty.name: await duty.run(tick) for duty in duties if duty.after_record}
+
+
+def _next_due_at(tick: Tick, duties: tuple[Duty, ...], next_job_at: datetime | None) -> datetime | None:
+    """The earliest of `next_job_at` and the duties' next times (those not due at the probe)."""
+    times = (next_job_at, *(duty.next_at(tick) for duty in duties))
+    return min((t for t in times if t is not None), default=None)
+
+
+def _worked(
+    found: probe.Probe,
+    tick: Tick,
+    counts: dict[str, Any],
+    outcomes: list[Outcome],
+    duration_ms: int,
+    source: str,
+    run: dict[str, str],
+    duties: tuple[Duty, ...],
+) -> Worked:
+    sent = counts.get("reminders", ReminderCounts())
+    scheduled = counts.get("schedules", ScheduleCounts())
+    rescued = counts.get("rescue", RescueCounts(0, 0))
     partial = TickResult(JobCounts(), sent, False, duration_ms, scheduled).to_json() | run
-    # Reminders and slots due at the start were done (else `more`): their next shows in the next
-    # probe. The record statement adds the jobs' own next time.
-    next_other_at = found.next_due_at(jobs=False, reminders=not found.reminders_due, slots=not found.schedules_due)
-    tick_log = TickLog(now, source, partial, len(jobs), rescued.total, next_other_at)
-    finished_at = now + timedelta(milliseconds=duration_ms)
-    return Worked(
-        found, sent, scheduled, jobs, rescued, outcomes, out_of_time, deadline, duration_ms, next_other_at, tick_log,
-        finished_at, run,
-    )  # fmt: skip
+    # What the duties did since the probe shows in the next one. The record statement adds the jobs' own next time.
+    next_other_at = _next_due_at(tick, duties, None)
+    tick_log = TickLog(tick.time, source, partial, len(tick.jobs), rescued.total, next_other_at)
+    finished_at = tick.time + timedelta(milliseconds=duration_ms)
+    return Worked(found, tick, duties, counts, outcomes, duration_ms, next_other_at, tick_log, finished_at, run)
 
 
 async def finish(
@@ -288,7 +287,7 @@ async def finish(
     clock: Callable[[], float] = time.monotonic,
     claim_ahead: int = 0,
 ) -> TickResult:
-    """Record a worked tick's outcomes and its log row in one statement, then its upkeep (alerts, retention).
+    """Record a worked tick's outcomes and its log row in one statement, then the duties after it (alerts, retention).
 
     `claim_ahead` > 0 (crontick.tick.drain): the same statement then claims up to that many due jobs
     for the ticks after this one, handed over in TickResult.handoff.
@@ -313,45 +312,47 @@ async def complete(
     *,
     clock: Callable[[], float] = time.monotonic,
 ) -> TickResult:
-    """After the record statement: the tick's upkeep (alerts, retention), its result and its log line."""
-    w = worked
+    """After the record statement: the duties after it (alerts, retention), the tick's result and its log line."""
+    tick = worked.tick
+    tick.now, tick.recorded, tick.clock = worked.finished_at, recorded, clock
     with translated():
-        await upkeep.after_tick(
-            conn,
-            settings,
-            silent_seconds=w.found.silent_seconds,
-            alerts_due=recorded.alerts_due or w.found.alerts_due,
-            retention_due=w.found.retention_due,
-            now=w.finished_at,
-            deadline=w.deadline,
-            clock=clock,
-        )
+        await _after_record(tick, worked.duties)
     job_counts = JobCounts(
-        claimed=len(w.jobs),
+        claimed=len(tick.jobs),
         succeeded=recorded.succeeded,
         retried=recorded.retried,
         failed=recorded.failed,
-        rescued=w.rescued.total,
+        rescued=worked.counts.get("rescue", RescueCounts(0, 0)).total,
         released=recorded.released,
         fenced=recorded.fenced,
         snoozed=recorded.snoozed,
     )
-    more = recorded.jobs_due or w.sent.more or w.out_of_time or job_counts.released > 0
-    next_job_at = recorded.next_job_at
-    if w.found.throttled_until is not None and len(w.jobs) < settings.batch_size:
-        # A short batch with a rate limit exhausted (crontick.flow): the jobs still due wait for its
-        # window to reopen, which is when work is next due, not now.
-        more = w.sent.more or w.out_of_time or job_counts.released > 0
-        if next_job_at is None or next_job_at <= w.finished_at:
-            next_job_at = w.found.throttled_until
-        next_job_at = min(next_job_at, w.found.throttled_until)
-    next_due_at = (
-        w.found.now if more else min((t for t in (next_job_at, w.next_other_at) if t is not None), default=None)
-    )
+    more, next_due_at = _pending(tick, worked, recorded, job_counts)
     if job_counts.fenced:
         logs.warning("fenced", count=job_counts.fenced)
-    result = TickResult(job_counts, w.sent, more, w.duration_ms, w.scheduled, next_due_at, recorded.next_claim)
-    return _done(result, w.tick_log.source, w.run)
+    sent = worked.counts.get("reminders", ReminderCounts())
+    scheduled = worked.counts.get("schedules", ScheduleCounts())
+    result = TickResult(job_counts, sent, more, worked.duration_ms, scheduled, next_due_at, recorded.next_claim)
+    return _done(result, worked.tick_log.source, worked.run)
+
+
+def _pending(tick: Tick, worked: Worked, recorded: Recorded, job_counts: JobCounts) -> tuple[bool, datetime | None]:
+    """Whether the tick left work due now (`more`), and when work is next due."""
+    found = worked.found
+    left = worked.counts.get("reminders", ReminderCounts()).more or tick.out_of_time or job_counts.released > 0
+    more = recorded.jobs_due or left
+    next_job_at = recorded.next_job_at
+    if found.throttled_until is not None and len(tick.jobs) < tick.settings.batch_size:
+        # A short batch with a rate limit exhausted (crontick.flow): the jobs still due wait for its
+        # window to reopen, which is when work is next due, not now.
+        more = left
+        if next_job_at is None or next_job_at <= worked.finished_at:
+            next_job_at = found.throttled_until
+        next_job_at = min(next_job_at, found.throttled_until)
+    next_due_at = (
+        found.now if more else min((t for t in (next_job_at, worked.next_other_at) if t is not None), default=None)
+    )
+    return more, next_due_at
 
 
 @contextmanager
@@ -378,19 +379,3 @@ def translated() -> Iterator[None]:
 def _done(result: TickResult, source: str, run: dict[str, str]) -> TickResult:
     logs.info("tick", source=source, **run, **result.to_json())
     return result
-
-
-async def _rescue(
-    conn: psycopg.AsyncConnection[Any],
-    settings: Settings,
-    now: datetime,
-    claim_now: datetime | None,
-    claimed: list[Job],
-) -> tuple[list[Job], RescueCounts]:
-    """Rescue the leases expired by the tick's `now`, then fill what is left of the batch from the
-    rescued, claimed at `claim_now` (None: the database's clock, see work)."""
-    rescued = await rescue_expired(conn, now)
-    room = settings.batch_size - len(claimed)
-    if rescued.retried and room > 0:
-        return claimed + await claim_due(conn, claim_now, room, settings.lease_seconds), rescued
-    return claimed, rescued

@@ -11,6 +11,7 @@ import psycopg
 from crontick import logs
 from crontick.db import query
 from crontick.settings import Settings
+from crontick.tick.pacing import PROCESS, Pacing
 from crontick.workflows.steps import SIGNAL_KEEP_DAYS
 
 BATCH_SIZE = 5000  # rows per table per tick: ~0.1-0.3 s here, so a million clear in 200 ticks
@@ -31,13 +32,11 @@ PROBE_SECONDS = 60.0
 # whose booking was moved into the future) must not cost a statement on every tick.
 QUIET_SECONDS = 600.0
 
-# Tick times (`now`), per process: no probe before _probe_from, unless the clock went back past _paused_at.
-_probe_from: datetime | None = None
-_paused_at: datetime | None = None
-# The tick's probe looks at done and failed jobs and tick records only (tick records expire every
-# day on a live system, so the runs they start clear the rest too). After a full batch of a table
-# it does not look at, the next tick of this process deletes again without waiting for the probe.
-_unprobed_backlog = False
+# Per process, in its crontick.tick.pacing.Pacing: no probe before retention_from (a tick time),
+# unless the clock went back past retention_paused_at. The tick's probe looks at done and failed
+# jobs and tick records only (tick records expire every day on a live system, so the runs they
+# start clear the rest too). After a full batch of a table it does not look at (retention_owed),
+# the next tick of this process deletes again without waiting for the probe.
 
 
 class Deleted(NamedTuple):  # not a dataclass: every tick's cold start imports this module
@@ -79,16 +78,21 @@ def fixed_cutoffs(now: datetime) -> dict[str, datetime]:
     }
 
 
-def owed() -> bool:
-    """True after a full batch of a table the probe does not see (crontick.tick.upkeep then runs retention)."""
-    return _unprobed_backlog
+def owed(pacing: Pacing | None = None) -> bool:
+    """True after a full batch of a table the probe does not see (crontick.tick.retention_duty then runs retention)."""
+    return (pacing or PROCESS).retention_owed
 
 
-def probe(settings: Settings, now: datetime) -> dict[str, datetime | None]:
-    """The record statement's retention cutoffs for this tick, or nulls (which it folds away) between probes."""
-    if _probe_from is not None and _paused_at is not None and _paused_at <= now < _probe_from:
+def probe(settings: Settings, now: datetime, pacing: Pacing | None = None) -> dict[str, datetime | None]:
+    """The probe's retention cutoffs for this tick, or nulls (which it folds away) between probes."""
+    p = pacing or PROCESS
+    if (
+        p.retention_from is not None
+        and p.retention_paused_at is not None
+        and p.retention_paused_at <= now < p.retention_from
+    ):
         return dict.fromkeys(("done_before", "failed_before", "kept_before"))
-    _pause(now, PROBE_SECONDS)
+    _pause(p, now, PROBE_SECONDS)
     return dict(cutoffs(settings, now))
 
 
@@ -99,16 +103,18 @@ async def run(
     now: datetime,
     deadline: float,
     clock: Callable[[], float],
+    pacing: Pacing | None = None,
 ) -> Deleted | None:
     """Delete one bounded batch per table, if the budget allows; never raises for a slow or failed delete.
 
-    Returns None when it did not run (too little budget left) or was cut short.
+    Returns None when it did not run (too little budget left) or was cut short. `pacing`: this
+    process's (crontick.tick.pacing.PROCESS) unless given.
     """
-    global _probe_from, _unprobed_backlog
+    p = pacing or PROCESS
     started = clock()
     remaining = deadline - started
     if remaining < MIN_SECONDS:
-        _probe_from = None  # look again next tick
+        p.retention_from = None  # look again next tick
         return None
     timeout_ms = max(int((remaining - MARGIN_SECONDS) * 1000), 1)
     try:
@@ -123,32 +129,31 @@ async def run(
         logs.warning(
             "retention_stopped", detail=f"the delete outran the tick's budget ({timeout_ms} ms); a later tick resumes"
         )
-        _pause(now, QUIET_SECONDS)
-        _unprobed_backlog = False
+        _pause(p, now, QUIET_SECONDS)
+        p.retention_owed = False
         return None
     except psycopg.Error as exc:  # e.g. an app table referencing a job, a deadlock: never fail the tick over it
         logs.error("retention_error", detail=f"{type(exc).__name__}: {exc}")
-        _pause(now, QUIET_SECONDS)
-        _unprobed_backlog = False
+        _pause(p, now, QUIET_SECONDS)
+        p.retention_owed = False
         return None
     assert row is not None  # the statement always returns its one row
     deleted = Deleted(*row)
-    _unprobed_backlog = deleted.unprobed_full
+    p.retention_owed = deleted.unprobed_full
     if deleted.full:
-        _probe_from = None
+        p.retention_from = None
     else:
-        _pause(now, QUIET_SECONDS)
+        _pause(p, now, QUIET_SECONDS)
     logs.info("retention", **deleted._asdict(), duration_ms=int((clock() - started) * 1000))
     return deleted
 
 
-def _pause(now: datetime, seconds: float) -> None:
-    global _probe_from, _paused_at
-    _probe_from, _paused_at = now + timedelta(seconds=seconds), now
+def _pause(pacing: Pacing, now: datetime, seconds: float) -> None:
+    pacing.retention_from, pacing.retention_paused_at = now + timedelta(seconds=seconds), now
 
 
-def reset() -> None:
+def reset(pacing: Pacing | None = None) -> None:
     """Forget the pause and any backlog (tests, and a process that knows it just made rows expire)."""
-    global _probe_from, _paused_at, _unprobed_backlog
-    _probe_from = _paused_at = None
-    _unprobed_backlog = False
+    p = pacing or PROCESS
+    p.retention_from = p.retention_paused_at = None
+    p.retention_owed = False

@@ -25,6 +25,7 @@ from django.db import migrations
 from crontick.db.migrate import apply
 from crontick.django import conf
 from crontick.errors import CrontickError
+from crontick.reminders import templates
 from crontick.settings import Settings
 
 
@@ -33,7 +34,8 @@ def install(apps: Any, schema_editor: Any) -> None:
     try:
         settings = Settings.from_env({**os.environ, "DATABASE_URL": url})
         asked = settings.reminder_source_parts if settings.reminder_source else None
-        done = asyncio.run(apply(url, settings.schema, asked, source_must_read=False))
+        names = templates.source_names(settings)  # the reminder templates' variables that must be source columns
+        done = asyncio.run(apply(url, settings.schema, asked, source_must_read=False, variables=names))
     except CrontickError as exc:
         raise CommandError(f"crontick: {exc}") from None
     if done.source_problem is not None:

@@ -1,1 +1,1 @@
-"""`manage.py crontick_migrate` and `manage.py crontick_tick`."""
+"""One module per `crontick` subcommand, each `Command = command(name)`: `manage.py crontick_jobs`, …"""

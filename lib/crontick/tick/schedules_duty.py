@@ -1,0 +1,35 @@
+"""The schedules duty: enqueue the slots that have come (and sync new declarations once), their jobs run in this very tick."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from crontick.schedules import registry
+from crontick.schedules.registry import ScheduleCounts
+from crontick.tick.duty import Duty, Tick, when
+
+
+class SchedulesDuty(Duty):
+    name = "schedules"
+
+    def asks(self, tick: Tick, now: datetime) -> Mapping[str, Any]:
+        # New declarations: the probe counts the schedules due, so the step runs once, though no slot is.
+        return {"unsynced": registry.needs_sync(tick.conn)}
+
+    async def run(self, tick: Tick) -> ScheduleCounts:
+        due = tick.part(self.name).get("due") or registry.needs_sync(tick.conn)
+        if not due or tick.out_of_time:
+            return ScheduleCounts()
+        return await registry.run_due(tick.conn, grace_seconds=tick.settings.schedule_grace_seconds)
+
+    def next_at(self, tick: Tick) -> datetime | None:
+        part = tick.part(self.name)
+        return None if part.get("due") else when(part, "next_at")
+
+    def made_due(self, counts: ScheduleCounts) -> bool:
+        return counts.enqueued > 0  # a slot due now runs in this very tick
+
+
+DUTY = SchedulesDuty()

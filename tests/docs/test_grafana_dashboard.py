@@ -1,0 +1,66 @@
+"""docs/grafana/crontick.json, the dashboard to start from: it reads only series a real scrape of GET /api/metrics
+has, and shows every one of them."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import psycopg
+from prometheus_client.parser import text_string_to_metric_families
+
+import crontick
+from crontick.settings import Settings
+from tests.support.constants import ROOT, TEST_SECRET
+from tests.support.core_jobs import db_now, tick
+
+DASHBOARD = ROOT / "docs" / "grafana" / "crontick.json"
+VIEWER_SECRET = "viewer-" + "v" * 32
+SERIES = re.compile(r"\bcrontick_[a-z_]+")
+
+
+@crontick.handler("t_grafana.ok")
+def ok(payload: Any, job: crontick.Job) -> None:
+    pass
+
+
+def expressions() -> list[str]:
+    dashboard = json.loads(DASHBOARD.read_text())
+    return [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+
+
+def test_the_dashboard_is_importable_json_on_a_chosen_prometheus() -> None:
+    dashboard = json.loads(DASHBOARD.read_text())
+    assert dashboard["uid"] and dashboard["title"] == "crontick"
+    (variable,) = dashboard["templating"]["list"]
+    assert (variable["type"], variable["query"]) == ("datasource", "prometheus")
+    for panel in dashboard["panels"]:
+        assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, panel["title"]
+        assert panel["targets"], panel["title"]
+    for expr in expressions():
+        assert expr.count("(") == expr.count(")"), expr
+
+
+def test_every_series_the_dashboard_reads_is_scraped_and_every_scraped_series_is_shown(
+    database_url: str, conn: psycopg.Connection[Any], live_app: Callable[..., Any]
+) -> None:
+    crontick.enqueue(conn, "t_grafana.ok", {})
+    settings = Settings(
+        database_url=database_url,
+        cron_secret=TEST_SECRET,
+        admin_secret="admin-" + "a" * 32,
+        admin_viewer_secret=VIEWER_SECRET,
+    )
+    tick(database_url, settings, now=db_now(conn))  # so the histogram has buckets
+    with live_app(settings) as base:
+        answer = httpx.get(f"{base}/api/metrics", headers={"Authorization": f"Bearer {VIEWER_SECRET}"})
+    assert answer.status_code == 200, answer.text
+    families = list(text_string_to_metric_families(answer.text))
+    scraped = {sample.name for family in families for sample in family.samples}
+    read = {name for expr in expressions() for name in SERIES.findall(expr)}
+    assert "crontick_job_duration_seconds_last_hour_bucket" in scraped
+    assert read - scraped == set()
+    assert {family.name for family in families} - {re.sub(r"_bucket$", "", n) for n in read} == set()
