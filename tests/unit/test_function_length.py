@@ -16,7 +16,6 @@ ALLOWED = {
     ("crontick/admin/api.py", "routes"),
     ("crontick/admin/api_ops.py", "routes"),
     ("crontick/admin/schemas.py", "_jobs"),
-    ("crontick/jobs/runner.py", "run_batch"),
 }
 
 
