@@ -88,7 +88,7 @@ class Snooze(CrontickError):
     """Raised by a handler: put the job back to pending, due after `seconds`, without counting the attempt.
 
     For work that waits on someone else (a batch API still running, a provider's rate limit).
-    Snoozes per job are bounded (crontick.jobs.runner.MAX_SNOOZES); past that, a snooze counts as a
+    Snoozes per job are bounded (crontick.jobs.decision.MAX_SNOOZES); past that, a snooze counts as a
     failed attempt.
     """
 

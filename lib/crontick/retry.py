@@ -92,7 +92,7 @@ def after_failure(
 # response with one of these statuses and a Retry-After is snoozed for that long, spending no attempt.
 THROTTLE_STATUSES = frozenset({429, 503})
 # A Retry-After longer than this (an hour) is cut to it: the job comes back then and, if the provider
-# still says wait, snoozes again (each snooze counts against crontick.jobs.runner.MAX_SNOOZES).
+# still says wait, snoozes again (each snooze counts against crontick.jobs.decision.MAX_SNOOZES).
 MAX_THROTTLE_SECONDS = 3600.0
 # Jobs throttled together come back spread over this fraction of their wait (later, never sooner than asked).
 THROTTLE_JITTER_FRACTION = 0.03

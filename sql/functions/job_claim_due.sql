@@ -23,7 +23,11 @@
 -- started_at (sql/migrations/0010_attempt_in_job_row.sql) is when the attempt started: the record
 -- step writes it into the attempts history, and a done job's row keeps it.
 -- The batch comes back as one JSON array of [id, type, payload, attempts, max_attempts,
--- created_at, scheduled_for, schedule, snoozes]: one value to decode instead of nine per job.
+-- created_at, scheduled_for, schedule, snoozes, payloads] (crontick.tick.claim.CLAIMED_COLUMNS,
+-- which tests/tick/test_claim_rows.py holds both bodies to): one value to decode instead of ten per job.
+-- Two bodies, the plain claim and the one with flow control (below): the parts marked
+-- "twin begin <name>" ... "twin end <name>" are the same text in both, and
+-- tests/unit/test_function_twins.py holds them so: edit one, edit the other.
 -- Each payload travels as JSON text, decoded job by job: one payload too deep for Python's json
 -- module (jsonb accepts thousands of levels) then fails only its own job, not the batch.
 -- Priorities one at a time: the due jobs are read priority by priority, smallest first
@@ -77,6 +81,7 @@ with clock as (
     ) d
     limit _limit
 ), claimed as (
+    -- twin begin lease
     update {schema}.jobs j set
         status = 'running',
         attempts = j.attempts + 1,
@@ -84,9 +89,13 @@ with clock as (
         started_at = k.now,
         updated_at = k.now
     from clock k
+    -- twin end lease
     where j.id = any(array(select d.id from due d))
+    -- twin begin returning
     returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at, j.scheduled_for, j.schedule, j.snoozes, j.payloads
+    -- twin end returning
 )
+-- twin begin answer
 select
     (select json_agg(json_build_array(
         c.id, c.type, c.payload::text, c.attempts, c.max_attempts, c.created_at, c.scheduled_for, c.schedule, c.snoozes, c.payloads::text)
@@ -94,6 +103,7 @@ select
      from claimed c),
     exists (select 1 from {schema}.jobs r where r.status = 'running' and r.locked_until < k.now),
     k.now,
+-- twin end answer
     null::timestamptz
 from clock k;
 return;
@@ -192,6 +202,7 @@ with clock as (
     from (select * from cand union all select * from wcand order by 3, 4, 1 limit _limit) c
     left join room r on c.type = any(r.types)
 ), claimed as (
+    -- twin begin lease
     update {schema}.jobs j set
         status = 'running',
         attempts = j.attempts + 1,
@@ -199,8 +210,11 @@ with clock as (
         started_at = k.now,
         updated_at = k.now
     from clock k
+    -- twin end lease
     where j.id = any(array(select d.id from ranked d where d.name is null or d.n <= d.free))
+    -- twin begin returning
     returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at, j.scheduled_for, j.schedule, j.snoozes, j.payloads
+    -- twin end returning
 ), used as (
     select d.name, count(*) filter (where d.n <= d.free) as k, count(*) filter (where d.n > d.free) as over
     from ranked d where d.name is not null group by d.name
@@ -212,6 +226,7 @@ with clock as (
     from used u join room r on r.name = u.name, clock k
     where t.name = u.name and u.k > 0
 )
+-- twin begin answer
 select
     (select json_agg(json_build_array(
         c.id, c.type, c.payload::text, c.attempts, c.max_attempts, c.created_at, c.scheduled_for, c.schedule, c.snoozes, c.payloads::text)
@@ -219,6 +234,7 @@ select
      from claimed c),
     exists (select 1 from {schema}.jobs r where r.status = 'running' and r.locked_until < k.now),
     k.now,
+-- twin end answer
     (select min(case when u.k > 0 then least(r.reopens, k.now + r.width) else r.reopens end) from room r
      left join used u on u.name = r.name
      where coalesce(u.over, 0) > 0

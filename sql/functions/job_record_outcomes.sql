@@ -25,9 +25,12 @@
 --
 -- The outcomes arrive in two parts: succeeded attempts (most of a batch) as two arrays, ids and
 -- claimed attempts, which the server reads without parsing; every other outcome as one JSON
--- array of [id, claimed_attempt, status, attempts, run_after, last_error, snoozed]. A batch whose
+-- array of [id, claimed_attempt, status, attempts, run_after, last_error, snoozed, traceback]
+-- (crontick.jobs.job.Outcome's fields, in order). A batch whose
 -- attempts all succeeded takes a shorter statement (tests/db/test_record_paths.py holds the two
--- to the same rows and answers).
+-- to the same rows and answers). The parts of the two statements marked "twin begin <name>" ...
+-- "twin end <name>" are the same text, and tests/unit/test_function_twins.py holds them so: edit
+-- one, edit the other.
 -- Durable steps (issue 21, crontick.workflows; the parts marked "steps:" below): an outcome may
 -- carry a ninth element, park ([name, kind, event_key, step status, result, wait_until, since]; since
 -- is read by crontick_job_begin_waits only), for a
@@ -84,6 +87,7 @@ if json_array_length(_others) = 0 then
         returning j.id, j.type, j.started_at, j.group_key  -- type, started_at: type_rollup (issue 23); group_key: flow
     ), woken as (
         -- steps: waits past their deadline go back to pending (as in the statement below).
+        -- twin begin wake_waits
         update {schema}.jobs j set status = 'pending', run_after = _now, updated_at = _now
         where j.id = any(array(
             select id from {schema}.jobs where status = 'waiting' and run_after <= _now
@@ -92,19 +96,24 @@ if json_array_length(_others) = 0 then
     ), timed_out as (
         update {schema}.job_steps s set status = 'timed_out', finished_at = _now
         from woken w where s.job_id = w.id and s.status = 'waiting'
+        -- twin end wake_waits
     ), type_rollup as (
         -- Issue 23, the admin's per-type figures (crontick.admin.figures; the ring table is
         -- migration 0020's): as type_rollup in the statement below, every attempt done here.
         -- A batch's jobs share their claim's started_at: counted per (type, started_at) first, so the
         -- bucket's arithmetic runs once per claim, not once per job.
+        -- twin begin type_rollup_head
         insert into {schema}.crontick_type_minutes as m (type, slot, shard, bucket, minute, done, failed, retried)
         select w.type, (floor(extract(epoch from _now) / 60)::bigint % 1500)::smallint, (pg_backend_pid() % 4)::smallint,
             least(floor(2 * ln(greatest(extract(epoch from _now - coalesce(w.started_at, _now)) * 1000, 1)) / ln(2)), 47)::smallint,
+        -- twin end type_rollup_head
             date_trunc('minute', _now), sum(w.n), 0, 0
         from (select w.type, w.started_at, count(*) as n from written w group by 1, 2) w
+        -- twin begin type_rollup_tail
         group by 1, 2, 3, 4, 5
         order by 1, 4
         on conflict (type, slot, shard, bucket) do update set
+        -- twin end type_rollup_tail
             done = case when m.minute = excluded.minute then m.done + excluded.done else excluded.done end,
             failed = case when m.minute = excluded.minute then m.failed else 0 end,
             retried = case when m.minute = excluded.minute then m.retried else 0 end,
@@ -119,6 +128,7 @@ if json_array_length(_others) = 0 then
         select least((select min(run_after) from {schema}.jobs where status = 'pending' and not held),
                      (select min(run_after) from {schema}.jobs where status = 'waiting'),
                      (select _now from written w where w.group_key is not null limit 1)) as at
+    -- twin begin log_and_answer
     ), logged as (
         insert into {schema}.crontick_ticks (started_at, finished_at, source, summary)
         select _started_at, _now, _source,
@@ -128,6 +138,7 @@ if json_array_length(_others) = 0 then
     )
     select array(select w.id from written w) as written,
         c.succeeded, c.retried, c.failed, c.released, c.fenced,
+    -- twin end log_and_answer
         -- Pending jobs or waits due, or a group moved on (next_job); with a type or group paused, its
         -- due jobs do not count (as in the statement below).
         case when not exists (select 1 from {schema}.crontick_pauses p where p.kind in ('type', 'group'))
@@ -141,8 +152,10 @@ if json_array_length(_others) = 0 then
         coalesce((select min(next_attempt_at) from {schema}.crontick_alerts where status = 'pending') <= _now, false) as alerts_due,
         -- flow: the groups this statement changed, and its grouped rows left pending (woken waits),
         -- which are settled once it has run (at the end).
+        -- twin begin groups
         array(select w.group_key from written w where w.group_key is not null
               union select k.group_key from woken k where k.group_key is not null) as groups,
+        -- twin end groups
         array(select k.id from woken k where k.group_key is not null) as pending
     into _r
     from counts c, next_job n;
@@ -191,6 +204,7 @@ with outcome as materialized (
     on conflict (job_id, name) do nothing
 ), woken as (
     -- steps: waits past their deadline go back to pending, due now (a bounded batch per statement).
+    -- twin begin wake_waits
     update {schema}.jobs j set status = 'pending', run_after = _now, updated_at = _now
     where j.id = any(array(
         select id from {schema}.jobs where status = 'waiting' and run_after <= _now
@@ -199,6 +213,7 @@ with outcome as materialized (
 ), timed_out as (
     update {schema}.job_steps s set status = 'timed_out', finished_at = _now
     from woken w where s.job_id = w.id and s.status = 'waiting'
+    -- twin end wake_waits
 ), job_alerts as (
     insert into {schema}.crontick_alerts (event, subject, occurred_at, body, next_attempt_at, created_at, updated_at)
     select 'job_failed', 'job:' || w.id, _now,
@@ -226,18 +241,22 @@ with outcome as materialized (
     -- shard of this backend and its duration bucket (from the claim to this statement). Rows go
     -- in key order, so two ticks that share rows cannot deadlock; a row last written for an older
     -- minute of the ring is reset in place.
+    -- twin begin type_rollup_head
     insert into {schema}.crontick_type_minutes as m (type, slot, shard, bucket, minute, done, failed, retried)
     select w.type, (floor(extract(epoch from _now) / 60)::bigint % 1500)::smallint, (pg_backend_pid() % 4)::smallint,
         least(floor(2 * ln(greatest(extract(epoch from _now - coalesce(w.started_at, _now)) * 1000, 1)) / ln(2)), 47)::smallint,
+    -- twin end type_rollup_head
         date_trunc('minute', _now),
         count(*) filter (where w.status = 'done'), count(*) filter (where w.status = 'failed'),
         count(*) filter (where w.status not in ('done', 'failed'))
     from written w
     join outcome o on o.id = w.id
     where o.attempts >= o.claimed_attempt and not o.snoozed
+    -- twin begin type_rollup_tail
     group by 1, 2, 3, 4, 5
     order by 1, 4
     on conflict (type, slot, shard, bucket) do update set
+    -- twin end type_rollup_tail
         done = case when m.minute = excluded.minute then m.done else 0 end + excluded.done,
         failed = case when m.minute = excluded.minute then m.failed else 0 end + excluded.failed,
         retried = case when m.minute = excluded.minute then m.retried else 0 end + excluded.retried,
@@ -263,6 +282,7 @@ with outcome as materialized (
         -- A grouped job that ended here lets its group's next job start (see the shorter path above).
         (select _now from written w where w.group_key is not null and w.status in ('done', 'failed') limit 1)
     ) as at
+-- twin begin log_and_answer
 ), logged as (
     insert into {schema}.crontick_ticks (started_at, finished_at, source, summary)
     select _started_at, _now, _source,
@@ -272,6 +292,7 @@ with outcome as materialized (
 )
 select array(select w.id from written w) as written,
     c.succeeded, c.retried, c.failed, c.released, c.fenced,
+-- twin end log_and_answer
     -- Whether the caller has more to do: pending jobs due now (the first entry of a partial index;
     -- with a type or group paused, those no pause holds back: sql/functions/job_due_unpaused.sql),
     -- or a group this statement moved on.
@@ -290,8 +311,10 @@ select array(select w.id from written w) as written,
     exists (select 1 from job_alerts)
         or coalesce((select min(next_attempt_at) from {schema}.crontick_alerts where status = 'pending') <= _now, false) as alerts_due,
     -- flow: as in the shorter path above; a retry or a park leaves its row pending too.
+    -- twin begin groups
     array(select w.group_key from written w where w.group_key is not null
           union select k.group_key from woken k where k.group_key is not null) as groups,
+    -- twin end groups
     array(select w.id from written w where w.group_key is not null and w.status = 'pending'
           union all select k.id from woken k where k.group_key is not null) as pending
 into _r

@@ -13,7 +13,7 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Response
 
 import crontick
-from crontick.jobs import runner
+from crontick.jobs import decision
 from tests.support.core_jobs import db_now, job_row, tick
 
 
@@ -88,7 +88,7 @@ def test_a_job_throttled_forever_still_ends_failed(
 ) -> None:
     url = _answer(httpserver, 429, {"Retry-After": "600"})
     job_id = crontick.enqueue(conn, "t_backoff.llm", {"url": url}, max_attempts=2)
-    conn.execute("update jobs set snoozes = %(n)s where id = %(id)s", {"n": runner.MAX_SNOOZES, "id": job_id})
+    conn.execute("update jobs set snoozes = %(n)s where id = %(id)s", {"n": decision.MAX_SNOOZES, "id": job_id})
     now = db_now(conn)
     assert tick(database_url, now=now).jobs.retried == 1  # no snooze left: a failed attempt, waiting out Retry-After
     row = job_row(conn, job_id)

@@ -14,7 +14,7 @@ from werkzeug import Response
 
 import crontick
 from crontick.channels import wire
-from crontick.jobs import runner
+from crontick.jobs import decision
 from crontick.settings import Settings
 from tests.support.core_jobs import db_now, job_row, settings_for, tick
 from tests.support.reminders import NOW, Provider, add_bookings, send_of
@@ -65,14 +65,14 @@ def test_snoozes_stop_at_the_maximum_and_then_count_as_failed_attempts(
 ) -> None:
     polls.clear()
     job_id = crontick.enqueue(conn, "t_snooze.batch", {"ready_after": 10_000}, max_attempts=2)
-    conn.execute("update jobs set snoozes = %(n)s where id = %(id)s", {"n": runner.MAX_SNOOZES - 1, "id": job_id})
+    conn.execute("update jobs set snoozes = %(n)s where id = %(id)s", {"n": decision.MAX_SNOOZES - 1, "id": job_id})
     now = db_now(conn)
     assert tick(database_url, now=now).jobs.snoozed == 1  # the 100th snooze is still allowed
-    assert job_row(conn, job_id)["snoozes"] == runner.MAX_SNOOZES
+    assert job_row(conn, job_id)["snoozes"] == decision.MAX_SNOOZES
     over = tick(database_url, now=now + timedelta(seconds=70))
     assert (over.jobs.snoozed, over.jobs.retried) == (0, 1)
     row = job_row(conn, job_id)
-    assert (row["status"], row["attempts"], row["snoozes"]) == ("pending", 1, runner.MAX_SNOOZES)
+    assert (row["status"], row["attempts"], row["snoozes"]) == ("pending", 1, decision.MAX_SNOOZES)
     assert row["last_error"].startswith(f"SnoozeLimit: job {job_id} (t_snooze.batch) asked to snooze after 100 snoozes")
     tick(database_url, now=row["run_after"] + timedelta(seconds=1))
     row = job_row(conn, job_id)

@@ -11,10 +11,9 @@ from tests.support.constants import ROOT
 
 LIB = ROOT / "lib"
 MAX_LINES = 70
-# (file under lib/, function name): being split by the round that rewrites its module (issue 34).
-ALLOWED = {
-    ("crontick/jobs/runner.py", "run_batch"),
-}
+# (file under lib/, function name): a function allowed to be longer, with its reason. None is, since issue 34 split
+# the last five (the admin's two route tables and its OpenAPI jobs schema, run_batch, the pipeline's work).
+ALLOWED: set[tuple[str, str]] = set()
 
 
 def function_lengths(source: str) -> dict[str, int]:

@@ -16,7 +16,7 @@ from crontick.workflows.steps import Parked
 
 
 class RunEnd(Protocol):
-    """How a handler call ended, as crontick.jobs.runner.Ended says it."""
+    """How a handler call ended, as crontick.jobs.decision.Ended says it."""
 
     @property
     def error(self) -> str | None: ...

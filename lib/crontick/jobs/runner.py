@@ -1,4 +1,4 @@
-"""Runs a claimed batch of jobs concurrently, within the tick's deadline, and decides each outcome."""
+"""Runs a claimed batch of jobs concurrently, within the tick's deadline, and records the outcome crontick.jobs.decision gives each."""
 
 from __future__ import annotations
 
@@ -13,19 +13,20 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from functools import partial
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
 from crontick import logs, tracing
 from crontick import retry as backoff
 from crontick.errors import PermanentError, RetryableError, Snooze
-from crontick.jobs import builtin
+from crontick.jobs import builtin, decision
 from crontick.jobs import registry as handlers
+from crontick.jobs.decision import SUCCEEDED, Ended
 from crontick.jobs.job import Job, Outcome, UndecodablePayload
 from crontick.jobs.registry import Handler
 from crontick.settings import Settings
-from crontick.text import TRACEBACK_MAX_CHARS, describe, scrub, storable, traceback_of
+from crontick.text import describe, traceback_of
 from crontick.workflows import steps
 from crontick.workflows.steps import Parked
 
@@ -33,28 +34,6 @@ if TYPE_CHECKING:
     from crontick.jobs.job_spans import BatchSpans
 
 SLOW_JOB_SECONDS = 8.0
-# How soon a job of a type this process does not know is claimed again (by whichever process comes next).
-UNKNOWN_TYPE_RECHECK_SECONDS = 60.0
-# How many times one job may snooze (raise crontick.Snooze); after that a snooze counts as a failed attempt.
-MAX_SNOOZES = 100
-
-
-class Ended(NamedTuple):
-    """How one handler call ended: error None is success; a snooze asks to run again later, uncounted."""
-
-    error: str | None = None
-    permanent: bool = False
-    retry_after_seconds: float | None = None
-    snooze_seconds: float | None = None
-    traceback: str | None = None  # of the exception the handler raised, as Python prints it
-    unknown_type: bool = False  # no handler for the job's type in this process (another deployment may know it)
-    throttle: backoff.Throttle | None = (
-        None  # the exception carried a provider's 429 or 503 (crontick.retry.throttle_of)
-    )
-    parked: Parked | None = None  # durable steps: job.sleep or job.wait_for parked the job
-
-
-SUCCEEDED = Ended()  # one value for every success: the common case builds nothing
 
 
 async def run_batch(
@@ -83,118 +62,102 @@ async def run_batch(
     None: `now` is the batch's start.
     """
     settings = settings if settings is not None else builtin.SETTINGS.get()
-    secrets = settings.secrets
-    started_at = clock()
-    now_at = started_at if now_at is None else now_at
-    budget_end = asyncio.get_running_loop().time() + (deadline - started_at)
-    outcomes: dict[int, Outcome] = {}
+    batch = _Batch(jobs, now, deadline, settings, clock, rand, now_at)
+    # Traces (crontick.tracing), only when the app uses OpenTelemetry: each job's enqueuer, one statement per batch.
+    if tracing.tracer() is not None and jobs:
+        from crontick.jobs.job_spans import BatchSpans
 
-    def finish(index: int, job: Job, ended: Ended) -> None:
-        outcomes[index] = decide(job, ended)
+        batch.spans = await BatchSpans.of(jobs, conn, settings.secrets)
+    workers = min(concurrency, len(jobs))
+    # Each worker task (and each thread hop it makes) copies this context when it starts: every handler
+    # of the batch, however it runs, sees the batch's Settings.
+    token = builtin.SETTINGS.set(settings)
+    step_batch = steps.begin(conn, jobs) if conn is not None else None  # durable steps: sends nothing until one is used
+    try:
+        if workers == 1:
+            await batch.worker()
+        elif workers > 1:
+            await asyncio.gather(*(batch.worker() for _ in range(workers)))
+    finally:
+        builtin.SETTINGS.reset(token)
+        if step_batch is not None:
+            steps.end(step_batch)
+    return batch.outcomes_in_order()
 
-    def decide(job: Job, ended: Ended) -> Outcome:
+
+class _Batch:
+    """One run_batch call: its jobs not yet started, the outcomes so far, and what deciding them reads.
+
+    `concurrency` workers share one queue, and each holds one timer for the budget: a task,
+    semaphore or timer per job would cost more than a quick handler itself.
+    """
+
+    def __init__(
+        self,
+        jobs: Sequence[Job],
+        now: datetime,
+        deadline: float,
+        settings: Settings,
+        clock: Callable[[], float],
+        rand: Callable[[], float],
+        now_at: float | None,
+    ) -> None:
+        self.jobs, self.now, self.deadline, self.clock, self.rand = jobs, now, deadline, clock, rand
+        self.settings = settings
+        started_at = clock()
+        self.now_at = started_at if now_at is None else now_at
+        self.budget_end = asyncio.get_running_loop().time() + (deadline - started_at)
+        self.pending = _Pending(jobs)
+        self.outcomes: dict[int, Outcome] = {}
+        self.spans: BatchSpans | None = None
+
+    def finish(self, index: int, job: Job, ended: Ended) -> None:
+        """Record how the job at `index` ended: decided here, with the time it ended (on the tick's clock)."""
         if ended is SUCCEEDED:
-            return Outcome(job.id, job.attempt, "done", job.attempt)
-        finished = now + timedelta(seconds=clock() - now_at)
-        if ended.parked is not None:  # durable steps: pending (a sleep) or waiting, the attempt handed back
-            until = steps.until_of(finished, ended.parked.seconds)
-            park = ended.parked.park(until)
-            return Outcome(job.id, job.attempt, ended.parked.status, job.attempt - 1, until, None, True, None, park)
-        if ended.unknown_type:
-            waiting = _wait_for_a_process_that_knows(job, finished, settings.unknown_type_grace_seconds)
-            if waiting is not None:
-                return waiting
-        if ended.snooze_seconds is not None:
-            if job.snoozes < MAX_SNOOZES:  # pending again, its attempt handed back
-                return Outcome(
-                    job.id,
-                    job.attempt,
-                    "pending",
-                    job.attempt - 1,
-                    finished + timedelta(seconds=ended.snooze_seconds),
-                    None,
-                    True,
-                )
-            ended = Ended(
-                f"SnoozeLimit: job {job.id} ({job.type}) asked to snooze after {job.snoozes} snoozes, the most "
-                f"allowed (crontick.jobs.runner.MAX_SNOOZES = {MAX_SNOOZES}); this attempt counts as failed"
-            )
-        if ended.error is None:
-            return Outcome(job.id, job.attempt, "done", job.attempt)
-        retry_after = ended.retry_after_seconds
-        if ended.throttle is not None:
-            wait = backoff.throttle_snooze_seconds(ended.throttle, finished, rand())
-            if wait is not None and job.snoozes < MAX_SNOOZES:  # snoozed as by crontick.Snooze, saying why
-                text = storable(
-                    f"Throttled: {scrub(ended.error, secrets)}; put back for {wait:.1f} s (the provider's "
-                    f"Retry-After), attempt not counted (snooze {job.snoozes + 1} of {MAX_SNOOZES})"
-                )
-                return Outcome(
-                    job.id, job.attempt, "pending", job.attempt - 1, finished + timedelta(seconds=wait), text, True
-                )
-            retry_after = wait if retry_after is None else retry_after  # past MAX_SNOOZES: a failed attempt
+            self.outcomes[index] = decision.succeeded(job)
+            return
+        finished = self.now + timedelta(seconds=self.clock() - self.now_at)
         entry = handlers.get(job.type)
         policy = entry.retry if entry else backoff.DEFAULT_POLICY
-        decision = backoff.after_failure(
-            job.attempt, job.max_attempts, policy, finished, rand(), ended.permanent, retry_after
+        rules = decision.Rules(
+            self.settings.secrets, self.settings.unknown_type_grace_seconds, f"{socket.gethostname()} pid {os.getpid()}"
         )
-        text = scrub(ended.error, secrets)
-        trace = ended.traceback and scrub(ended.traceback, secrets, max_chars=TRACEBACK_MAX_CHARS)
-        if isinstance(decision, backoff.RetryAt):
-            return Outcome(job.id, job.attempt, "pending", job.attempt, decision.run_after, text, traceback=trace)
-        return Outcome(job.id, job.attempt, "failed", job.attempt, None, text, traceback=trace)
+        self.outcomes[index] = decision.decide(job, ended, finished, self.rand(), policy, rules)
 
-    # `concurrency` workers share one queue, and each holds one timer for the budget: a task,
-    # semaphore or timer per job would cost more than a quick handler itself.
-    pending = _Pending(jobs)
-
-    async def worker() -> None:
+    async def worker(self) -> None:
+        pending, clock, deadline = self.pending, self.clock, self.deadline
         if not pending:  # the workers before it took every job without ever waiting (quick handlers)
             return
         running: Running | _ThreadRun | None = None
         try:
-            async with asyncio.timeout_at(budget_end):
+            async with asyncio.timeout_at(self.budget_end):
                 while clock() < deadline and (item := pending.take()) is not None:
                     index, job = item
                     if _in_thread_run(job):
-                        running = run = _ThreadRun(pending, finish, clock, deadline, spans)
+                        running = run = _ThreadRun(pending, self.finish, clock, deadline, self.spans)
                         await asyncio.to_thread(run.run, index, job)
                     else:
                         running = (index, job, clock())
+                        spans = self.spans
                         attempt = (
                             _attempt(job, clock) if spans is None else spans.run(job, partial(_attempt, job, clock))
                         )
-                        finish(index, job, await attempt)
+                        self.finish(index, job, await attempt)
                     running = None
         except TimeoutError:
             stopped = running.stop() if isinstance(running, _ThreadRun) else running
             if stopped is not None:  # the budget ran out inside this handler
                 index, job, began = stopped
                 text = f"TimeoutError: job {job.id} ({job.type}) was stopped after {clock() - began:.1f} s (the tick's time budget)"
-                finish(index, job, Ended(text))
+                self.finish(index, job, Ended(text))
 
-    # Traces (crontick.tracing), only when the app uses OpenTelemetry: each job's enqueuer, one statement per batch.
-    spans = None
-    if tracing.tracer() is not None and jobs:
-        from crontick.jobs.job_spans import BatchSpans
-
-        spans = await BatchSpans.of(jobs, conn, secrets)
-    workers = min(concurrency, len(jobs))
-    # Each worker task (and each thread hop it makes) copies this context when it starts: every handler
-    # of the batch, however it runs, sees the batch's Settings.
-    token = builtin.SETTINGS.set(settings)
-    batch = steps.begin(conn, jobs) if conn is not None else None  # durable steps: sends nothing until one is used
-    try:
-        if workers == 1:
-            await worker()
-        elif workers > 1:
-            await asyncio.gather(*(worker() for _ in range(workers)))
-    finally:
-        builtin.SETTINGS.reset(token)
-        if batch is not None:
-            steps.end(batch)
-    # Whatever no worker reached before the deadline goes back, its attempt not counted.
-    return [outcomes.get(i) or Outcome(job.id, job.attempt, "pending", job.attempt - 1) for i, job in enumerate(jobs)]
+    def outcomes_in_order(self) -> list[Outcome]:
+        """One outcome per job: whatever no worker reached before the deadline goes back, its attempt not counted."""
+        outcomes = self.outcomes
+        return [
+            outcomes.get(i) or Outcome(job.id, job.attempt, "pending", job.attempt - 1)
+            for i, job in enumerate(self.jobs)
+        ]
 
 
 Running = tuple[int, Job, float]  # (index in the batch, job, when it started)
@@ -351,7 +314,7 @@ def _ended(exc: BaseException) -> Ended:
     if isinstance(exc, RetryableError):  # a provider's 429 or 503 may say how long to wait
         return Ended(_describe(exc), retry_after_seconds=exc.retry_after_seconds, traceback=trace)
     # An exception carrying a provider's 429 or 503 (httpx, the OpenAI and Anthropic SDKs): with a
-    # Retry-After, decide() snoozes the job for it; without one it is an ordinary failure.
+    # Retry-After, crontick.jobs.decision snoozes the job for it; without one it is an ordinary failure.
     return Ended(_describe(exc), traceback=trace, throttle=backoff.throttle_of(exc))
 
 
@@ -364,23 +327,6 @@ async def _call(entry: Handler, job: Job) -> None:
         await entry.func(job.payload, job)  # type: ignore[misc]
     else:
         await asyncio.to_thread(entry.func, job.payload, job)
-
-
-def _wait_for_a_process_that_knows(job: Job, now: datetime, grace_seconds: float) -> Outcome | None:
-    """A job of a type this process does not know, put back (its attempt handed back, like a snooze) until one that
-    knows it claims it: a rolling deploy, an old revision or a weighted alias may still serve the old code. None
-    once CRONTICK_UNKNOWN_TYPE_GRACE_SECONDS have passed since it was created: then it fails, naming the type."""
-    give_up_at = job.created_at + timedelta(seconds=grace_seconds)
-    if now >= give_up_at:
-        return None
-    again = min(now + timedelta(seconds=UNKNOWN_TYPE_RECHECK_SECONDS), give_up_at)
-    process = f"{socket.gethostname()} pid {os.getpid()}"
-    text = (
-        f"UnknownJobType: job {job.id} has type {job.type!r}, which the process that claimed it ({process}) has no "
-        f"handler for; waiting for one that does until {give_up_at.isoformat()} "
-        f"(CRONTICK_UNKNOWN_TYPE_GRACE_SECONDS), then it fails"
-    )
-    return Outcome(job.id, job.attempt, "pending", job.attempt - 1, again, storable(text), True)
 
 
 def _unknown_type(job: Job) -> str:

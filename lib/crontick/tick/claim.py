@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -30,10 +31,46 @@ async def rescue_expired(conn: psycopg.AsyncConnection[Any], now: datetime) -> R
 
 
 class Claim(NamedTuple):
+    """A claim's row: crontick_job_claim_due's columns, by name and in order (tests/tick/test_claim_rows.py)."""
+
     jobs: list[Job]
-    expired: bool  # some running job's lease has passed: rescue, then claim again
+    leases_expired: bool  # some running job's lease has passed: rescue, then claim again
     now: datetime  # the claim's time: the one passed in, else the database's clock
     throttled_until: datetime | None = None  # an exhausted rate limit held back due jobs: when it reopens
+
+
+def claim_of(row: Sequence[Any], at: int = 0) -> Claim:
+    """The Claim in `row`, a claim's columns from column `at` on (record_and_claim's row ends with them).
+
+    Only Claim's own columns are read: a column a later release adds after them changes nothing here.
+    """
+    return Claim(claimed_jobs(row[at]), *row[at + 1 : at + len(Claim._fields)])
+
+
+# Each claimed job, as crontick_job_claim_due returns it: a JSON array of these jobs columns, in this
+# order (one value to decode instead of ten per job). claimed_jobs reads each by its name's place
+# here, and tests/tick/test_claim_rows.py holds both of the function's bodies to this list. A new
+# column goes at the end: a process that does not know it reads the ones before it as before.
+CLAIMED_COLUMNS = (
+    "id", "type", "payload", "attempts", "max_attempts", "created_at", "scheduled_for", "schedule", "snoozes",
+    "payloads",
+)  # fmt: skip
+# Each column's place in that array, found by its name.
+_ID, _TYPE, _PAYLOAD, _ATTEMPTS, _MAX_ATTEMPTS, _CREATED_AT, _SCHEDULED_FOR, _SCHEDULE, _SNOOZES, _PAYLOADS = map(
+    CLAIMED_COLUMNS.index,
+    (
+        "id",
+        "type",
+        "payload",
+        "attempts",
+        "max_attempts",
+        "created_at",
+        "scheduled_for",
+        "schedule",
+        "snoozes",
+        "payloads",
+    ),
+)
 
 
 async def claim_batch(
@@ -47,23 +84,23 @@ async def claim_batch(
     cur = await conn.execute(query("job_claim_due"), params)
     row = await cur.fetchone()
     assert row is not None  # the statement always returns its one row
-    return Claim(claimed_jobs(row[0]), row[1], row[2], row[3])
+    return claim_of(row)
 
 
 def claimed_jobs(batch: list[list[Any]] | None) -> list[Job]:
-    """The jobs of a claim's JSON array of [id, type, payload, attempts, max_attempts, created_at,
-    scheduled_for, schedule, snoozes, payloads].
+    """The jobs of a claim's JSON array, each an array of CLAIMED_COLUMNS.
 
-    `payloads` (a debounced job's merged payloads, as JSON text, null when it merged nothing) is the
-    tenth element; a claim without it (nine) reads as a job that merged nothing.
+    `payloads` (a debounced job's merged payloads, as JSON text, null when it merged nothing): a
+    claim without it (an older function's) reads as a job that merged nothing.
     """
     if not batch:
         return []
     fromiso = datetime.fromisoformat
     return [
         Job(
-            j[0], j[1], decode_payload(j[2]), j[3], j[4], fromiso(j[5]), j[6] and fromiso(j[6]), j[7], j[8],
-            decode_payload(j[9]) if len(j) > 9 and j[9] is not None else None,
+            j[_ID], j[_TYPE], decode_payload(j[_PAYLOAD]), j[_ATTEMPTS], j[_MAX_ATTEMPTS], fromiso(j[_CREATED_AT]),
+            j[_SCHEDULED_FOR] and fromiso(j[_SCHEDULED_FOR]), j[_SCHEDULE], j[_SNOOZES],
+            decode_payload(j[_PAYLOADS]) if len(j) > _PAYLOADS and j[_PAYLOADS] is not None else None,
         )
         for j in batch
     ]  # fmt: skip

@@ -146,7 +146,7 @@ async def _run_ahead(
                     if (claimed := recorded.next_claim) is not None:
                         batches.extend(_split(claimed, settings.batch_size))
                         # Fewer than asked: nothing more is due. An expired lease: the next probed tick rescues.
-                        claiming = claiming and len(claimed.jobs) == previous.asked and not claimed.expired
+                        claiming = claiming and len(claimed.jobs) == previous.asked and not claimed.leases_expired
     finally:
         if sent is not None:  # the drain was cut off or failed: the batches it claimed are rescued after their lease
             sent.task.cancel()

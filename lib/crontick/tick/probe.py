@@ -41,7 +41,7 @@ _NEVER = datetime.min.replace(tzinfo=UTC)
 def from_claim(claim: Claim) -> Probe:
     """What a caller that knows jobs are due (a drain whose last tick left some) has instead of the probe's
     answer: a claim with job_claim_due, which still reports expired leases (for the rescue duty) and the time."""
-    return Probe(False, claim.jobs, claim.now, _NEVER, claim.throttled_until, {"rescue": {"due": claim.expired}})
+    return Probe(False, claim.jobs, claim.now, _NEVER, claim.throttled_until, {"rescue": {"due": claim.leases_expired}})
 
 
 def parameters(
@@ -103,7 +103,8 @@ async def look(
         )
     row = await cur.fetchone()
     assert row is not None  # the statement always returns its one row
-    idle, jobs, found_now, next_job_at, throttled_until, answer = row
+    # Probe's fields are the statement's columns, in order (tests/tick/test_probe_rows.py); any after them are not read.
+    idle, jobs, found_now, next_job_at, throttled_until, answer = row[: len(Probe._fields)]
     if stopped is not None:
         answer["reminders"] = {"due": False, "next_at": None, "error": str(stopped)}
     if now is None:

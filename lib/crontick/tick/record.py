@@ -12,7 +12,7 @@ from psycopg.types.json import Json, Jsonb
 from crontick.db import query
 from crontick.flow.claim_args import claim_flow
 from crontick.jobs.job import Outcome
-from crontick.tick.claim import Claim, claimed_jobs
+from crontick.tick.claim import Claim, claim_of
 
 
 class TickLog(NamedTuple):
@@ -27,6 +27,9 @@ class TickLog(NamedTuple):
 
 
 class Recorded(NamedTuple):
+    """A record statement's row: crontick_job_record_outcomes's columns, by name and in order, up to
+    next_claim (tests/tick/test_record_rows.py)."""
+
     written: set[int]
     succeeded: int
     retried: int
@@ -38,6 +41,11 @@ class Recorded(NamedTuple):
     snoozed: int = 0  # handlers that raised crontick.Snooze
     alerts_due: bool = False  # this statement raised an alert, or pending ones are due: the tick sends them
     next_claim: Claim | None = None  # the next batch, when record() was asked to claim it
+
+
+# How many of Recorded's fields are crontick_job_record_outcomes's columns (the rest are this module's own);
+# crontick_job_record_and_claim's row is those columns and then a claim's.
+RECORDED_WIDTH = Recorded._fields.index("next_claim")
 
 
 def _int_array(values: list[int]) -> str:
@@ -136,11 +144,10 @@ async def fetch_row(conn: psycopg.AsyncConnection[Any], statement: Statement) ->
 
 def read_recorded(statement: Statement, row: tuple[Any, ...]) -> Recorded:
     """The counts of a record statement's row, and the batch it claimed, if it claimed one."""
+    recorded = Recorded(set(row[0]), *row[1:RECORDED_WIDTH])
     if statement.name == "job_record_outcomes":
-        return Recorded(set(row[0]), *row[1:])
-    return Recorded(set(row[0]), *row[1:10])._replace(
-        next_claim=Claim(claimed_jobs(row[10]), row[11], row[12], row[13])
-    )
+        return recorded
+    return recorded._replace(next_claim=claim_of(row, RECORDED_WIDTH))
 
 
 async def record_outcomes(conn: psycopg.AsyncConnection[Any], outcomes: Sequence[Outcome], now: datetime) -> set[int]:
