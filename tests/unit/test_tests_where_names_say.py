@@ -151,3 +151,12 @@ def test_a_test_file_names_what_it_tests(test: str, tested: list[str]) -> None:
 def test_the_share_counts_each_module_once_and_lists_the_rest() -> None:
     share, missing = coverage(MODULES, ["tick/test_claim_a.py", "tick/test_claim_b.py", "app/test_x.py"])
     assert (round(share, 3), missing) == (0.286, [m for m in MODULES if m not in ("app.py", "tick/claim.py")])
+
+
+def test_no_two_test_files_share_a_name() -> None:
+    """pytest imports test modules by their basename (tests/ folders are not packages): two with one name fail
+    the whole run at collection ("import file mismatch")."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        seen.setdefault(path.name, []).append(path.relative_to(ROOT).as_posix())
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
