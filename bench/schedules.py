@@ -22,8 +22,7 @@ from psycopg.conninfo import make_conninfo
 
 import crontick
 from crontick import db
-from crontick.schedules import registry as schedules
-from crontick.schedules import slots
+from crontick.schedules import registry, slots
 
 RUNS = 7
 
@@ -49,8 +48,8 @@ def slot_math() -> None:
 
 
 def declare(count: int) -> None:
-    for name in [s.name for s in schedules.declared()]:
-        schedules.unregister(name)
+    for name in [s.name for s in registry.declared()]:
+        registry.unregister(name)
     for n in range(count):
         crontick.schedule(
             f"bench-{n:03d}", "* * * * *", "bench.schedule_noop", {"n": n}, catch_up="all" if n % 2 else "latest"
@@ -62,11 +61,11 @@ async def step_ms(url: str, count: int, sleep_days: float) -> tuple[float, float
     declare(count)
     conn = await db.connect(url)
     try:
-        await schedules.run_due(conn)  # first sight: syncs
+        await registry.run_due(conn)  # first sight: syncs
         idle = []
         for _ in range(RUNS):
             t0 = time.perf_counter()
-            await schedules.run_due(conn)
+            await registry.run_due(conn)
             idle.append((time.perf_counter() - t0) * 1000)
         await conn.execute(
             "update crontick_schedules set evaluated_until = evaluated_until - make_interval(days => %(d)s),"
@@ -74,7 +73,7 @@ async def step_ms(url: str, count: int, sleep_days: float) -> tuple[float, float
             {"d": sleep_days},
         )
         t0 = time.perf_counter()
-        counts = await schedules.run_due(conn)
+        counts = await registry.run_due(conn)
         busy = (time.perf_counter() - t0) * 1000
         assert counts.enqueued > 0
         return statistics.median(idle), busy

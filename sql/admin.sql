@@ -91,9 +91,9 @@ limit %(limit)s;
 select coalesce(pg_catalog.max(id), 0) + 1 from {schema}.jobs;
 
 -- name: admin_job_get
--- store.get_job: one job, whole (payload and error); with the schedule and slot it was enqueued
+-- store.get_job: one job, whole (payload, a debounced job's merged payloads, error); with the schedule and slot it was enqueued
 -- for (a manual "enqueue now" has a schedule and no slot) and its snoozes (issue 23).
-select id, type, payload, status, attempts, max_attempts, run_after, last_error, key,
+select id, type, payload, payloads, status, attempts, max_attempts, run_after, last_error, key,
     created_at, updated_at, finished_at, locked_until, schedule, scheduled_for, snoozes, group_key, priority, held
 from {schema}.jobs
 where id = %(id)s;

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 import crontick
-from crontick.schedules import registry as schedules
+from crontick.schedules import registry
 from tests.support.admin_pages import running, settings_for, signed_in
 from tests.support.constants import TEST_SECRET
 
@@ -21,7 +21,7 @@ NAME = "admin-page-hourly"
 def declared() -> Iterator[None]:
     crontick.schedule(NAME, "0 * * * *", "admin_page_report", {"kind": "hourly"}, time_zone="Europe/Amsterdam")
     yield
-    schedules.unregister(NAME)
+    registry.unregister(NAME)
 
 
 def _tick(base: str) -> dict[str, Any]:

@@ -156,15 +156,15 @@ def test_dev_admin_secret_is_created_private_and_kept(tmp_path: Any) -> None:
     import os
     import stat
 
-    from crontick.cli import main as cli
+    from crontick.cli import main
 
     path = tmp_path / ".crontick" / "dev-admin-secret"
     old = os.umask(0)  # even with a permissive umask the file is never readable by others
     try:
-        value = cli._dev_secret(path, prefix="admin-")
+        value = main._dev_secret(path, prefix="admin-")
     finally:
         os.umask(old)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert value.startswith("dev-admin-") and len(value) >= 32
-    assert cli._dev_secret(path, prefix="admin-") == value
+    assert main._dev_secret(path, prefix="admin-") == value
     assert Settings.from_env({"CRONTICK_ADMIN_SECRET": value}).admin_secret == value

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from bench import faketime as ft
-from crontick.auth import tick as auth
+from crontick.auth import tick
 from crontick.db import Database
 from tests.support.constants import PYTHONPATH, ROOT
 from tests.support.databases import url_of
@@ -34,8 +34,8 @@ def use(url: str, jti: str, expires_at: float) -> str | None:
     async def go() -> str | None:
         db = Database(url)
         try:
-            await auth._use_jti(db, jti, expires_at)
-        except auth.Refused as exc:
+            await tick._use_jti(db, jti, expires_at)
+        except tick.Refused as exc:
             return str(exc)
         finally:
             await db.close()
@@ -51,7 +51,7 @@ def test_a_fast_clock_host_cannot_prune_a_live_jti(database_url: str) -> None:
             pytest.fail(ft.MISSING)
         pytest.skip(ft.MISSING + f" ({ft.REQUIRE_VARIABLE}=1 fails instead)")
     url = url_of(database_url)
-    expires_at = time.time() + 60 + auth.CLOCK_LEEWAY_SECONDS
+    expires_at = time.time() + 60 + tick.CLOCK_LEEWAY_SECONDS
     assert use(url, "token-1", expires_at) is None
     fast = subprocess.run(
         ft.skewed([sys.executable, "-c", FAST_HOST, url], AHEAD_SECONDS, faketime),
@@ -67,7 +67,7 @@ def test_a_fast_clock_host_cannot_prune_a_live_jti(database_url: str) -> None:
 
 def test_a_token_long_expired_by_the_databases_clock_is_not_recorded(database_url: str) -> None:
     url = url_of(database_url)
-    long_ago = time.time() - auth.JTI_KEEP_AFTER_EXPIRY.total_seconds() - 60
+    long_ago = time.time() - tick.JTI_KEEP_AFTER_EXPIRY.total_seconds() - 60
     reason = use(url, "old-token", long_ago)
     assert reason is not None and "database's clock" in reason
     recent = time.time() - 60  # expired, but within the margin a slow host's clock may be behind

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from crontick.app import create_app
-from crontick.cli import main as cli
+from crontick.cli import main
 from crontick.settings import Settings
 from tests.support.constants import TEST_SECRET
 from tests.support.credentials import tick_token
@@ -206,7 +206,7 @@ def test_crontick_token_refuses_long_lives_and_missing_settings(
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    assert cli.main(["token", *args]) == 1
+    assert main.main(["token", *args]) == 1
     out, err = capsys.readouterr()
     assert message in err
     assert out == ""

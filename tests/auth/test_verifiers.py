@@ -14,7 +14,7 @@ import standardwebhooks
 import stripe
 from twilio.request_validator import RequestValidator
 
-from crontick.auth import verifiers as verify
+from crontick.auth import verifiers
 
 TOKEN = "12345678901234567890123456789012"
 URL = "https://app.example.com/api/hooks/whatsapp"
@@ -41,8 +41,8 @@ def twilio_accepts(
     url: str, fields: dict[str, list[str]], sig: str, body: bytes, token: str = TOKEN, **kw: Any
 ) -> bool:
     try:
-        verify.twilio(token, url, fields, sig, body, **kw)
-    except verify.Refused:
+        verifiers.twilio(token, url, fields, sig, body, **kw)
+    except verifiers.Refused:
         return False
     return True
 
@@ -51,7 +51,7 @@ def test_twilio_accepts_what_twilio_signs_including_repeated_names() -> None:
     sig = RequestValidator(TOKEN).compute_signature(URL, FORM)
     body = form_body(FORM)
     assert RequestValidator(TOKEN).validate(URL, FORM, sig)
-    assert twilio_accepts(URL, verify.form_fields(body), sig, body)
+    assert twilio_accepts(URL, verifiers.form_fields(body), sig, body)
 
 
 def test_twilio_refuses_a_tampered_body_and_a_wrong_token() -> None:
@@ -105,8 +105,8 @@ STRIPE_BODY = json.dumps({"id": "evt_1", "type": "invoice.paid", "object": "even
 
 def stripe_accepts(header: str, body: str, secret: str = STRIPE_SECRET, now: float = NOW) -> bool:
     try:
-        verify.stripe(secret, header, body.encode(), now)
-    except verify.Refused:
+        verifiers.stripe(secret, header, body.encode(), now)
+    except verifiers.Refused:
         return False
     return True
 
@@ -193,15 +193,15 @@ def test_stripe_agrees_with_stripe(case: str, make: Callable[[], tuple[str, str,
 def test_github_published_test_vector() -> None:
     secret, body = "It's a Secret to Everybody", b"Hello, World!"
     good = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
-    verify.github(secret, good, body)
+    verifiers.github(secret, good, body)
     for header, data, key in (
         (good, b"Hello, World?", secret),
         (good, body, "wrong"),
         (good.replace("sha256", "sha1"), body, secret),
         (None, body, secret),
     ):
-        with pytest.raises(verify.Refused):
-            verify.github(key, header, data)
+        with pytest.raises(verifiers.Refused):
+            verifiers.github(key, header, data)
 
 
 SW_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -214,8 +214,10 @@ def sw_headers(secret: str, msg_id: str, at: float, body: str) -> dict[str, str]
 
 def sw_accepts(h: dict[str, str], body: str, now: float) -> bool:
     try:
-        verify.standard(SW_SECRET, h["webhook-id"], h["webhook-timestamp"], h["webhook-signature"], body.encode(), now)
-    except verify.Refused:
+        verifiers.standard(
+            SW_SECRET, h["webhook-id"], h["webhook-timestamp"], h["webhook-signature"], body.encode(), now
+        )
+    except verifiers.Refused:
         return False
     return True
 
@@ -248,11 +250,11 @@ def test_standard_webhooks_agrees_with_standardwebhooks() -> None:
 
 
 def test_bearer() -> None:
-    verify.bearer("s" * 32, "Bearer " + "s" * 32)
+    verifiers.bearer("s" * 32, "Bearer " + "s" * 32)
     for header in (None, "Bearer " + "t" * 32, "Basic " + "s" * 32, "Bearer "):
-        with pytest.raises(verify.Refused):
-            verify.bearer("s" * 32, header)
+        with pytest.raises(verifiers.Refused):
+            verifiers.bearer("s" * 32, header)
 
 
 def test_form_fields_keep_repeated_names_and_blank_values() -> None:
-    assert verify.form_fields(b"a=1&a=2&b=&c=%C3%A9") == {"a": ["1", "2"], "b": [""], "c": ["é"]}
+    assert verifiers.form_fields(b"a=1&a=2&b=&c=%C3%A9") == {"a": ["1", "2"], "b": [""], "c": ["é"]}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from crontick import db
-from crontick.db import schema as schemas
+from crontick.db import schema
 from crontick.errors import ConfigError
 
 SQL = Path(str(db.sql_dir()))
@@ -56,15 +56,15 @@ def test_the_check_finds_a_bare_name() -> None:
 
 def test_composition_quotes_the_schema_as_an_identifier_and_as_a_literal() -> None:
     text = "select {schema_name}, x from {schema}.jobs where payload = '{{}}'"
-    assert schemas.compose(text, "my_app") == "select 'my_app', x from \"my_app\".jobs where payload = '{}'"
+    assert schema.compose(text, "my_app") == "select 'my_app', x from \"my_app\".jobs where payload = '{}'"
 
 
 @pytest.mark.parametrize("bad", ["Crontick", "my-app", "pg_temp", "information_schema", "a" * 64, "x; drop"])
 def test_a_schema_name_that_is_not_a_plain_identifier_is_refused(bad: str) -> None:
     with pytest.raises(ConfigError, match="CRONTICK_SCHEMA: expected"):
-        schemas.checked(bad)
+        schema.checked(bad)
 
 
 def test_the_schema_comes_from_crontick_schema_and_defaults_to_crontick() -> None:
-    assert schemas.from_env({}) == "crontick"
-    assert schemas.from_env({"CRONTICK_SCHEMA": " public "}) == "public"
+    assert schema.from_env({}) == "crontick"
+    assert schema.from_env({"CRONTICK_SCHEMA": " public "}) == "public"

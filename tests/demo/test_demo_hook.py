@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 from twilio.request_validator import RequestValidator
 
-from crontick.cli import main as cli
+from crontick.cli import main
 from tests.support.constants import TEST_SECRET
 from tests.support.databases import url_of
 from tests.support.servers import free_port
@@ -85,13 +85,13 @@ def _wait_for(path: Path, found: Any, timeout: float = 20.0) -> Any:
 def test_hook_sign_prints_a_curl_line_twilio_would_accept(monkeypatch: Any, capsys: Any) -> None:
     monkeypatch.setenv("TWILIO_AUTH_TOKEN", "tok-" + "x" * 28)
     url = "https://app.example.com/api/hooks/whatsapp"
-    assert cli.main(["hook-sign", url, "-d", "Body=hi there", "-d", "From=whatsapp:+31612345678"]) == 0
+    assert main.main(["hook-sign", url, "-d", "Body=hi there", "-d", "From=whatsapp:+31612345678"]) == 0
     words = shlex.split(capsys.readouterr().out)
     signature = words[words.index("-H") + 1].removeprefix("X-Twilio-Signature: ")
     form = dict(words[i + 1].split("=", 1) for i, w in enumerate(words) if w == "--data-urlencode")
     assert form["Body"] == "hi there" and form["MessageSid"].startswith("SM") and words[-1] == url
     assert RequestValidator("tok-" + "x" * 28).validate(url, form, signature)
-    assert cli.main(["hook-sign", url, "-d", "no-equals-sign"]) == 1
+    assert main.main(["hook-sign", url, "-d", "no-equals-sign"]) == 1
 
 
 def test_the_demo_replies_once_to_a_burst_of_messages_and_its_failed_first_send_calls_no_llm_again(

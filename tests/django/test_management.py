@@ -67,12 +67,12 @@ def test_every_cli_command_has_a_management_command_and_nothing_else_is_there(ma
     ids=lambda argv: " ".join(argv[:2]),
 )
 def test_what_manage_py_parses_is_handed_to_the_cli_as_the_cli_parses_it(management: object, argv: list[str]) -> None:
-    from crontick.cli import main as cli
+    from crontick.cli import main
 
     name, rest = argv[0], argv[1:]
     options = vars(django_parser(management, name).parse_args(rest))
     handed = [name, *management._argv(management.command(name).cli_actions, options)]  # type: ignore[attr-defined]
-    expected, got = vars(cli._parser().parse_args(argv)), vars(cli._parser().parse_args(handed))
+    expected, got = vars(main._parser().parse_args(argv)), vars(main._parser().parse_args(handed))
     assert got == expected
 
 

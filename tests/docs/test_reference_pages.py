@@ -11,7 +11,7 @@ from types import ModuleType
 import pytest
 import yaml
 
-from crontick.cli import main as cli
+from crontick.cli import main
 from tests.support.constants import ROOT
 
 LIB = ROOT / "lib" / "crontick"
@@ -120,7 +120,7 @@ def test_a_row_read_nowhere_or_a_toml_entry_lib_reads_fails_the_build(monkeypatc
 
 def test_the_cli_page_has_every_subcommand_and_option() -> None:
     page = gen.cli_reference()
-    parser = cli._parser()
+    parser = main._parser()
     for name, sub, _ in gen._subcommands(parser):
         assert f"## `crontick {name}`" in page
         for action in sub._actions:

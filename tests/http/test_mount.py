@@ -24,7 +24,7 @@ import crontick
 from crontick.admin.jobs import bulk
 from crontick.app import create_app
 from crontick.hooks.inbound import forget
-from crontick.schedules import registry as schedules
+from crontick.schedules import registry
 from crontick.settings import Settings
 from tests.support.admin_pages import ADMIN_SECRET, add_jobs, csrf_of, settings_for, urls_in
 from tests.support.constants import TEST_SECRET
@@ -88,7 +88,7 @@ def declared() -> Iterator[None]:
     crontick.schedule(SCHEDULE, "0 * * * *", "t_mount.report")
     yield
     forget(HOOK)
-    schedules.unregister(SCHEDULE)
+    registry.unregister(SCHEDULE)
 
 
 def _seed(c: httpx.Client, conn: psycopg.Connection[Any]) -> dict[str, int]:

@@ -192,7 +192,7 @@ def test_webhook_job_retries_on_408_429_5xx_timeouts_and_refused_connections(
         return Response("later", int(answer))
 
     provider.behave = behave
-    monkeypatch.setattr(builtin.http, "DEFAULT_TIMEOUT", 0.3)
+    monkeypatch.setattr(builtin.client, "DEFAULT_TIMEOUT", 0.3)
     url = f"http://127.0.0.1:{free_port()}/hook" if answer == "refused" else provider.url + "/hook"
     job_id = webhook_job(conn, url)
     run_jobs(database_url, conn, provider)
@@ -203,6 +203,6 @@ def test_webhook_job_retries_on_408_429_5xx_timeouts_and_refused_connections(
 
 
 def test_job_type_names_are_registered() -> None:
-    from crontick.jobs import registry as handlers
+    from crontick.jobs import registry
 
-    assert {"webhook", "send_email", "send_sms", "send_whatsapp"} <= set(handlers.registered_types())
+    assert {"webhook", "send_email", "send_sms", "send_whatsapp"} <= set(registry.registered_types())

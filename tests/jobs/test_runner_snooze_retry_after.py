@@ -157,17 +157,17 @@ def test_retry_after_parsing() -> None:
 
 
 def test_after_failure_waits_the_longer_of_backoff_and_retry_after() -> None:
-    from crontick import retry as backoff
+    from crontick import retry
 
     now = datetime(2026, 11, 30, 12, tzinfo=UTC)
-    policy = backoff.Retry((60.0,), jitter_fraction=0.0)
-    assert backoff.after_failure(1, 4, policy, now, 0.5, retry_after_seconds=120) == backoff.RetryAt(
+    policy = retry.Retry((60.0,), jitter_fraction=0.0)
+    assert retry.after_failure(1, 4, policy, now, 0.5, retry_after_seconds=120) == retry.RetryAt(
         now + timedelta(seconds=120)
     )
-    assert backoff.after_failure(1, 4, policy, now, 0.5, retry_after_seconds=5) == backoff.RetryAt(
+    assert retry.after_failure(1, 4, policy, now, 0.5, retry_after_seconds=5) == retry.RetryAt(
         now + timedelta(seconds=60)
     )
-    assert backoff.after_failure(1, 4, policy, now, 0.5) == backoff.RetryAt(now + timedelta(seconds=60))
+    assert retry.after_failure(1, 4, policy, now, 0.5) == retry.RetryAt(now + timedelta(seconds=60))
     assert (
-        backoff.after_failure(4, 4, policy, now, 0.5, retry_after_seconds=120) == backoff.GiveUp()
+        retry.after_failure(4, 4, policy, now, 0.5, retry_after_seconds=120) == retry.GiveUp()
     )  # the last attempt still fails

@@ -238,9 +238,9 @@ def test_the_idle_ticks_quick_commit_stays_inside_its_own_transaction(
 def test_a_declared_schedule_keeps_the_tick_idle_until_its_slot(
     database_url: str, conn: psycopg.Connection[Any]
 ) -> None:
-    from crontick.schedules import registry as schedules
+    from crontick.schedules import registry
 
-    schedules.unregister("t_perf-hourly")
+    registry.unregister("t_perf-hourly")
     crontick.schedule("t_perf-hourly", "0 * * * *", "t_perf.noop", {"n": 0})
     try:
         settings = Settings(database_url=database_url, cron_secret=TEST_SECRET, reminder_channel="console")
@@ -251,7 +251,7 @@ def test_a_declared_schedule_keeps_the_tick_idle_until_its_slot(
         (next_at,) = conn.execute("select next_at from crontick_schedules where name = 't_perf-hourly'").fetchone()  # type: ignore[misc]
         assert result.next_due_at == next_at and next_at.minute == 0
     finally:
-        schedules.unregister("t_perf-hourly")
+        registry.unregister("t_perf-hourly")
 
 
 def declare_daily(count: int, hour: int) -> list[str]:
@@ -265,7 +265,7 @@ def declare_daily(count: int, hour: int) -> list[str]:
 
 def schedule_ticks(admin_url: str, template_name: str, count: int) -> dict[str, list[str]]:
     """The statements of the sync tick, an idle tick and a tick where all `count` schedules are due."""
-    from crontick.schedules import registry as schedules
+    from crontick.schedules import registry
 
     with fresh_database(admin_url, template_name) as url, psycopg.connect(url, autocommit=True) as conn:
         now = db_now(conn)
@@ -285,7 +285,7 @@ def schedule_ticks(admin_url: str, template_name: str, count: int) -> dict[str, 
             assert result.jobs.claimed == min(result.schedules.enqueued, settings.batch_size) == len(ran)
         finally:
             for name in names:
-                schedules.unregister(name)
+                registry.unregister(name)
         return seen
 
 
@@ -301,21 +301,21 @@ def test_a_thousand_declared_schedules_cost_no_more_statements_than_one(admin_ur
 def test_the_declared_set_is_hashed_once_per_change_not_per_tick() -> None:
     """A tick asks whether this process's declarations are synced; with 1,000 of them, hashing the
     whole set on every idle tick cost it a third of its time. The digest is kept until the set changes."""
-    from crontick.schedules import registry as schedules
+    from crontick.schedules import registry
 
     names = declare_daily(3, 5)
     try:
-        first = schedules._declared_and_digest()
-        assert schedules._declared_and_digest() is first  # unchanged: not recomputed
-        assert first[1] == schedules.digest(schedules.declared())
+        first = registry._declared_and_digest()
+        assert registry._declared_and_digest() is first  # unchanged: not recomputed
+        assert first[1] == registry.digest(registry.declared())
         crontick.schedule("t_perf-extra", "0 6 * * *", "t_perf.noop", {"n": 0})
-        added = schedules._declared_and_digest()
+        added = registry._declared_and_digest()
         assert added[1] != first[1] and [s.name for s in added[0]] == sorted([*names, "t_perf-extra"])
-        schedules.unregister("t_perf-extra")
-        assert schedules._declared_and_digest()[1] == first[1]
+        registry.unregister("t_perf-extra")
+        assert registry._declared_and_digest()[1] == first[1]
     finally:
         for name in [*names, "t_perf-extra"]:
-            schedules.unregister(name)
+            registry.unregister(name)
 
 
 def test_the_idle_ticks_quick_commit_takes_effect_though_the_probe_is_a_function(

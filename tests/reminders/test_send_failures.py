@@ -11,7 +11,7 @@ import psycopg
 from werkzeug import Response
 
 from crontick import db
-from crontick.reminders import send as reminders
+from crontick.reminders import send
 from tests.support.reminders import (
     NOW,
     Provider,
@@ -221,15 +221,15 @@ def test_a_retry_after_a_timeout_whose_booking_was_cancelled_ends_unknown(
 
 def send_due_with_clock(
     database_url: str, settings: Any, readings: list[float], deadline: float, now: datetime = NOW
-) -> reminders.ReminderCounts:
+) -> send.ReminderCounts:
     """send_due with a clock that returns `readings` in turn, then the last one for ever."""
     values = iter(readings)
     last = readings[-1]
 
-    async def go() -> reminders.ReminderCounts:
+    async def go() -> send.ReminderCounts:
         c = await db.connect(database_url)
         try:
-            return await reminders.send_due(c, settings, now=now, deadline=deadline, clock=lambda: next(values, last))
+            return await send.send_due(c, settings, now=now, deadline=deadline, clock=lambda: next(values, last))
         finally:
             await c.close()
 
@@ -281,11 +281,11 @@ def test_an_outcome_from_a_tick_that_lost_its_claim_is_fenced_off(
     async def claim_then_lose() -> set[int]:
         c = await db.connect(database_url)
         try:
-            [claimed], _ = await reminders.claim(c, settings, NOW)
+            [claimed], _ = await send.claim(c, settings, NOW)
             conn.execute(
                 "update reminder_sends set attempts = 2 where id = %s", (claimed.id,)
             )  # another tick took over
-            written: set[int] = await reminders.record(c, [reminders.Outcome(claimed.id, 1, "sent")], NOW)
+            written: set[int] = await send.record(c, [send.Outcome(claimed.id, 1, "sent")], NOW)
             return written
         finally:
             await c.close()

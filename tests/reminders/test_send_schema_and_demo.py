@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from crontick import demo
-from crontick.reminders import send as reminders
+from crontick.reminders import send
 from crontick.settings import REMINDER_CHANNELS, Settings
 from crontick.settings.variables import CHANNEL_NAME
 from tests.support.reminders import NOW, add_bookings, sends, tick
@@ -25,7 +25,7 @@ def check_values(conn: psycopg.Connection[Any], constraint: str) -> set[str]:
 
 
 def test_python_statuses_and_channels_match_the_database(conn: psycopg.Connection[Any]) -> None:
-    assert check_values(conn, "reminder_sends_status_valid") == set(reminders.STATUSES)
+    assert check_values(conn, "reminder_sends_status_valid") == set(send.STATUSES)
     # Channel names are checked by form (an app registers its own): every built-in one fits, as CHANNEL_NAME says.
     [b] = add_bookings(conn, [("Ada", "a@example.com", None, NOW, "UTC", "confirmed")])
     for kind, name in enumerate([*REMINDER_CHANNELS, "pigeon", "sms-eu_2"]):

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from crontick.errors import ConfigError
-from crontick.reminders import send as reminders
+from crontick.reminders import send
 from crontick.reminders.send import Claimed, Failure
 from crontick.settings import REMINDER_TEMPLATE_VARIABLES, Settings, kind_lead
 from tests.support.reminders import NOW, WEBHOOK_SECRET
@@ -152,7 +152,7 @@ def claimed(**changes: Any) -> Claimed:
 
 
 def test_every_documented_template_variable_is_rendered() -> None:
-    variables = reminders.template_variables(claimed(), NOW)
+    variables = send.template_variables(claimed(), NOW)
     assert set(variables) == set(REMINDER_TEMPLATE_VARIABLES)
     assert variables == {
         "customer_name": "Ada  King Lovelace",
@@ -184,7 +184,7 @@ def test_every_documented_template_variable_is_rendered() -> None:
 )
 def test_today_and_tomorrow_are_counted_in_the_bookings_zone(starts_at: str, zone: str, day: str) -> None:
     c = claimed(starts_at=datetime.fromisoformat(starts_at), time_zone=zone)
-    assert reminders.template_variables(c, NOW)["day"] == day
+    assert send.template_variables(c, NOW)["day"] == day
 
 
 @pytest.mark.parametrize(
@@ -197,7 +197,7 @@ def test_today_and_tomorrow_are_counted_in_the_bookings_zone(starts_at: str, zon
     ],
 )
 def test_zone_labels(key: str, label: str) -> None:
-    assert reminders.zone_label(key) == label
+    assert send.zone_label(key) == label
 
 
 def test_templates_can_be_overridden() -> None:
@@ -205,7 +205,7 @@ def test_templates_can_be_overridden() -> None:
         reminder_subject="{kind} reminder #{booking_id}",
         reminder_template="{{Clinic}} {customer_name}: {date} {time} {zone}",
     )
-    message = reminders.render(claimed(), "sms", settings)
+    message = send.render(claimed(), "sms", settings)
     assert (message.subject, message.text, message.to) == (
         "24h reminder #42",
         "{Clinic} Ada  King Lovelace: Tue 1 Dec 09:30 Amsterdam time",
@@ -233,7 +233,7 @@ def test_the_retry_decision(
     kind: str, channel: str, attempts: int, maybe_delivered: bool, status: str, retry: bool
 ) -> None:
     c = claimed(attempts=attempts, channel=channel, maybe_delivered=maybe_delivered)
-    outcome = reminders.decide(c, Failure(kind, "boom"), NOW, 0.5)
+    outcome = send.decide(c, Failure(kind, "boom"), NOW, 0.5)
     assert outcome.status == status and (outcome.next_attempt_at is not None) == retry
     assert outcome.ambiguous == (kind == "ambiguous")
     if retry:

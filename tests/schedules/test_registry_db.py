@@ -16,7 +16,7 @@ from psycopg.types.json import Jsonb
 
 import crontick
 from crontick import db
-from crontick.schedules import registry as schedules
+from crontick.schedules import registry
 from crontick.settings import Settings
 from crontick.tick.pipeline import run_tick
 from tests.support.constants import TEST_SECRET
@@ -28,20 +28,20 @@ def declare() -> Iterator[Any]:
     names: list[str] = []
 
     def add(name: str, cron: str, job_type: str = "t_sched.job", payload: Any = None, **kw: Any) -> None:
-        schedules.unregister(name)
+        registry.unregister(name)
         crontick.schedule(name, cron, job_type, payload, **kw)
         names.append(name)
 
     yield add
     for name in names:
-        schedules.unregister(name)
+        registry.unregister(name)
 
 
-def tick(url: str, grace_seconds: float = 900.0) -> schedules.ScheduleCounts:
-    async def go() -> schedules.ScheduleCounts:
+def tick(url: str, grace_seconds: float = 900.0) -> registry.ScheduleCounts:
+    async def go() -> registry.ScheduleCounts:
         conn = await db.connect(url)
         try:
-            return await schedules.run_due(conn, grace_seconds=grace_seconds)
+            return await registry.run_due(conn, grace_seconds=grace_seconds)
         finally:
             await conn.close()
 
@@ -54,7 +54,7 @@ def plans_now(url: str) -> list[Any]:
         now, _digest, _dormant, due = conn.execute(
             db.query("schedule_due"), {"declared": None, "digest": ""}
         ).fetchone()  # type: ignore[misc]
-    return [p for p in (schedules._plan(entry, now, 900.0) for entry in due) if p is not None]
+    return [p for p in (registry._plan(entry, now, 900.0) for entry in due) if p is not None]
 
 
 def apply(conn: psycopg.Connection[Any], plans: list[Any]) -> tuple[int, int, int]:
@@ -249,7 +249,7 @@ def test_a_schedule_no_longer_declared_goes_dormant_and_keeps_its_slots(
     tick(database_url)
     sleep(conn, "gone", 0.1)
     tick(database_url)
-    schedules.unregister("gone")
+    registry.unregister("gone")
     tick(database_url)
     rows = conn.execute("select name, next_at = 'infinity' from crontick_schedules order by name").fetchall()
     assert rows == [("gone", True), ("stays", False)]
@@ -264,7 +264,7 @@ def test_a_process_resyncs_when_another_version_synced_other_declarations(
     async def needs() -> bool:
         c = await db.connect(database_url)
         try:
-            return schedules.needs_sync(c)
+            return registry.needs_sync(c)
         finally:
             await c.close()
 
@@ -279,6 +279,6 @@ def test_a_process_resyncs_when_another_version_synced_other_declarations(
     tick(database_url)  # syncs ours again
     row = conn.execute(
         "select cron, previous_cron, d.digest = %(d)s from crontick_schedules, crontick_schedule_declared d",
-        {"d": schedules.digest(schedules.declared())},
+        {"d": registry.digest(registry.declared())},
     ).fetchone()
     assert row == ("0 * * * *", "15 * * * *", True)

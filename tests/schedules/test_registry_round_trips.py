@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 import crontick
-from crontick.schedules import registry as schedules
+from crontick.schedules import registry
 from crontick.settings import Settings
 from crontick.tick.pipeline import TickResult, run_tick
 from tests.support.constants import TEST_SECRET
@@ -31,13 +31,13 @@ def many() -> Iterator[Any]:
     def declare(count: int) -> None:
         for n in range(count):
             name = f"rt-{n:03d}"
-            schedules.unregister(name)
+            registry.unregister(name)
             crontick.schedule(name, "* * * * *", "t_rt.noop", {"n": n}, catch_up="all" if n % 2 else "latest")
             names.append(name)
 
     yield declare
     for name in names:
-        schedules.unregister(name)
+        registry.unregister(name)
 
 
 @crontick.handler("t_rt.noop")

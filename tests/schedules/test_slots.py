@@ -9,8 +9,7 @@ import pytest
 
 import crontick
 from crontick.errors import ConfigError
-from crontick.schedules import registry as schedules
-from crontick.schedules import slots
+from crontick.schedules import registry, slots
 
 AMS = "Europe/Amsterdam"
 NYC = "America/New_York"
@@ -209,7 +208,7 @@ def test_a_bad_definition_is_a_one_line_config_error_naming_the_schedule(
     with pytest.raises(ConfigError) as err:
         crontick.schedule(*args, **kwargs)  # type: ignore[arg-type]
     assert str(err.value).startswith(message) and "\n" not in str(err.value)
-    assert schedules.get(str(args[0])) is None
+    assert registry.get(str(args[0])) is None
 
 
 def test_a_second_definition_under_one_name_is_refused_and_the_same_one_again_is_fine() -> None:
@@ -219,7 +218,7 @@ def test_a_second_definition_under_one_name_is_refused_and_the_same_one_again_is
         with pytest.raises(ConfigError, match=r"crontick.schedule\('dup'\): expected one definition per schedule name"):
             crontick.schedule("dup", "30 * * * *", "t")
     finally:
-        schedules.unregister("dup")
+        registry.unregister("dup")
 
 
 def test_iso_z_is_utc_ending_in_z() -> None:

@@ -27,13 +27,13 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 import crontick
-from crontick.http import client as http
+from crontick.http import client
 from crontick.settings import Settings
 from tests.support import bombs
 from tests.support.constants import ROOT
 from tests.support.core_jobs import db_now, job_row, settings_for, tick
 
-CAP = http.RESPONSE_MAX_BYTES
+CAP = client.RESPONSE_MAX_BYTES
 REFUSED = "expected an answer with no Content-Encoding or one layer of gzip or deflate, got: 'gzip, gzip'"
 # Far below the 64 MiB a bomb expands to, and above what a request costs anyway: resident memory
 # of a process of its own, and Python allocations in this one. tracemalloc counts every thread's,
@@ -81,18 +81,18 @@ def base(server: HTTPServer) -> str:
     return server.url_for("").rstrip("/")
 
 
-def read(url: str, **kwargs: Any) -> tuple[httpx.Response | http.UnreadableBody, int]:
+def read(url: str, **kwargs: Any) -> tuple[httpx.Response | client.UnreadableBody, int]:
     """bounded_request's answer (or its refusal), and the peak of Python allocations (every thread's,
     the server's too) while it ran a second time: the first run builds the client, imports httpx's
     backends and starts the server's threads, megabytes that have nothing to do with the answer."""
 
-    async def once() -> httpx.Response | http.UnreadableBody:
+    async def once() -> httpx.Response | client.UnreadableBody:
         try:
-            return await http.bounded_request("GET", url, **kwargs)
-        except http.UnreadableBody as exc:
+            return await client.bounded_request("GET", url, **kwargs)
+        except client.UnreadableBody as exc:
             return exc
 
-    async def go() -> tuple[httpx.Response | http.UnreadableBody, int]:
+    async def go() -> tuple[httpx.Response | client.UnreadableBody, int]:
         await once()
         tracemalloc.start()
         try:
@@ -110,7 +110,7 @@ def test_the_bombs_are_what_the_review_sent() -> None:
 
 def test_stacked_encodings_are_refused_before_a_byte_of_the_body_is_read(bomb_server: HTTPServer) -> None:
     result, peak = read(base(bomb_server) + "/stacked/500")
-    assert isinstance(result, http.UnreadableBody), result
+    assert isinstance(result, client.UnreadableBody), result
     assert str(result) == REFUSED + "; its body was not read"
     assert result.answer.status_code == 500 and result.answer.content == b""
     assert peak < TRACED_BOUND_BYTES, peak

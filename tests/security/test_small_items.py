@@ -12,7 +12,7 @@ import httpx
 import psycopg
 import pytest
 
-from crontick.cli import main as cli
+from crontick.cli import main
 from crontick.errors import ConfigError
 from crontick.settings import Settings
 from tests.support.constants import TEST_SECRET
@@ -62,10 +62,10 @@ def test_settings_have_upper_bounds(name: str, value: str, limit: str) -> None:
 
 def test_dev_masks_a_secret_from_the_environment() -> None:
     production = "prod-" + "s3cr3t" * 8
-    line = cli.dev_curl_line(production, "http://127.0.0.1:8000", from_env=True)
+    line = main.dev_curl_line(production, "http://127.0.0.1:8000", from_env=True)
     assert production not in line and production[8:30] not in line
     assert "Bearer $CRON_SECRET" in line and f"{len(production)} characters" in line
-    generated = cli.dev_curl_line("dev-abc", "http://127.0.0.1:8000", from_env=False)
+    generated = main.dev_curl_line("dev-abc", "http://127.0.0.1:8000", from_env=False)
     assert "Bearer dev-abc" in generated  # its own local secret is printed, so the line works as pasted
 
 
@@ -73,8 +73,8 @@ def test_dev_creates_its_secret_file_private_from_the_start(tmp_path: Path) -> N
     path = tmp_path / ".crontick" / "dev-secret"
     old = os.umask(0)  # even a permissive umask must not let the file be created world-readable
     try:
-        secret = cli._dev_secret(path)
+        secret = main._dev_secret(path)
     finally:
         os.umask(old)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert cli._dev_secret(path) == secret  # kept, so the printed curl line stays valid
+    assert main._dev_secret(path) == secret  # kept, so the printed curl line stays valid

@@ -12,7 +12,7 @@ import pytest
 
 import crontick
 from crontick.errors import CrontickError
-from crontick.schedules import registry as schedules
+from crontick.schedules import registry
 from crontick.testing import advance, drain, enqueued
 
 _seen: list[str] = []
@@ -94,7 +94,7 @@ def test_advance_brings_a_schedules_next_slot_due(conn: psycopg.Connection[Any],
         [job] = enqueued(conn, "t_testing.chain")
         assert job["status"] == "done"
     finally:
-        schedules.unregister("t_testing.hourly")
+        registry.unregister("t_testing.hourly")
 
 
 def test_enqueued_lists_oldest_first_and_filters_by_type(conn: psycopg.Connection[Any]) -> None:

@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 from crontick import db
-from crontick.reminders import send as reminders
+from crontick.reminders import send
 from crontick.settings import Settings
 from crontick.tick import probe
 from crontick.tick.duty import when
@@ -98,7 +98,7 @@ def test_the_claim_reads_the_window_not_every_booking(history: str) -> None:
 
     async def claim(conn: psycopg.AsyncConnection[Any]) -> list[Any]:
         now: datetime = (await (await conn.execute("select now()")).fetchone())[0]  # type: ignore[index]
-        claimed, lost_race = await reminders.claim(conn, s, now)
+        claimed, lost_race = await send.claim(conn, s, now)
         assert not lost_race
         return claimed
 

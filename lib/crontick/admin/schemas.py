@@ -79,6 +79,11 @@ def _jobs() -> dict[str, Any]:
             {
                 **common,
                 "payload": {},
+                "payloads": {
+                    "type": ["array", "null"],
+                    "description": "A debounced job's merged payloads, oldest first (`payload` is the newest; "
+                    "job.payloads in the handler); null when it merged none.",
+                },
                 "last_error": TEXT_OR_NULL,
                 "locked_until": TIME_OR_NULL,
                 # GET /api/admin/jobs/{id} (issue 23): the schedule and slot it was enqueued for, its snoozes.

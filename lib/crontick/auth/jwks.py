@@ -10,7 +10,7 @@ from typing import Any
 
 from crontick import logs
 from crontick.errors import Refused
-from crontick.http import client as http
+from crontick.http import client
 
 # GitHub rotates its signing keys rarely: keys are refreshed hourly, and an unknown kid triggers a
 # refetch at most once a minute, so a stream of anonymous JWT-shaped bearers with made-up kids
@@ -125,10 +125,10 @@ async def _fetch(url: str) -> KeySet:
     try:
         # Read like every outbound answer: at most RESPONSE_MAX_BYTES, on the wire and decoded (a
         # key set is a few KB; one cut short fails to parse and the last good keys stay).
-        response = await http.bounded_request("GET", url)
+        response = await client.bounded_request("GET", url)
         response.raise_for_status()
         keys = jwt.PyJWKSet.from_dict(response.json())
-    except http.UnreadableBody as exc:
+    except client.UnreadableBody as exc:
         raise KeysUnavailable(f"could not load the JWKS from {url}: {exc}") from None
     except (httpx.HTTPError, ValueError, RecursionError, jwt.PyJWTError) as exc:
         raise KeysUnavailable(f"could not load the JWKS from {url}: {type(exc).__name__}") from None

@@ -20,7 +20,7 @@ from crontick import db
 from crontick.cli.migrate import asked_source, cmd_migrate, source_option
 from crontick.cli.ports import free_port, port_number
 from crontick.errors import ConfigError, CrontickError, DatabaseUnavailable, DatabaseUrlError
-from crontick.jobs import registry as handlers
+from crontick.jobs import registry
 from crontick.settings import Settings
 
 DEV_HOST = "127.0.0.1"
@@ -68,9 +68,9 @@ def _parser() -> argparse.ArgumentParser:
     from crontick.cli.admin import add_parsers
 
     add_parsers(sub)
-    from crontick.cli import flow as flow_cli  # pause, resume, groups, rate-limits
+    from crontick.cli import flow  # pause, resume, groups, rate-limits
 
-    flow_cli.add_parsers(sub)
+    flow.add_parsers(sub)
 
     _add_helper_parsers(sub)
 
@@ -78,9 +78,9 @@ def _parser() -> argparse.ArgumentParser:
 
     init.add_parser(sub, cmd_init)
 
-    from crontick.cli import schedules as schedules_cli  # the schedules subcommand (issue 8)
+    from crontick.cli import schedules  # the schedules subcommand (issue 8)
 
-    schedules_cli.add_parser(sub, cmd_schedules)
+    schedules.add_parser(sub, cmd_schedules)
     return p
 
 
@@ -233,20 +233,20 @@ def cmd_token(args: argparse.Namespace) -> int:
 def cmd_schedules(args: argparse.Namespace) -> int:
     from datetime import UTC
 
-    from crontick.cli import schedules as schedules_cli
-    from crontick.schedules import listing as schedules_listing
+    from crontick.cli import schedules
+    from crontick.schedules import listing
 
     settings = _settings(args)
-    handlers.load_modules(settings.handler_modules)
+    registry.load_modules(settings.handler_modules)
     if args.action is not None:  # enqueue | pause | resume NAME (issue 23)
-        return schedules_cli.run_action(args, settings.require_database_url())
+        return schedules.run_action(args, settings.require_database_url())
     if args.start is not None or args.until is not None:
-        schedules_cli.print_window(args)  # pure: no database
+        schedules.print_window(args)  # pure: no database
     elif settings.database_url:
         with _sync_connect(settings.database_url) as conn:
-            schedules_cli.print_listing(schedules_listing.listing(conn, datetime.now(UTC)), args.json)
+            schedules.print_listing(listing.listing(conn, datetime.now(UTC)), args.json)
     else:  # no database: the definitions and their next slot only
-        schedules_cli.print_listing(schedules_listing.listing(None, datetime.now(UTC)), args.json)
+        schedules.print_listing(listing.listing(None, datetime.now(UTC)), args.json)
     return 0
 
 
@@ -255,7 +255,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     args.port = free_port(args, args.host)
     settings = _settings(args)  # fail here, with one line, rather than on the first request
     settings.require_database_url()
-    handlers.load_modules(settings.handler_modules)
+    registry.load_modules(settings.handler_modules)
     from crontick.app import create_app
 
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="info")
@@ -289,7 +289,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
     from crontick import demo
 
     demo.seed(url)
-    handlers.load_modules(settings.handler_modules)
+    registry.load_modules(settings.handler_modules)
     demo.declare_schedules()  # `crontick schedules` in another shell lists it only with CRONTICK_HANDLERS set
     from crontick.app import create_app
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from crontick.errors import CrontickError
-from crontick.schedules import registry as schedules
+from crontick.schedules import registry
 from crontick.schedules.listing import local_time, window
 
 
@@ -87,7 +87,7 @@ def print_window(args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps(found))
         return
-    for s in schedules.declared():
+    for s in registry.declared():
         n = len(found[s.name])
         print(f"{s.name}  {s.cron}  {s.time_zone}  ({n} slot{'s' * (n != 1)})")
         for text in found[s.name]:

@@ -44,8 +44,7 @@ def check_reminder_source(app_configs: Any = None, **kwargs: Any) -> list[checks
     or is not the one crontick's migration last ran with). Silent before crontick is migrated, or without a database."""
     import asyncio
 
-    from crontick.db import connect
-    from crontick.db import source as reminder_source
+    from crontick.db import connect, source
     from crontick.django import conf
     from crontick.errors import CrontickError
     from crontick.reminders import templates
@@ -55,7 +54,7 @@ def check_reminder_source(app_configs: Any = None, **kwargs: Any) -> list[checks
         conn = await connect(settings.require_database_url())
         try:
             names = templates.source_names(settings)  # the templates' variables that must be columns of the source
-            return await reminder_source.mismatch(conn, settings.reminder_source_parts, settings.schema, names)
+            return await source.mismatch(conn, settings.reminder_source_parts, settings.schema, names)
         finally:
             await conn.close()
 

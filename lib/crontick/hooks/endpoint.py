@@ -16,7 +16,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from crontick import logs
-from crontick.auth import verifiers as verify
+from crontick.auth import verifiers
 from crontick.db import cutoff, query
 from crontick.errors import CrontickError, DatabaseUnavailable, Refused
 from crontick.hooks.event import BadEvent, parse, signed_body_hash
@@ -95,9 +95,9 @@ async def _verified_body(request: Request, rt: Runtime, hook: Hook, url: str) ->
         logs.error("misconfigured", hook=hook.name, detail=UNTRUSTED_URL)
         return http_body.misconfigured()
     try:
-        verify.signature_headers_present(hook.verify, request.headers)
+        verifiers.signature_headers_present(hook.verify, request.headers)
         if hook.verify == "bearer":
-            verify.bearer(hook.secret, request.headers.get("authorization"))
+            verifiers.bearer(hook.secret, request.headers.get("authorization"))
     except Refused as exc:
         return _refused(request, hook, exc)
     limit = min(rt.settings.max_body_bytes, MAX_BODY_BYTES.get(hook.verify, rt.settings.max_body_bytes))
@@ -207,8 +207,8 @@ def check(hook: Hook, request: Request, url: str, body: bytes, now: float) -> No
     """Run the hook's verifier; raises Refused with the reason."""
     h = request.headers
     if hook.verify == "twilio":
-        fields = {} if signed_body_hash(url) else verify.form_fields(body)
-        verify.twilio(
+        fields = {} if signed_body_hash(url) else verifiers.form_fields(body)
+        verifiers.twilio(
             hook.secret,
             url,
             fields,
@@ -217,15 +217,15 @@ def check(hook: Hook, request: Request, url: str, body: bytes, now: float) -> No
             settings_header=h.get("x-twilio-webhooks-signature-settings"),
         )
     elif hook.verify == "stripe":
-        verify.stripe(hook.secret, h.get("stripe-signature"), body, now)
+        verifiers.stripe(hook.secret, h.get("stripe-signature"), body, now)
     elif hook.verify == "github":
-        verify.github(hook.secret, h.get("x-hub-signature-256"), body)
+        verifiers.github(hook.secret, h.get("x-hub-signature-256"), body)
     elif hook.verify == "standard":
-        verify.standard(
+        verifiers.standard(
             hook.secret, h.get("webhook-id"), h.get("webhook-timestamp"), h.get("webhook-signature"), body, now
         )
     else:
-        verify.bearer(hook.secret, h.get("authorization"))
+        verifiers.bearer(hook.secret, h.get("authorization"))
 
 
 async def record(

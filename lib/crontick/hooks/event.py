@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 from urllib.parse import parse_qs, urlsplit
 
-from crontick.auth import verifiers as verify
+from crontick.auth import verifiers
 from crontick.errors import CrontickError, Refused
 from crontick.text import can_store
 
@@ -49,11 +49,11 @@ def parse(verify_kind: str, headers: Mapping[str, str], url: str, body: bytes) -
     body_sha256 = None
     if verify_kind == "twilio":
         fields = event if isinstance(event, dict) else {}
-        signed = {} if not form else verify.form_fields(body)
+        signed = {} if not form else verifiers.form_fields(body)
         event_id = (
             _first_text(fields.get("MessageSid"))
             or _first_text(fields.get("CallSid"))
-            or verify.twilio_event_key(url, signed)
+            or verifiers.twilio_event_key(url, signed)
         )
     elif verify_kind == "stripe":
         stripe_id = event.get("id") if isinstance(event, dict) else None
@@ -115,7 +115,7 @@ def signed_body_hash(url: str) -> bool:
 def _form_object(body: bytes) -> dict[str, Any]:
     """Form fields as an object; a repeated name becomes a list of its values."""
     try:
-        fields = verify.form_fields(body)
+        fields = verifiers.form_fields(body)
     except Refused as exc:  # after verification (a bearer hook's form): the sender's mistake, said to it
         raise BadEvent(str(exc)) from None
     return {k: v[0] if len(v) == 1 else v for k, v in fields.items()}

@@ -127,7 +127,7 @@ async def _tick_http(settings: Settings) -> bool:
     import httpx
 
     from crontick.auth.tick import mint_token
-    from crontick.http import client as http
+    from crontick.http import client
 
     if not settings.cron_secret or not settings.public_url:
         raise CrontickError(
@@ -139,7 +139,7 @@ async def _tick_http(settings: Settings) -> bool:
     url = settings.public_url + "/api/cron/tick"
     try:
         # Read through the capped reader, as every outbound answer is: a tick's summary is small.
-        response = await http.bounded_request(
+        response = await client.bounded_request(
             "POST", url, headers={"Authorization": f"Bearer {token}"}, timeout=HTTP_KICK_WAIT_SECONDS
         )
     except httpx.ReadTimeout:

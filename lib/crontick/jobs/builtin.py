@@ -6,7 +6,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from crontick.errors import ConfigError, PayloadError, PermanentError
-from crontick.http import client as http
+from crontick.http import client
 from crontick.jobs.job import Job
 from crontick.settings import Settings
 
@@ -45,8 +45,8 @@ async def webhook(payload: Any, job: Job) -> None:
     # Job URLs may come from an app's users: by default they cannot reach internal addresses.
     from crontick.http import netguard  # imports httpx: only when a webhook job runs (cold start)
 
-    client = netguard.client() if SETTINGS.get().webhook_deny_private else http.client()
-    await wire.post(url, http.DEFAULT_TIMEOUT, what, client=client, json=payload["json"], headers=headers)
+    outbound = netguard.client() if SETTINGS.get().webhook_deny_private else client.client()
+    await wire.post(url, client.DEFAULT_TIMEOUT, what, client=outbound, json=payload["json"], headers=headers)
 
 
 async def send_email(payload: Any, job: Job) -> None:

@@ -13,12 +13,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import psycopg
 from psycopg.rows import kwargs_row
 
-from crontick import logs
-from crontick import retry as backoff
+from crontick import logs, retry
 from crontick.channels import registry, wire
 from crontick.channels.message import Channel, Delivered, Message
-from crontick.db import query
-from crontick.db import source as reminder_source
+from crontick.db import query, source
 from crontick.errors import ConfigError, PermanentError
 from crontick.reminders import templates
 from crontick.reminders.window import ReminderCounts, reminder_windows
@@ -26,7 +24,7 @@ from crontick.settings import Settings, html
 from crontick.text import describe, scrub, storable
 
 STATUSES = ("sending", "sent", "failed", "unknown")
-MAX_ATTEMPTS = backoff.DEFAULT_MAX_ATTEMPTS
+MAX_ATTEMPTS = retry.DEFAULT_MAX_ATTEMPTS
 UTC_ZONE = ZoneInfo("UTC")
 PROVIDER_ID_MAX_CHARS = 200  # of a provider's message id, stored as it came (Resend and Twilio ids are ~40)
 
@@ -112,7 +110,7 @@ async def check_template_columns(conn: psycopg.AsyncConnection[Any], settings: S
     key = (settings.reminder_source_parts, names)
     if not names or key in _columns_checked:
         return
-    found = await reminder_source.problem(conn, settings.reminder_source_parts, names)
+    found = await source.problem(conn, settings.reminder_source_parts, names)
     if found is not None:
         raise found
     _columns_checked.add(key)
@@ -134,11 +132,11 @@ async def claim(conn: psycopg.AsyncConnection[Any], settings: Settings, now: dat
         "max_attempts": MAX_ATTEMPTS,
     }
     cur = conn.cursor(row_factory=kwargs_row(_claimed))
-    source = settings.reminder_source_parts
+    parts = settings.reminder_source_parts
     try:
-        await cur.execute(query("reminder_claim_due", source), params)
+        await cur.execute(query("reminder_claim_due", parts), params)
     except psycopg.Error as exc:  # a source that lacks a column or cannot be read: one line; reminders stop, jobs run
-        await reminder_source.explain(conn, source, settings.schema, exc)
+        await source.explain(conn, parts, settings.schema, exc)
         raise
     rows = await cur.fetchall()
     return _once_each(rows), None in rows
@@ -249,10 +247,10 @@ def decide(c: Claimed, failure: Failure, finished: datetime, rand: float) -> Out
         error = f"{failure.error}; not resent: the {c.channel} channel has no idempotency key"
         return Outcome(c.id, c.attempts, "unknown", None, error, ambiguous=True)
     permanent = failure.kind == "permanent"
-    decision = backoff.after_failure(
-        c.attempts, c.max_attempts, backoff.DEFAULT_POLICY, finished, rand, permanent, failure.retry_after_seconds
+    decision = retry.after_failure(
+        c.attempts, c.max_attempts, retry.DEFAULT_POLICY, finished, rand, permanent, failure.retry_after_seconds
     )
-    if isinstance(decision, backoff.RetryAt):
+    if isinstance(decision, retry.RetryAt):
         return Outcome(c.id, c.attempts, "failed", decision.run_after, failure.error, ambiguous=ambiguous)
     final = "unknown" if ambiguous or c.maybe_delivered else "failed"
     return Outcome(c.id, c.attempts, final, None, failure.error, ambiguous=ambiguous)

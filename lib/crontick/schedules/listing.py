@@ -10,8 +10,7 @@ from psycopg.rows import dict_row
 
 from crontick import db
 from crontick.errors import CrontickError
-from crontick.schedules import registry as schedules
-from crontick.schedules import slots
+from crontick.schedules import registry, slots
 
 RECENT_PER_SCHEDULE = 3
 
@@ -25,7 +24,7 @@ def window(start: datetime | None, until: datetime | None) -> dict[str, list[str
             f"schedules: expected --until after --from, got {slots.iso_z(start)} .. {slots.iso_z(until)}"
         )
     out: dict[str, list[str]] = {}
-    for s in schedules.declared():
+    for s in registry.declared():
         try:
             found = slots.slots_between(s.cron, s.time_zone, start, until)
         except ValueError as exc:
@@ -66,7 +65,7 @@ def build_listing(
     for r in recent_rows:
         recent.setdefault(r["name"], []).append({k: v for k, v in r.items() if k != "name"})
     out = []
-    for s in schedules.declared():
+    for s in registry.declared():
         row = stored.get(s.name)
         same = row is not None and (row["cron"], row["time_zone"]) == (s.cron, s.time_zone)
         next_at = row["next_at"] if same and row and row["next_at"] else slots.next_slot(s.cron, s.time_zone, now)

@@ -15,8 +15,7 @@ from urllib.parse import urlsplit
 
 import psycopg
 
-from crontick import logs
-from crontick import retry as backoff
+from crontick import logs, retry
 from crontick.db import query
 from crontick.errors import PermanentError
 from crontick.settings import Settings
@@ -27,7 +26,7 @@ STATUSES = ("pending", "sent", "failed")
 BATCH_SIZE = 20  # alerts sent per tick at most: a burst of failures drains over a few ticks
 MAX_ATTEMPTS = 6
 # After a failed send: 1 min, 5 min, 30 min, 2 h, 6 h (±20 %), then the alert is closed as failed.
-RETRY_POLICY = backoff.Retry((60.0, 300.0, 1800.0, 7200.0, 21600.0))
+RETRY_POLICY = retry.Retry((60.0, 300.0, 1800.0, 7200.0, 21600.0))
 # An alert not sent within this long of being raised is closed unsent (e.g. raised while no
 # URL was configured): a day-old "job failed" posted into a chat is noise, not news.
 MAX_AGE = timedelta(hours=24)
@@ -132,8 +131,8 @@ def duration(seconds: float) -> str:
 
 def decide(alert: Claimed, error: str, permanent: bool, finished: datetime, rand: float) -> Outcome:
     """A failed send: retried with backoff, or closed (a refusal, or the last attempt) - pure."""
-    decision = backoff.after_failure(alert.attempts, MAX_ATTEMPTS, RETRY_POLICY, finished, rand, permanent)
-    retry_at = decision.run_after if isinstance(decision, backoff.RetryAt) else None
+    decision = retry.after_failure(alert.attempts, MAX_ATTEMPTS, RETRY_POLICY, finished, rand, permanent)
+    retry_at = decision.run_after if isinstance(decision, retry.RetryAt) else None
     return Outcome(alert.id, alert.attempts, False, retry_at, error)
 
 

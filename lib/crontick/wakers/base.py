@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from crontick.errors import CrontickError
-from crontick.http import client as http
+from crontick.http import client
 
 if TYPE_CHECKING:
     import httpx
@@ -55,7 +55,7 @@ def tick_body(instant: datetime) -> bytes:
     return json.dumps({**TICK_EVENT, "instant": instant.isoformat()}, separators=(",", ":")).encode()
 
 
-def timeout_of(seconds: float) -> http.TimeoutTuple:
+def timeout_of(seconds: float) -> client.TimeoutTuple:
     return (seconds, seconds, seconds, seconds)
 
 
@@ -64,10 +64,10 @@ async def send(method: str, url: str, *, timeout: float, **kwargs: Any) -> httpx
     import httpx
 
     try:
-        return await http.bounded_request(method, url, timeout=timeout_of(timeout), **kwargs)
+        return await client.bounded_request(method, url, timeout=timeout_of(timeout), **kwargs)
     except httpx.TimeoutException:
         raise WakerError(f"no answer within {timeout:g} s from {_where(url)}", retryable=True) from None
-    except (httpx.HTTPError, http.UnreadableBody) as exc:
+    except (httpx.HTTPError, client.UnreadableBody) as exc:
         raise WakerError(f"{type(exc).__name__} calling {_where(url)}", retryable=True) from None
 
 

@@ -4,6 +4,7 @@ job's actions (retry, cancel, delete, run now), each behind a confirmation and a
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from starlette.requests import Request
@@ -173,7 +174,8 @@ async def job(request: Request) -> Response:
                 f"expected a job with id {job_id}, got none (it may have been deleted)",
             )
         back = view.link("/admin/jobs", status=row.get("status"), type=row.get("type"))
-        return view.page("job.html", {"job": row, "back": back}, title=f"Job #{job_id}", nav="jobs")
+        context = {"job": row, "back": back, "reply_age_minutes": reply_age_minutes(row, datetime.now(UTC))}
+        return view.page("job.html", context, title=f"Job #{job_id}", nav="jobs")
 
     return await gate.page(request, build)
 
@@ -221,3 +223,16 @@ async def job_action(request: Request) -> Response:
         return view.done(f"Job #{job_id} {DONE[verb]}.", back)
 
     return await gate.page(request, act, action=True)
+
+
+# A debounced job (a reply to a burst of messages) older than this gets a warning beside Retry.
+STALE_REPLY_MINUTES = 5
+
+
+def reply_age_minutes(job: dict[str, Any], now: datetime) -> int | None:
+    """Minutes since a debounced job's first message, when that is long enough that a retried reply may answer
+    a conversation that has moved on; None for any other job."""
+    if not job.get("payloads") or job.get("created_at") is None:
+        return None
+    minutes = int((now - job["created_at"]).total_seconds() // 60)
+    return minutes if minutes >= STALE_REPLY_MINUTES else None
