@@ -10,15 +10,19 @@ select {schema}.crontick_wakeup_claim(%(instant)s, %(provider)s) as attempt
 select {schema}.crontick_wakeup_failed(%(instant)s, %(error)s)
 
 -- name: wakeup_status
--- For health, the admin and metrics (crontick.wakers.booking.status): the next instant booked from `now` on
--- (the database's clock when null), the last failure, and how many instants had a call fail in the last day.
+-- For health and the admin (crontick.wakers.booking.status): the next instant booked from `now` on (the
+-- database's clock when null), the last failure, how many instants had a call fail in the last day, and how many
+-- were booked in the last day (their last call, successful so far). GET /api/metrics reads the same figures in its
+-- own one statement (sql/metrics.sql metrics_read, `wakeups`): change both together.
 select
     (select pg_catalog.min(w.instant) from {schema}.crontick_wakeups w
      where w.status = 'booked' and w.instant >= coalesce(%(now)s, pg_catalog.now())) as next_booked_at,
     f.failed_at as last_failed_at,
     f.error as last_error,
     (select pg_catalog.count(*) from {schema}.crontick_wakeups w
-     where w.failed_at > coalesce(%(now)s, pg_catalog.now()) - interval '1 day') as failed_last_day
+     where w.failed_at > coalesce(%(now)s, pg_catalog.now()) - interval '1 day') as failed_last_day,
+    (select pg_catalog.count(*) from {schema}.crontick_wakeups w
+     where w.status = 'booked' and w.booked_at > coalesce(%(now)s, pg_catalog.now()) - interval '1 day') as booked_last_day
 from (select null) one
 left join lateral (
     select w.failed_at, w.error from {schema}.crontick_wakeups w
