@@ -8,37 +8,17 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import psycopg
 
-from crontick.app import create_app
 from crontick.tick.wakeups_duty import DUTY, WakeupCounts
 from tests.support import noop_jobs
-from tests.support.credentials import QSTASH_CURRENT, QSTASH_NEXT
 from tests.support.http_checks import AUTH, TICK
-from tests.support.qstash_server import QStashStandIn, qstash_stand_in
-from tests.support.servers import free_port, serve
-from tests.tick.support import DutyRun, settings_for
-
-TOKEN = "qstash-token-for-the-stand-in"
-
-
-@contextmanager
-def waking_app(database_url: str, **changes: Any) -> Iterator[tuple[str, QStashStandIn]]:
-    """The app over HTTP with CRONTICK_WAKER=qstash through the stand-in, which calls back the app's own tick."""
-    port = free_port()
-    with qstash_stand_in(TOKEN, QSTASH_CURRENT) as stand_in:
-        settings = settings_for(database_url, waker="qstash", qstash_token=TOKEN, qstash_url=stand_in.url,
-                                qstash_current_signing_key=QSTASH_CURRENT, qstash_next_signing_key=QSTASH_NEXT,
-                                public_url=f"http://127.0.0.1:{port}", **changes)  # fmt: skip
-        with serve(create_app(settings), port=port) as url:
-            yield url, stand_in
+from tests.tick.support import TOKEN, DutyRun, settings_for, waking_app
 
 
 def enqueue_in(conn: psycopg.Connection[Any], seconds: float) -> int:

@@ -30,7 +30,7 @@ class Tick:  # not a dataclass: every tick's cold start imports this module
 
     __slots__ = (
         "conn", "settings", "pacing", "clock", "deadline", "now", "claim_now", "send_reminders", "answer", "jobs",
-        "recorded", "more", "next_due_at", "_out_of_time",
+        "recorded", "more", "next_due_at", "alerts_raised", "_out_of_time",
     )  # fmt: skip
 
     def __init__(
@@ -63,6 +63,7 @@ class Tick:  # not a dataclass: every tick's cold start imports this module
         # whether it left work due now, and when work is next due (None: nothing pending).
         self.more = False
         self.next_due_at: datetime | None = None
+        self.alerts_raised = False  # a duty after the record statement may have raised an alert: the alerts duty looks
         self._out_of_time: bool | None = None
 
     def part(self, name: str) -> Mapping[str, Any]:

@@ -35,6 +35,8 @@ class WakeupsDuty(Duty):
         from crontick.wakers import booking  # with its provider: only where a waker is set
 
         outcome = await booking.book_next(tick.conn, tick.settings, tick.next_due_at, tick.time, more=tick.more)
+        # A failure recorded may have raised the alert after repeated ones (sql/functions/wakeup_failed.sql).
+        tick.alerts_raised = tick.alerts_raised or bool(outcome.failed)
         return WakeupCounts(outcome.booked, outcome.failed)
 
 
