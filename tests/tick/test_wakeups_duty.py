@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -17,7 +17,9 @@ import psycopg
 
 from crontick.tick.wakeups_duty import DUTY, WakeupCounts
 from tests.support import noop_jobs
+from tests.support.credentials import QSTASH_CURRENT
 from tests.support.http_checks import AUTH, TICK
+from tests.support.qstash_server import qstash_stand_in
 from tests.tick.support import TOKEN, DutyRun, settings_for, waking_app
 
 
@@ -47,6 +49,20 @@ def test_with_nothing_pending_it_books_nothing_and_sends_no_statement(duty_run: 
     settings = settings_for(database_url, waker="qstash", qstash_token=TOKEN, public_url="http://127.0.0.1:9")
     counts, _, statements = duty_run(DUTY, {}, settings=settings, next_due_at=None)
     assert (counts, statements) == (WakeupCounts(0, 0), [])
+
+
+def test_a_booking_adds_one_statement_and_one_call_and_a_repeat_one_statement(
+    duty_run: DutyRun, database_url: str
+) -> None:
+    with qstash_stand_in(TOKEN, QSTASH_CURRENT) as stand_in:
+        settings = settings_for(database_url, waker="qstash", qstash_token=TOKEN, qstash_url=stand_in.url,
+                                public_url="http://127.0.0.1:9")  # fmt: skip
+        due = datetime.now(UTC) + timedelta(hours=1)
+        first, _, sent_first = duty_run(DUTY, {}, settings=settings, next_due_at=due)
+        again, _, sent_again = duty_run(DUTY, {}, settings=settings, next_due_at=due)
+    assert (first, sent_first) == (WakeupCounts(1, 0), ["wakeup_claim"])
+    assert (again, sent_again) == (WakeupCounts(0, 0), ["wakeup_claim"])  # booked already: no call
+    assert len(stand_in.published) == 1
 
 
 def test_a_tick_books_the_next_due_job_and_the_delivered_wakeup_runs_it(
