@@ -13,7 +13,8 @@
 -- crontick_ticks_finished. Reminders: reminder_sends_status_id. Attempts and their durations in
 -- the last hour: the per-type ring (crontick_type_minutes, migration 0020). The jobs' other
 -- outcomes (snoozed, rescued, released, fenced) and the reminders sent: the last hour's tick
--- summaries (crontick_ticks_finished).
+-- summaries (crontick_ticks_finished). Wake-ups booked and failed in the last day, and the next one booked:
+-- crontick_wakeups.
 select
     (select coalesce(pg_catalog.json_agg(pg_catalog.json_build_array(t.type, c.n)), '[]'::json)
      from {schema}.crontick_job_types(%(types)s) t(type)
@@ -67,4 +68,13 @@ select
         'reminders_sent', coalesce(pg_catalog.sum((k.summary -> 'reminders'::text ->> 'sent'::text)::bigint), 0),
         'reminders_failed', coalesce(pg_catalog.sum((k.summary -> 'reminders'::text ->> 'failed'::text)::bigint), 0))
      from {schema}.crontick_ticks k
-     where k.finished_at > pg_catalog.now() - interval '1 hour') as ticks;
+     where k.finished_at > pg_catalog.now() - interval '1 hour') as ticks,
+    -- Precise wake-ups (crontick.wakers): the figures of sql/wakeups.sql wakeup_status (change both together), from
+    -- crontick_wakeups, a table of at most 30 days of instants (each claim prunes it).
+    (select pg_catalog.json_build_object(
+        'booked', (select pg_catalog.count(*) from {schema}.crontick_wakeups w
+                   where w.status = 'booked' and w.booked_at > pg_catalog.now() - interval '1 day'),
+        'failed', (select pg_catalog.count(*) from {schema}.crontick_wakeups w
+                   where w.failed_at > pg_catalog.now() - interval '1 day'),
+        'next_at', extract(epoch from (select pg_catalog.min(w.instant) from {schema}.crontick_wakeups w
+                                       where w.status = 'booked' and w.instant >= pg_catalog.now()))::float8)) as wakeups;

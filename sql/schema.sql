@@ -281,7 +281,7 @@ CREATE TABLE crontick.crontick_alerts (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT crontick_alerts_pkey PRIMARY KEY (id),
     CONSTRAINT crontick_alerts_once UNIQUE (event, subject, occurred_at),
-    CONSTRAINT crontick_alerts_event_valid CHECK (event = ANY (ARRAY['job_failed'::text, 'reminder_failed'::text, 'reminder_unknown'::text, 'scheduler_silent'::text])),
+    CONSTRAINT crontick_alerts_event_valid CHECK (event = ANY (ARRAY['job_failed'::text, 'reminder_failed'::text, 'reminder_unknown'::text, 'scheduler_silent'::text, 'wakeup_failed'::text])),
     CONSTRAINT crontick_alerts_sent_has_time CHECK (status <> 'sent'::text OR sent_at IS NOT NULL),
     CONSTRAINT crontick_alerts_status_valid CHECK (status = ANY (ARRAY['pending'::text, 'sent'::text, 'failed'::text]))
 );

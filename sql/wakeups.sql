@@ -10,17 +10,40 @@ select {schema}.crontick_wakeup_claim(%(instant)s, %(provider)s) as attempt
 select {schema}.crontick_wakeup_failed(%(instant)s, %(error)s)
 
 -- name: wakeup_status
--- For health, the admin and metrics (crontick.wakers.booking.status): the next instant booked from `now` on
--- (the database's clock when null), the last failure, and how many instants had a call fail in the last day.
+-- For health and the admin (crontick.wakers.booking.status): the next instant booked from `now` on (the
+-- database's clock when null), the last failure, how many instants had a call fail in the last day, and how many
+-- were booked in the last day (their last call, successful so far). GET /api/metrics reads the same figures in its
+-- own one statement (sql/metrics.sql metrics_read, `wakeups`): change both together.
 select
     (select pg_catalog.min(w.instant) from {schema}.crontick_wakeups w
      where w.status = 'booked' and w.instant >= coalesce(%(now)s, pg_catalog.now())) as next_booked_at,
     f.failed_at as last_failed_at,
     f.error as last_error,
     (select pg_catalog.count(*) from {schema}.crontick_wakeups w
-     where w.failed_at > coalesce(%(now)s, pg_catalog.now()) - interval '1 day') as failed_last_day
+     where w.failed_at > coalesce(%(now)s, pg_catalog.now()) - interval '1 day') as failed_last_day,
+    (select pg_catalog.count(*) from {schema}.crontick_wakeups w
+     where w.status = 'booked' and w.booked_at > coalesce(%(now)s, pg_catalog.now()) - interval '1 day') as booked_last_day
 from (select null) one
 left join lateral (
     select w.failed_at, w.error from {schema}.crontick_wakeups w
     where w.failed_at is not null order by w.failed_at desc limit 1
 ) f on true
+
+-- name: health_due_waiting
+-- GET /api/health with a waker set (crontick.tick.health.read): since when due work has waited unpicked longer than
+-- the grace, by the database's clock (null: nothing has). Work held back on purpose is not due: a group's jobs
+-- behind its head (`held`), a paused type or group, a type that names a rate limit (`limited`: its window, not a
+-- tick, decides when it starts); snoozes and backoff are a later run_after already. The first 1,000 due pending jobs
+-- in run_after order are looked at (as crontick_job_due_unpaused does); a waiting job's deadline counts too.
+select least(
+    (select pg_catalog.min(d.run_after)
+     from (select j.type, j.group_key, j.run_after from {schema}.jobs j
+           where j.status = 'pending' and not j.held and j.run_after <= c.cutoff
+           order by j.run_after, j.id limit 1000) d
+     where d.type <> all(array(select p.name from {schema}.crontick_pauses p where p.kind = 'type'))
+       and d.type <> all(%(limited)s::text[])
+       and (d.group_key is null
+            or d.group_key <> all(array(select p.name from {schema}.crontick_pauses p where p.kind = 'group')))),
+    (select pg_catalog.min(w.run_after) from {schema}.jobs w where w.status = 'waiting' and w.run_after <= c.cutoff)
+) as waiting_since
+from (select pg_catalog.now() - pg_catalog.make_interval(secs => %(grace)s::float8) as cutoff) c

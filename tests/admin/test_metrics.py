@@ -82,6 +82,28 @@ def test_an_empty_queue_answers_every_series_and_no_tick_ever_is_an_infinite_age
     assert got["crontick_last_tick_age_seconds", ()] == float("inf")
     assert got["crontick_jobs_due", ()] == 0
     assert not [k for k in got if k[0] == "crontick_jobs"]
+    assert got["crontick_wakeups_last_day", (("outcome", "booked"),)] == 0
+    assert got["crontick_wakeups_last_day", (("outcome", "failed"),)] == 0
+    assert got["crontick_wakeup_next_booked_timestamp_seconds", ()] == 0  # none booked
+
+
+def test_a_scrape_reads_the_wakeups_booked_and_failed_and_the_next_one(
+    database_url: str, conn: psycopg.Connection[Any], live_app: Callable[..., Any]
+) -> None:
+    """The rows crontick.wakers.booking leaves: two instants booked ahead, one of them failed, one a day and more ago."""
+    near, far = conn.execute(
+        "select date_trunc('second', now()) + interval '10 minutes', date_trunc('second', now()) + interval '1 hour'"
+    ).fetchone()
+    for instant in (near, far):
+        conn.execute("select crontick.crontick_wakeup_claim(%s, 'qstash')", (instant,))
+    conn.execute("select crontick.crontick_wakeup_failed(%s, 'QStash answered 500')", (near,))
+    conn.execute("insert into crontick_wakeups (instant, provider, booked_at) values (now() - interval '25 hours',"
+                 " 'qstash', now() - interval '25 hours')")  # fmt: skip
+    with live_app(api_settings(database_url)) as base:
+        got = _samples(httpx.get(f"{base}/api/metrics", headers=VIEWER).text)
+    assert got["crontick_wakeups_last_day", (("outcome", "booked"),)] == 1
+    assert got["crontick_wakeups_last_day", (("outcome", "failed"),)] == 1
+    assert got["crontick_wakeup_next_booked_timestamp_seconds", ()] == far.timestamp()  # the failed one is not booked
 
 
 def test_without_a_secret_401_and_with_the_admin_closed_503_both_json(

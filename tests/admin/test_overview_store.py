@@ -68,3 +68,24 @@ def test_the_counts_per_status_read_an_index_that_holds_each_status(
     rows = conn.execute("explain " + query("admin_stats_counts"), {"cap": store.COUNT_CAP + 1}).fetchall()
     plan = "\n".join(r[0] for r in rows)
     assert "Seq Scan on jobs" not in plan, plan
+
+
+def test_stats_show_the_wakeups_booked_and_failed(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    """The rows crontick_wakeup_claim and crontick_wakeup_failed leave (crontick.wakers.booking): one instant booked
+    an hour ahead, one whose booking failed, and one booked two days ago (not in the last day)."""
+    assert run(database_url, store.stats)["wakeups"] == {
+        "next_booked_at": None, "last_failed_at": None, "last_error": None, "failed_last_day": 0, "booked_last_day": 0,
+    }  # fmt: skip
+    ahead, failed = conn.execute(
+        "select date_trunc('second', now()) + interval '1 hour', date_trunc('second', now()) + interval '2 hours'"
+    ).fetchone()
+    for instant in (ahead, failed):
+        conn.execute("select crontick.crontick_wakeup_claim(%s, 'qstash')", (instant,))
+    conn.execute("select crontick.crontick_wakeup_failed(%s, 'QStash answered 500')", (failed,))
+    conn.execute(
+        "insert into crontick_wakeups (instant, provider, booked_at) values (now() - interval '2 days', 'qstash',"
+        " now() - interval '2 days')"
+    )
+    wakeups = run(database_url, store.stats)["wakeups"]
+    assert (wakeups["next_booked_at"], wakeups["booked_last_day"], wakeups["failed_last_day"]) == (ahead, 1, 1)
+    assert wakeups["last_error"] == "QStash answered 500" and wakeups["last_failed_at"] is not None

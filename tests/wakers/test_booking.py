@@ -97,7 +97,7 @@ def test_an_instant_is_booked_once(database_url: str, stand_in: QStashStandIn, c
     assert again.status == "already" and again.instant == first.instant and again.booked == 0
     assert len(stand_in.published) == 1 and first.attempt == 1
     assert _rows(conn) == [(first.instant, "qstash", "booked", 1, None)]
-    assert asyncio.run(_status(database_url)) == WakeupStatus(first.instant, None, None, 0)
+    assert asyncio.run(_status(database_url)) == WakeupStatus(first.instant, None, None, 0, 1)
     assert asyncio.run(_status(database_url, first.instant + timedelta(seconds=1))).next_booked_at is None
 
 

@@ -47,6 +47,7 @@ def families(figures: dict[str, Any]) -> list[Family]:
     """The metric families of one scrape, from read_figures()."""
     ticks = figures["ticks"]
     last_tick = figures["last_tick_seconds"]
+    wakeups = figures["wakeups"]
     return [
         Family(
             "crontick_jobs", "gauge", f"Jobs by type and status (each count stops at {COUNT_CAP}).",
@@ -87,6 +88,16 @@ def families(figures: dict[str, Any]) -> list[Family]:
             [("", {"outcome": "sent"}, ticks["reminders_sent"]), ("", {"outcome": "failed"}, ticks["reminders_failed"])],
         ),
         Family("crontick_ticks_last_hour", "gauge", "Ticks that finished in the last hour.", [("", {}, ticks["ticks"])]),
+        Family(
+            "crontick_wakeups_last_day", "gauge",
+            "Wake-ups (CRONTICK_WAKER) booked, and instants whose booking failed, in the last day.",
+            [("", {"outcome": "booked"}, wakeups["booked"]), ("", {"outcome": "failed"}, wakeups["failed"])],
+        ),
+        Family(
+            "crontick_wakeup_next_booked_timestamp_seconds", "gauge",
+            "Unix time of the next booked wake-up (0: none booked).",
+            [("", {}, wakeups["next_at"] or 0.0)],
+        ),
     ]  # fmt: skip
 
 

@@ -236,6 +236,15 @@ def _overview() -> dict[str, Any]:
                 "stale": {"type": "boolean"},
                 "as_of": TIME,
                 "hourly": {"type": "array", "items": _object({"hour": TIME, "done": INT, "failed": INT, "ticks": INT})},
+                "wakeups": _object(
+                    {
+                        "next_booked_at": TIME_OR_NULL,
+                        "last_failed_at": TIME_OR_NULL,
+                        "last_error": TEXT_OR_NULL,
+                        "failed_last_day": INT,
+                        "booked_last_day": INT,
+                    }
+                ),
             }
         ),
         "TickPage": _page("ticks", tick),

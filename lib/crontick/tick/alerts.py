@@ -21,7 +21,7 @@ from crontick.errors import PermanentError
 from crontick.settings import Settings
 from crontick.text import describe, scrub
 
-EVENTS = ("job_failed", "reminder_failed", "reminder_unknown", "scheduler_silent")
+EVENTS = ("job_failed", "reminder_failed", "reminder_unknown", "scheduler_silent", "wakeup_failed")
 STATUSES = ("pending", "sent", "failed")
 BATCH_SIZE = 20  # alerts sent per tick at most: a burst of failures drains over a few ticks
 MAX_ATTEMPTS = 6
@@ -98,6 +98,11 @@ def text(event: str, body: Mapping[str, Any]) -> str:
         line = (
             f"crontick: no tick ran for {duration(float(body['silent_seconds']))} (alerting after "
             f"{duration(float(body['silent_after_seconds']))}); ticks have resumed, check the scheduler"
+        )
+    elif event == "wakeup_failed":
+        line = (
+            f"crontick: {body.get('failures')} wake-up bookings failed within an hour (CRONTICK_WAKER); due work "
+            f"waits for the safety-net schedule until one succeeds: {error}"
         )
     else:
         line = f"crontick: {event}"

@@ -24,7 +24,11 @@ class AlertsDuty(Duty):
 
     async def run(self, tick: Tick) -> AlertCounts | None:
         """None: nothing was due, or sending failed (the outcomes are recorded; a later tick sends them)."""
-        due = tick.part(self.name).get("due") or (tick.recorded is not None and tick.recorded.alerts_due)
+        due = (
+            tick.part(self.name).get("due")
+            or (tick.recorded is not None and tick.recorded.alerts_due)
+            or tick.alerts_raised  # by a duty before this one (a failed wake-up's booking)
+        )
         if not (due and tick.settings.alert_webhook_url):
             return None
         from crontick.tick import alerts  # with its retry policy: loaded only when an alert is due

@@ -16,6 +16,7 @@ from crontick.tick import (
     retention_duty,
     schedules_duty,
     silence_duty,
+    wakeups_duty,
 )
 from crontick.tick.duty import Duty, Tick
 
@@ -24,6 +25,7 @@ DUTIES: tuple[Duty, ...] = (
     schedules_duty.DUTY,
     rescue_duty.DUTY,
     silence_duty.DUTY,
+    wakeups_duty.DUTY,
     alerts_duty.DUTY,
     retention_duty.DUTY,
 )

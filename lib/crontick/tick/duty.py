@@ -30,7 +30,7 @@ class Tick:  # not a dataclass: every tick's cold start imports this module
 
     __slots__ = (
         "conn", "settings", "pacing", "clock", "deadline", "now", "claim_now", "send_reminders", "answer", "jobs",
-        "recorded", "_out_of_time",
+        "recorded", "more", "next_due_at", "alerts_raised", "_out_of_time",
     )  # fmt: skip
 
     def __init__(
@@ -59,6 +59,11 @@ class Tick:  # not a dataclass: every tick's cold start imports this module
         self.answer: Mapping[str, Mapping[str, Any]] = _NOTHING
         self.jobs: list[Job] = []  # the batch claimed so far
         self.recorded: Recorded | None = None  # the record statement's answer, for the duties after it
+        # The tick's answer, known before the duties after the record statement run (the wake-ups duty books it):
+        # whether it left work due now, and when work is next due (None: nothing pending).
+        self.more = False
+        self.next_due_at: datetime | None = None
+        self.alerts_raised = False  # a duty after the record statement may have raised an alert: the alerts duty looks
         self._out_of_time: bool | None = None
 
     def part(self, name: str) -> Mapping[str, Any]:

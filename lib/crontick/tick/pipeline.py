@@ -25,6 +25,7 @@ from crontick.tick.duty import Duty, Tick
 from crontick.tick.follow_up import FOLLOW_UP_LATE_SECONDS, MAX_FOLLOW_UP_TICKS, follow_up_wait
 from crontick.tick.pacing import PROCESS, Pacing
 from crontick.tick.record import Recorded, Statement, TickLog, fetch_row, outcomes_statement, read_recorded
+from crontick.tick.wakeups_duty import WakeupCounts
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class TickResult:
     next_due_at: datetime | None = None  # when work is next due (now, while `more`); None: nothing pending
     # crontick.tick.drain's next batches, claimed by this tick's record statement (finish's claim_ahead); not a count.
     handoff: Claim | None = field(default=None, repr=False, compare=False)
+    wakeups: WakeupCounts | None = None  # what the tick booked (crontick.tick.wakeups_duty); None: no waker set
 
     def to_json(self) -> dict[str, Any]:
         # vars(), not dataclasses.asdict: the counts are flat, and asdict deep-copies field by
@@ -58,7 +60,7 @@ class TickResult:
         if rem["error"] is None:
             del rem["error"]
         due = self.next_due_at.isoformat() if self.next_due_at else None
-        return {
+        body = {
             "jobs": dict(vars(self.jobs)),
             "reminders": rem,
             "schedules": self.schedules._asdict(),
@@ -66,6 +68,9 @@ class TickResult:
             "duration_ms": self.duration_ms,
             "next_due_at": due,
         }
+        if self.wakeups is not None:  # a waker is set: its key only then, so the summary without one stays as it was
+            body["wakeups"] = self.wakeups._asdict()
+        return body
 
     def __add__(self, other: TickResult) -> TickResult:
         """Sum two results (for `crontick tick --drain`); `more` and `next_due_at` are the later one's."""
@@ -80,7 +85,14 @@ class TickResult:
             duration_ms=self.duration_ms + other.duration_ms,
             schedules=ScheduleCounts(*(a + b for a, b in zip(self.schedules, other.schedules, strict=True))),
             next_due_at=other.next_due_at,
+            wakeups=_summed(self.wakeups, other.wakeups),
         )
+
+
+def _summed(a: WakeupCounts | None, b: WakeupCounts | None) -> WakeupCounts | None:
+    if a is None or b is None:
+        return a or b
+    return WakeupCounts(a.booked + b.booked, a.failed + b.failed)
 
 
 async def run_tick(
@@ -190,11 +202,13 @@ async def work(
         found = await _probe(tick, prefetched, jobs_due, source, run, duties)
         counts = await _before_batch(tick, duties)
         if found.idle:
-            await _after_record(tick, duties)
+            tick.next_due_at = _next_due_at(tick, duties, found.next_job_at)
+            after = await _after_record(tick, duties)
             idle = TickResult(
                 reminders=counts.get("reminders", ReminderCounts()),
                 duration_ms=int((clock() - t0) * 1000),
-                next_due_at=_next_due_at(tick, duties, found.next_job_at),
+                next_due_at=tick.next_due_at,
+                wakeups=after.get("wakeups"),
             )
             return _done(idle, source, run)
     from crontick.jobs import runner  # with the handler registry and retry policies: not loaded by an idle tick
@@ -315,8 +329,6 @@ async def complete(
     """After the record statement: the duties after it (alerts, retention), the tick's result and its log line."""
     tick = worked.tick
     tick.now, tick.recorded, tick.clock = worked.finished_at, recorded, clock
-    with translated():
-        await _after_record(tick, worked.duties)
     job_counts = JobCounts(
         claimed=len(tick.jobs),
         succeeded=recorded.succeeded,
@@ -328,11 +340,16 @@ async def complete(
         snoozed=recorded.snoozed,
     )
     more, next_due_at = _pending(tick, worked, recorded, job_counts)
+    tick.more, tick.next_due_at = more, next_due_at  # the tick's answer, for the duties after the record (wake-ups)
+    with translated():
+        after = await _after_record(tick, worked.duties)
     if job_counts.fenced:
         logs.warning("fenced", count=job_counts.fenced)
     sent = worked.counts.get("reminders", ReminderCounts())
     scheduled = worked.counts.get("schedules", ScheduleCounts())
-    result = TickResult(job_counts, sent, more, worked.duration_ms, scheduled, next_due_at, recorded.next_claim)
+    result = TickResult(
+        job_counts, sent, more, worked.duration_ms, scheduled, next_due_at, recorded.next_claim, after.get("wakeups")
+    )
     return _done(result, worked.tick_log.source, worked.run)
 
 

@@ -167,12 +167,13 @@ def _failed(outcome: WakeupOutcome) -> WakeupOutcome:
 
 
 class WakeupStatus(NamedTuple):
-    """What health, the admin and metrics show: the next booked wake-up, the last failure, failures in a day."""
+    """What health and the admin show: the next booked wake-up, the last failure, failures and bookings in a day."""
 
     next_booked_at: datetime | None
     last_failed_at: datetime | None
     last_error: str | None
     failed_last_day: int
+    booked_last_day: int
 
 
 async def status(conn: psycopg.AsyncConnection[Any], now: datetime | None = None) -> WakeupStatus:
@@ -180,4 +181,4 @@ async def status(conn: psycopg.AsyncConnection[Any], now: datetime | None = None
     cur = await conn.execute(query("wakeup_status"), {"now": now})
     row = await cur.fetchone()
     assert row is not None  # one row always
-    return WakeupStatus(row[0], row[1], row[2], int(row[3]))
+    return WakeupStatus(row[0], row[1], row[2], int(row[3]), int(row[4]))

@@ -14,7 +14,8 @@ DEFAULT_EXPECTED_INTERVAL_SECONDS = 900.0
 
 async def stats(conn: Conn, *, expected_interval_seconds: float = DEFAULT_EXPECTED_INTERVAL_SECONDS) -> Row:
     """Counts per status (each capped: COUNT_CAP + 1 means "more than COUNT_CAP"), the oldest due
-    job's wait, the scheduler's last tick and staleness, and done/failed per hour for 24 h."""
+    job's wait, the scheduler's last tick and staleness, done/failed per hour for 24 h, and the
+    wake-ups (CRONTICK_WAKER): the next booked, the last failure, booked and failed in the last day."""
     async with read(conn, "stats") as cur:
         await cur.execute(query("admin_stats_counts"), {"cap": COUNT_CAP + 1})
         counts = {r["status"]: int(r["n"]) for r in await cur.fetchall()}
@@ -22,7 +23,9 @@ async def stats(conn: Conn, *, expected_interval_seconds: float = DEFAULT_EXPECT
         health = await cur.fetchone()
         await cur.execute(query("admin_stats_hourly"))
         hourly = await cur.fetchall()
-    assert health is not None  # one row always
+        await cur.execute(query("wakeup_status"), {"now": None})  # precise wake-ups (crontick.wakers.booking.status)
+        wakeups = await cur.fetchone()
+    assert health is not None and wakeups is not None  # one row always
     last: datetime | None = health["last_tick_at"]
     as_of: datetime = health["as_of"]
     stale = last is None or (as_of - last).total_seconds() > 2 * expected_interval_seconds
@@ -37,6 +40,7 @@ async def stats(conn: Conn, *, expected_interval_seconds: float = DEFAULT_EXPECT
             {"hour": h["hour"], "done": int(h["done"]), "failed": int(h["failed"]), "ticks": int(h["ticks"])}
             for h in hourly
         ],
+        "wakeups": {k: int(v) if k.endswith("_last_day") else v for k, v in wakeups.items()},
     }
 
 

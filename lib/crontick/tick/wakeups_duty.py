@@ -1,0 +1,43 @@
+"""The wake-ups duty: book this app's next tick at the instant work comes due (CRONTICK_WAKER, crontick.wakers).
+
+After the record statement (and on an idle tick, after the probe), before the tick answers: a
+function may be frozen the moment it has answered. It books at the tick's `next_due_at` (by the
+database's clock) through crontick.wakers.booking.book_next, which costs one statement and one
+HTTP call and never raises; a tick that answers `more: true` books its follow-up at once. With
+CRONTICK_WAKER=none, or nothing pending, it costs nothing: no statement, and crontick.wakers is
+not imported.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from crontick.tick.duty import Duty, Tick
+
+
+class WakeupCounts(NamedTuple):
+    """What a tick's booking counted (0 or 1 each): the tick's summary shows it as `wakeups`."""
+
+    booked: int = 0
+    failed: int = 0
+
+
+class WakeupsDuty(Duty):
+    name = "wakeups"
+    after_record = True  # before alerts: an alert it raises goes out in this very tick
+
+    async def run(self, tick: Tick) -> WakeupCounts | None:
+        """None: no waker set (the summary has no `wakeups` key); zeros when nothing was booked."""
+        if tick.settings.waker == "none":
+            return None
+        if tick.next_due_at is None:  # nothing pending: nothing to book, not even a statement
+            return WakeupCounts()
+        from crontick.wakers import booking  # with its provider: only where a waker is set
+
+        outcome = await booking.book_next(tick.conn, tick.settings, tick.next_due_at, tick.time, more=tick.more)
+        # A failure recorded may have raised the alert after repeated ones (sql/functions/wakeup_failed.sql).
+        tick.alerts_raised = tick.alerts_raised or bool(outcome.failed)
+        return WakeupCounts(outcome.booked, outcome.failed)
+
+
+DUTY = WakeupsDuty()
