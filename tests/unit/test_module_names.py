@@ -43,6 +43,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("tests/perf/test_round_trips.py", "crontick_alerts"): "the tests' `alerts` fixture",
     ("tests/security/test_search_path.py", "schemas"): "`schema` is the fixture every test there takes",
     ("tests/tick/test_alerts_jobs.py", "alerts_module"): "the tests' `alerts` fixture",
+    ("tests/tick/test_alerts_wakeups.py", "alerts_module"): "the tests' `alerts` helper (tests/tick/alerts_support)",
     ("bench/cpu.py", "crontick_drain"): "bench/cpu compares crontick's drain with the peers' `drain` functions",
     ("bench/declared_handlers.py", "schedules"): "`registry` is the jobs' registry in the same function",
 }
