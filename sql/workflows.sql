@@ -82,18 +82,18 @@ returning id, type, payload, status, attempts, max_attempts, run_after, last_err
 select {schema}.{api_cancel}(%(id)s) as cancelled;
 
 -- name: job_cancel_requested
--- crontick.jobs.children.check_cancel, at most every CANCEL_CHECK_SECONDS per batch, on the tick's connection:
+-- crontick.workflows.children.check_cancel, at most every CANCEL_CHECK_SECONDS per batch, on the tick's connection:
 -- which of the batch's running jobs crontick.cancel has asked to stop.
 select id from {schema}.jobs where id = any(%(ids)s::bigint[]) and cancel_requested_at is not null;
 
 -- name: job_spawn
--- job.spawn (crontick.jobs.children): a running job's children, enqueued once and recorded as its step
+-- job.spawn (crontick.workflows.children): a running job's children, enqueued once and recorded as its step
 -- (sql/functions/job_spawn.sql). No row: fenced (the parent's attempt was taken over).
 select ids from {schema}.crontick_job_spawn(%(parent)s, %(attempt)s, %(name)s, %(types)s::text[], %(payloads)s::jsonb[],
     %(run_after)s::timestamptz, %(max_attempts)s::int, %(priority)s::int, %(group_key)s::text);
 
 -- name: job_children
--- job.join (crontick.jobs.children): the jobs `ids` in their order, each with its parent, status and result (the
+-- job.join (crontick.workflows.children): the jobs `ids` in their order, each with its parent, status and result (the
 -- handler's return value, recorded as its step 'crontick:result'; null when none). A missing id: a null row.
 select i.id, c.parent_id, c.status, r.result::text
 from pg_catalog.unnest(%(ids)s::bigint[]) with ordinality i(id, n)

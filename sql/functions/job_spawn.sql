@@ -1,4 +1,4 @@
--- crontick_job_spawn: job.spawn (crontick.jobs.children), on the tick's connection: a running job's children,
+-- crontick_job_spawn: job.spawn (crontick.workflows.children), on the tick's connection: a running job's children,
 -- enqueued once. In one call (so one transaction): the children go in through crontick_job_insert_many (every
 -- default declared there), get the parent's id, and the spawn is recorded as the parent's step `_name` with
 -- their ids as its result, fenced like every step (only while the parent still runs attempt `_attempt`). A

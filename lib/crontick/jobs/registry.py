@@ -12,6 +12,7 @@ from crontick.errors import ConfigError
 from crontick.jobs.job import Job
 from crontick.retry import DEFAULT_POLICY, RetryPolicy
 from crontick.text import text_problem, type_problem
+from crontick.workflows import children
 
 HandlerFunc = Callable[[Any, Job], Awaitable[None] | None]
 # The claim reads up to this many unended jobs of each group it may start a wide job in
@@ -140,6 +141,15 @@ def declared_max_attempts(type: str) -> int | None:
     """
     entry = _registry.get(type)
     return entry.max_attempts if entry is not None else None
+
+
+def _declared(type: str) -> tuple[int | None, int | None]:
+    """(priority, max_attempts) the handler of `type` declares here: the defaults of job.spawn's children."""
+    entry = _registry.get(type)
+    return (entry.priority, entry.max_attempts) if entry is not None else (None, None)
+
+
+children.declared = _declared
 
 
 def check_max_attempts(where: str, max_attempts: Any) -> None:

@@ -20,14 +20,14 @@ import psycopg
 from crontick import logs, tracing
 from crontick import retry as backoff
 from crontick.errors import PermanentError, RetryableError, Snooze
-from crontick.jobs import builtin, children, decision
+from crontick.jobs import builtin, decision
 from crontick.jobs import registry as handlers
 from crontick.jobs.decision import SUCCEEDED, Ended
 from crontick.jobs.job import Job, Outcome, UndecodablePayload
 from crontick.jobs.registry import Handler
 from crontick.settings import Settings
 from crontick.text import describe, traceback_of
-from crontick.workflows import steps
+from crontick.workflows import children, steps
 from crontick.workflows.steps import Parked
 
 if TYPE_CHECKING:
@@ -261,7 +261,7 @@ async def _attempt(job: Job, clock: Callable[[], float], trace_id: str | None = 
         else:
             async with limit:
                 value = await _call(entry, job)
-        if value is not None:  # the job's result, which job.join returns (crontick.jobs.children)
+        if value is not None:  # the job's result, which job.join returns (crontick.workflows.children)
             await children.keep_result(job, value)
     except TimeoutError as exc:
         if limit is None or not limit.expired():  # the handler's own timeout (a socket's, say)

@@ -21,19 +21,20 @@ from __future__ import annotations
 import json
 import time
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
+
+from psycopg.types.json import Jsonb
 
 from crontick import logs
 from crontick.db import query
 from crontick.errors import Cancelled, StepError, StepFenced
-from crontick.jobs import registry
-from crontick.jobs.queue import insert_params
+from crontick.text import json_problem, text_problem, type_problem
 from crontick.workflows import steps
 from crontick.workflows.steps import StepBatch
 
 if TYPE_CHECKING:
-    from crontick.jobs.job import Job
+    from crontick.workflows.steps import StepJob as Job
 
 CANCEL_CHECK_SECONDS = 0.5
 RESULT_STEP = "crontick:result"
@@ -102,8 +103,13 @@ def _spawn_params(job: Job, name: str, type: str, payloads: list[Any], options: 
             f"job {job.id} ({job.type}) job.spawn({name!r}): expected options among {', '.join(SPAWN_OPTIONS)}, "
             f"got {', '.join(sorted(unknown))}"
         )
-    rows = [insert_params(type, payload, options.get("run_after"), options.get("max_attempts"), None,
-                          options.get("group_key"), options.get("priority")) for payload in payloads]  # fmt: skip
+    where = f"job {job.id} ({job.type}) job.spawn({name!r})"
+    if not isinstance(type, str) or not type or (problem := type_problem(type)):
+        raise StepError(f"{where}: expected a job type, got {type!r:.200}")
+    if problem := text_problem("group_key", options.get("group_key")):
+        raise StepError(f"{where}: {problem}")
+    rows = [{"payload": _payload(where, i, payload)} for i, payload in enumerate(payloads)]
+    priority, max_attempts = declared(type)
     return {
         "parent": job.id,
         "attempt": job.attempt,
@@ -111,10 +117,29 @@ def _spawn_params(job: Job, name: str, type: str, payloads: list[Any], options: 
         "types": [type] * len(rows),
         "payloads": [r["payload"] for r in rows],
         "run_after": options.get("run_after"),
-        "max_attempts": options.get("max_attempts", registry.declared_max_attempts(type)),
-        "priority": options.get("priority", registry.declared_priority(type)),
+        "max_attempts": options.get("max_attempts", max_attempts),
+        "priority": options.get("priority", priority),
         "group_key": options.get("group_key"),
     }
+
+
+def _payload(where: str, i: int, payload: Any) -> Jsonb:
+    try:
+        text = json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise StepError(f"{where}: payload {i}: expected JSON, got {type(payload).__name__}: {exc}") from None
+    if problem := json_problem(text):
+        raise StepError(f"{where}: payload {i}: {problem}")
+    return Jsonb(payload, dumps=lambda _: text)
+
+
+def _no_declarations(type: str) -> tuple[int | None, int | None]:
+    return None, None
+
+
+# (priority, max_attempts) the handler of a type declares: crontick.jobs.registry puts its own lookup here when it is
+# imported (it is, before any handler runs); a child's options win over it.
+declared: Callable[[str], tuple[int | None, int | None]] = _no_declarations
 
 
 async def _spawn(batch: StepBatch, job: Job, name: str, params: dict[str, Any]) -> list[int]:
