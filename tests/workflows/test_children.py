@@ -144,3 +144,19 @@ def test_a_join_on_ids_that_are_not_this_jobs_children_fails_saying_so(
     row = job_row(conn, job_id)
     assert row["status"] == "failed"
     assert f"expected ids of this job's children (job.spawn), got {other}, which are not" in row["last_error"]
+
+
+@crontick.handler("t_kids.returns_odd")
+def returns_odd(payload: Any, job: crontick.Job) -> Any:
+    return object() if payload["odd"] else {"ok": True}
+
+
+def test_a_handlers_return_value_is_kept_as_its_result_and_one_that_is_not_json_never_fails_the_job(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    odd = crontick.enqueue(conn, "t_kids.returns_odd", {"odd": True})
+    fine = crontick.enqueue(conn, "t_kids.returns_odd", {"odd": False})
+    tick(database_url)
+    assert [job_row(conn, i)["status"] for i in (odd, fine)] == ["done", "done"]
+    kept = conn.execute("select job_id, result from job_steps where name = 'crontick:result' order by job_id")
+    assert kept.fetchall() == [(fine, {"ok": True})]
