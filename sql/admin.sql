@@ -244,6 +244,12 @@ where id = %(id)s and status in ('pending', 'waiting')
 returning id, type, payload, status, attempts, max_attempts, run_after, last_error, key,
     created_at, updated_at, finished_at, locked_until;
 
+-- name: admin_job_cancel_children
+-- store.cancel_job and `crontick cancel`, after admin_job_cancel in the same transaction: the cancelled job's
+-- unended children (job.spawn) are cancelled with it, as crontick.cancel does (sql/functions/cancel.sql).
+select pg_catalog.count({schema}.{api_cancel}(c.id)) from {schema}.jobs c
+where c.parent_id = %(id)s and c.status in ('pending', 'waiting', 'running');
+
 -- name: admin_job_delete
 -- store.delete_job: a finished job and (by cascade) its attempts.
 delete from {schema}.jobs where id = %(id)s and status in ('done', 'failed', 'cancelled') returning id;

@@ -23,7 +23,8 @@ with drawn as materialized (
     -- crontick_job_insert_many (sql/functions/job_insert_many.sql): the job, with the drawn id, only when the event is new.
     select i.id from event
     cross join lateral {schema}.crontick_job_insert_many(array[%(type)s::text], array[%(payload)s::jsonb],
-        _ids => array[event.job_id], _priorities => array[%(priority)s::int]) i(id)
+        _ids => array[event.job_id], _priorities => array[%(priority)s::int],
+        _max_attempts => array[%(max_attempts)s::int]) i(id)
 )
 select id as job_id, true as new from job
 union all
@@ -40,6 +41,13 @@ union all
 select job_id, new from {schema}.crontick_inbound_event_record(%(hook)s, %(event_id)s, %(body_sha256)s,
     %(received_at)s, %(type)s, %(payload)s, %(group_key)s, %(debounce_key)s, %(debounce_seconds)s,
     %(debounce_max_seconds)s, %(priority)s);
+
+-- name: inbound_job_max_attempts
+-- POST /api/hooks/{name} for a hook with flow control and a max_attempts (the hook's, else its handler's):
+-- inbound_event_flow_record enqueues through crontick.enqueue without one, so the new (or merged) job,
+-- not started yet, gets it here, in the same transaction.
+update {schema}.jobs set max_attempts = %(max_attempts)s::int
+where id = %(id)s and status = 'pending' and started_at is null;
 
 -- name: inbound_event_signal_record
 -- POST /api/hooks/{name} for a hook that only signals (crontick.inbound(name, verify=..., signal=...)):

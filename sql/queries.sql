@@ -17,21 +17,57 @@ select {schema}.{api_enqueue}(type => %(type)s, payload => %(payload)s, run_afte
 -- array of [type, payload] pairs (cheaper to send than one array per column) and becomes the
 -- columns of crontick_job_insert_many (sql/functions/job_insert_many.sql), which inserts the rows
 -- in list order, so the returned ids follow it, and gives a null its default. `priorities` maps a
--- type to its handler's declared priority, for jobs enqueued without one. An option not given is
+-- type to its handler's declared priority, for jobs enqueued without one; `attempts` likewise its
+-- declared max_attempts. An option not given is
 -- passed as no array at all, not as N nulls: each array the function reads is one more 10,000-row
 -- scan (about 5 % of enqueue_many's time for the three options).
 select i.id
 from (
     select pg_catalog.array_agg(e.job ->> 0 order by e.n) as types, pg_catalog.array_agg(e.job -> 1 order by e.n) as payloads,
         pg_catalog.array_agg(coalesce(%(priority)s::int, (%(priorities)s::jsonb ->> (e.job ->> 0))::int) order by e.n) as priorities,
+        pg_catalog.array_agg(coalesce(%(max_attempts)s::int, (%(attempts)s::jsonb ->> (e.job ->> 0))::int) order by e.n) as max_attempts,
         pg_catalog.count(*)::int as n
     from pg_catalog.jsonb_array_elements(%(jobs)s::jsonb) with ordinality as e(job, n)
 ) a
 cross join lateral {schema}.crontick_job_insert_many(a.types, a.payloads,
     _run_after => case when %(run_after)s::timestamptz is not null then pg_catalog.array_fill(%(run_after)s::timestamptz, array[a.n]) end,
-    _max_attempts => case when %(max_attempts)s::int is not null then pg_catalog.array_fill(%(max_attempts)s::int, array[a.n]) end,
+    _max_attempts => case when %(max_attempts)s::int is not null or %(attempts)s::jsonb <> '{{}}'::jsonb then a.max_attempts end,
     _group_keys => case when %(group_key)s::text is not null then pg_catalog.array_fill(%(group_key)s::text, array[a.n]) end,
     _priorities => case when %(priority)s::int is not null or %(priorities)s::jsonb <> '{{}}'::jsonb then a.priorities end) i(id);
+
+-- name: job_insert_many_keyed
+-- crontick.enqueue_many when some job of the list has a key ([type, payload, key]): as
+-- job_insert_many, one statement, with each row's id drawn first (in list order), so that a row the
+-- function skips (its key held by an active job) is known. Each row answers its own id when inserted,
+-- else the id of an earlier row of the list with its key that was, else the active holder's (as
+-- crontick.enqueue answers). Null: the holder committed after this statement began, unseen by it
+-- (crontick.enqueue_many runs those rows again).
+with e as materialized (
+    select d.job, d.n, pg_catalog.nextval(pg_catalog.pg_get_serial_sequence(pg_catalog.quote_ident({schema_name}) || '.jobs', 'id')) as id
+    from (select x.job, x.n from pg_catalog.jsonb_array_elements(%(jobs)s::jsonb) with ordinality as x(job, n) order by x.n) d
+), a as materialized (
+    select pg_catalog.array_agg(e.job ->> 0 order by e.n) as types, pg_catalog.array_agg(e.job -> 1 order by e.n) as payloads,
+        pg_catalog.array_agg(e.id order by e.n) as ids, pg_catalog.array_agg(e.job ->> 2 order by e.n) as keys,
+        pg_catalog.array_agg(coalesce(%(priority)s::int, (%(priorities)s::jsonb ->> (e.job ->> 0))::int, 0) order by e.n) as priorities,
+        pg_catalog.array_agg(coalesce(%(max_attempts)s::int, (%(attempts)s::jsonb ->> (e.job ->> 0))::int) order by e.n) as max_attempts,
+        pg_catalog.count(*)::int as n
+    from e
+), inserted as materialized (
+    select i.id
+    from a cross join lateral {schema}.crontick_job_insert_many(a.types, a.payloads, _ids => a.ids, _keys => a.keys,
+        _run_after => case when %(run_after)s::timestamptz is not null then pg_catalog.array_fill(%(run_after)s::timestamptz, array[a.n]) end,
+        _max_attempts => a.max_attempts, _priorities => a.priorities,
+        _group_keys => case when %(group_key)s::text is not null then pg_catalog.array_fill(%(group_key)s::text, array[a.n]) end) i(id)
+)
+select coalesce(
+    (select x.id from inserted x where x.id = e.id),
+    (select f.id from e f join inserted x on x.id = f.id
+     where f.job ->> 2 = e.job ->> 2 and f.n < e.n order by f.n limit 1),
+    (select j.id from {schema}.jobs j
+     where j.key = e.job ->> 2 and j.status in ('pending', 'running', 'waiting') limit 1)
+) as id
+from e
+order by e.n;
 
 -- name: job_rescue_expired
 -- Tick, when the claim saw an expired lease: jobs whose lease passed while running belong to

@@ -68,7 +68,7 @@ select now() as now,
 -- Tick, second schedule statement (only when some schedule was due): every schedule's decided
 -- slots in one statement. %(plans)s is a JSON array of [name, cron, time_zone, cursor_was,
 -- cursor_to, next_at, job_type, payload, [enqueued slots, newest first], [[reason, first, last,
--- count, count_is_lower_bound]...], paused].
+-- count, count_is_lower_bound]...], paused, max_attempts (the handler's max_attempts=; null: the default)].
 -- At most once: a schedule advances only from the cursor its plan was computed from (so of
 -- racing ticks one wins and the others write nothing), only forward, and never past the
 -- database's now(), so a tick whose clock is ahead cannot run a slot early. The slot rows'
@@ -81,7 +81,8 @@ select now() as now,
 with plan as materialized (
     select p ->> 0 as name, p ->> 1 as cron, p ->> 2 as time_zone, (p ->> 3)::timestamptz as cursor_was,
         (p ->> 4)::timestamptz as cursor_to, (p ->> 5)::timestamptz as next_at, p ->> 6 as job_type,
-        p -> 7 as payload, p -> 8 as enqueue, p -> 9 as skipped, coalesce((p ->> 10)::boolean, false) as paused
+        p -> 7 as payload, p -> 8 as enqueue, p -> 9 as skipped, coalesce((p ->> 10)::boolean, false) as paused,
+        (p ->> 11)::int as max_attempts
     from pg_catalog.jsonb_array_elements(%(plans)s::jsonb) p
 ), locked as materialized (
     -- Rows are locked in name order, so two ticks evaluating several schedules cannot deadlock.
@@ -117,11 +118,12 @@ with plan as materialized (
     from (
         select pg_catalog.array_agg(s.job_id) as ids, pg_catalog.array_agg(p.job_type) as types,
             pg_catalog.array_agg(p.payload) as payloads, pg_catalog.array_agg((p.enqueue ->> 0)::timestamptz) as run_after,
-            pg_catalog.array_agg(s.slot) as scheduled_for, pg_catalog.array_agg(s.schedule) as schedules
+            pg_catalog.array_agg(s.slot) as scheduled_for, pg_catalog.array_agg(s.schedule) as schedules,
+            pg_catalog.array_agg(p.max_attempts) as max_attempts
         from slot s join plan p on p.name = s.schedule
     ) a
     cross join lateral {schema}.crontick_job_insert_many(a.types, a.payloads, _ids => a.ids, _run_after => a.run_after,
-        _scheduled_for => a.scheduled_for, _schedules => a.schedules) i(id)
+        _max_attempts => a.max_attempts, _scheduled_for => a.scheduled_for, _schedules => a.schedules) i(id)
 ), skip as (
     insert into {schema}.crontick_schedule_slots (schedule, slot, outcome, last_slot, slot_count, count_is_lower_bound)
     select p.name, (k ->> 1)::timestamptz, k ->> 0, (k ->> 2)::timestamptz, (k ->> 3)::int, (k ->> 4)::boolean

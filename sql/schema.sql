@@ -31,6 +31,8 @@ CREATE TABLE crontick.jobs (
     debounce_until timestamp with time zone,
     held boolean DEFAULT false NOT NULL,
     traceparent text,
+    cancel_requested_at timestamp with time zone,
+    parent_id bigint,
     CONSTRAINT jobs_pkey PRIMARY KEY (id),
     CONSTRAINT jobs_attempts_non_negative CHECK (attempts >= 0),
     CONSTRAINT jobs_debounce_key_not_empty CHECK (debounce_key <> ''::text),
@@ -49,6 +51,7 @@ CREATE UNIQUE INDEX jobs_debounce_open ON crontick.jobs USING btree (type, debou
 CREATE INDEX jobs_group_active ON crontick.jobs USING btree (group_key, id) WHERE ((group_key IS NOT NULL) AND (status <> ALL (ARRAY['done'::text, 'failed'::text, 'cancelled'::text])));
 CREATE INDEX jobs_group_running ON crontick.jobs USING btree (group_key) WHERE ((group_key IS NOT NULL) AND (status = 'running'::text));
 CREATE UNIQUE INDEX jobs_key_active ON crontick.jobs USING btree (key) WHERE ((key IS NOT NULL) AND (status = ANY (ARRAY['pending'::text, 'running'::text, 'waiting'::text])));
+CREATE INDEX jobs_parent ON crontick.jobs USING btree (parent_id) WHERE (parent_id IS NOT NULL);
 CREATE INDEX jobs_pending_claim ON crontick.jobs USING btree (priority, run_after, id) WHERE ((status = 'pending'::text) AND (NOT held));
 CREATE INDEX jobs_pending_due ON crontick.jobs USING btree (run_after, id) WHERE ((status = 'pending'::text) AND (NOT held));
 CREATE INDEX jobs_pending_type_id ON crontick.jobs USING btree (type, id) WHERE ((status = 'pending'::text) AND (NOT held));
@@ -56,6 +59,8 @@ CREATE INDEX jobs_running_lease ON crontick.jobs USING btree (locked_until) WHER
 CREATE INDEX jobs_status_updated ON crontick.jobs USING btree (status, updated_at DESC) WHERE (status = ANY (ARRAY['done'::text, 'failed'::text, 'cancelled'::text]));
 CREATE INDEX jobs_type_status_id ON crontick.jobs USING btree (type, status, id) WHERE ((status <> 'running'::text) AND ((status <> 'pending'::text) OR held));
 CREATE INDEX jobs_waiting_until ON crontick.jobs USING btree (run_after, id) WHERE (status = 'waiting'::text);
+CREATE TRIGGER jobs_cancel_requested BEFORE UPDATE OF status ON crontick.jobs FOR EACH ROW WHEN (old.cancel_requested_at IS NOT NULL AND old.status = 'running'::text AND (new.status = ANY (ARRAY['pending'::text, 'waiting'::text, 'failed'::text]))) EXECUTE FUNCTION crontick.crontick_job_cancel_requested();
+CREATE TRIGGER jobs_child_ended AFTER UPDATE OF status ON crontick.jobs FOR EACH ROW WHEN (new.parent_id IS NOT NULL AND (new.status = ANY (ARRAY['done'::text, 'failed'::text, 'cancelled'::text])) AND (old.status <> ALL (ARRAY['done'::text, 'failed'::text, 'cancelled'::text]))) EXECUTE FUNCTION crontick.crontick_job_child_ended();
 CREATE TRIGGER jobs_delete_attempts AFTER DELETE ON crontick.jobs REFERENCING OLD TABLE AS deleted_jobs FOR EACH STATEMENT EXECUTE FUNCTION crontick.crontick_job_attempts_follow_jobs();
 CREATE TRIGGER jobs_group_delete AFTER DELETE ON crontick.jobs REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION crontick.crontick_job_groups_deleted();
 CREATE TRIGGER jobs_group_insert BEFORE INSERT ON crontick.jobs FOR EACH ROW WHEN (new.group_key IS NOT NULL) EXECUTE FUNCTION crontick.crontick_job_group_follow();

@@ -75,3 +75,28 @@ update {schema}.jobs j set status = 'pending', run_after = now(), updated_at = n
 where j.id = %(id)s and j.status = 'waiting'
 returning id, type, payload, status, attempts, max_attempts, run_after, last_error, key,
     created_at, updated_at, finished_at, locked_until, (select count(*) from wait) as woken_steps;
+
+-- name: job_cancel
+-- crontick.cancel (Python), inside the caller's transaction: the SQL API's cancel (sql/functions/cancel.sql),
+-- which every other driver calls directly. True when it cancelled the job (or asked a running one to stop).
+select {schema}.{api_cancel}(%(id)s) as cancelled;
+
+-- name: job_cancel_requested
+-- crontick.workflows.children.check_cancel, at most every CANCEL_CHECK_SECONDS per batch, on the tick's connection:
+-- which of the batch's running jobs crontick.cancel has asked to stop.
+select id from {schema}.jobs where id = any(%(ids)s::bigint[]) and cancel_requested_at is not null;
+
+-- name: job_spawn
+-- job.spawn (crontick.workflows.children): a running job's children, enqueued once and recorded as its step
+-- (sql/functions/job_spawn.sql). No row: fenced (the parent's attempt was taken over).
+select ids from {schema}.crontick_job_spawn(%(parent)s, %(attempt)s, %(name)s, %(types)s::text[], %(payloads)s::jsonb[],
+    %(run_after)s::timestamptz, %(max_attempts)s::int, %(priority)s::int, %(group_key)s::text);
+
+-- name: job_children
+-- job.join (crontick.workflows.children): the jobs `ids` in their order, each with its parent, status and result (the
+-- handler's return value, recorded as its step 'crontick:result'; null when none). A missing id: a null row.
+select i.id, c.parent_id, c.status, r.result::text
+from pg_catalog.unnest(%(ids)s::bigint[]) with ordinality i(id, n)
+left join {schema}.jobs c on c.id = i.id
+left join {schema}.job_steps r on r.job_id = c.id and r.name = 'crontick:result'
+order by i.n;

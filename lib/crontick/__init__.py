@@ -5,7 +5,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from crontick.errors import CrontickError, PayloadError, PermanentError, RetryableError, Snooze
+from crontick.errors import Cancelled, CrontickError, PayloadError, PermanentError, RetryableError, Snooze
 
 # `inbound` and `kick` are both a submodule and a function here: imported eagerly, so that a
 # later import of the submodule cannot rebind `crontick.inbound` to the module.
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from crontick.channels.function import ReminderMessage, reminder_channel
     from crontick.flow.limits import rate_limit
     from crontick.hooks.signals import signal
+    from crontick.jobs.cancel import cancel
     from crontick.jobs.debounce import Debounce
     from crontick.jobs.job import Job
     from crontick.jobs.queue import enqueue, enqueue_many
@@ -39,6 +40,7 @@ _LAZY = {
     "enqueue_many": "jobs.queue",
     "schedule": "schedules.registry",
     "signal": "hooks.signals",
+    "cancel": "jobs.cancel",
     "reminder_template": "reminders.templates",
     "ReminderWords": "reminders.templates",
     "reminder_channel": "channels.function",
@@ -64,6 +66,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "__version__",
+    "Cancelled",
     "CrontickError",
     "Debounce",
     "Exponential",
@@ -76,6 +79,7 @@ __all__ = [
     "RetryableError",
     "Schedule",
     "Snooze",
+    "cancel",
     "create_app",
     "enqueue",
     "enqueue_many",

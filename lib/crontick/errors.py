@@ -107,6 +107,11 @@ class StepError(PermanentError):
     or is too big, a bad sleep or wait. The job fails at once, naming the step: running it again would not help."""
 
 
+class Cancelled(CrontickError):
+    """Raised inside a running handler by its next job.step, job.sleep or job.wait_for once crontick.cancel asked its
+    job to stop: the job ends `cancelled` (not failed), with no alert and no retry."""
+
+
 class StepFenced(CrontickError):
     """A step finished after its job's attempt was taken over (rescued after its lease): its result is not recorded,
     and the handler stops here; the attempt that took over runs the step again."""

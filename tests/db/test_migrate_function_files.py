@@ -15,7 +15,7 @@ CREATE = re.compile(r"\bcreate\s+(?:or\s+replace\s+)?(?:function|procedure)\s+([
 EXECUTE_FUNCTION = re.compile(r"\bexecute\s+(?:function|procedure)\s+\{schema\}\.crontick_(\w+)\s*\(", re.IGNORECASE)
 # The SQL API users call from any language keeps its plain name (crontick.enqueue); crontick's own
 # functions are crontick_<file name>.
-SQL_API = {"enqueue", "signal"}
+SQL_API = {"enqueue", "signal", "cancel"}
 
 
 def function_name(stem: str) -> str:

@@ -46,7 +46,7 @@ def test_a_fresh_install_in_its_own_schema_is_the_same_install(admin_url: str, f
         own = catalog(url, "crontick")
     # The SQL API is crontick.enqueue in its own schema, public.crontick_enqueue in public.
     public = {
-        kind: [tuple(re.sub(r"\bcrontick_(enqueue|signal)\b", r"\1", str(v)) for v in row) for row in rows]
+        kind: [tuple(re.sub(r"\bcrontick_(enqueue|signal|cancel)\b", r"\1", str(v)) for v in row) for row in rows]
         for kind, rows in fresh.items()
     }
     mine = {kind: [tuple(str(v) for v in row) for row in rows] for kind, rows in own.items()}
@@ -84,6 +84,8 @@ def test_a_fresh_install_has_one_function_per_file_and_nothing_else(fresh: Catal
         "jobs_group_update",
         "jobs_group_delete",
         "jobs_group_settle",
+        "jobs_cancel_requested",  # crontick.cancel on a running job (sql/migrations/0040_cancel_children.sql)
+        "jobs_child_ended",  # job.join's wake
     }
 
 

@@ -176,7 +176,8 @@ def test_every_enqueue_path_runs_the_function(conn: psycopg.Connection[Any]) -> 
         "enqueue_many": lambda: crontick.enqueue_many(conn, [("t_ins.p", {}), ("t_ins.q", {})]),
         "SQL crontick.enqueue": lambda: conn.execute("select crontick.enqueue('t_ins.sql')"),
         "inbound_event_record": lambda: conn.execute(
-            query("inbound_event_record"), {**hook, "payload": Jsonb({}), "priority": 0, "received_at": "now"}
+            query("inbound_event_record"),
+            {**hook, "payload": Jsonb({}), "priority": 0, "max_attempts": None, "received_at": "now"},
         ),
         "admin_schedule_enqueue": lambda: conn.execute(
             query("admin_schedule_enqueue"), {"name": "nightly", "job_type": "t_ins.s", "payload": Jsonb({})}

@@ -318,7 +318,11 @@ def test_every_function_a_fresh_migrate_leaves_pins_its_search_path_and_is_not_p
     executable = [name for name, _, public, _ in found if public]
     assert executable == [], f"expected no EXECUTE for PUBLIC, got it on {executable}"
     prefix = "crontick_" if schema == "public" else ""
-    assert sorted(name for name, _, _, definer in found if definer) == [f"{prefix}enqueue", f"{prefix}signal"]
+    assert sorted(name for name, _, _, definer in found if definer) == [
+        f"{prefix}cancel",
+        f"{prefix}enqueue",
+        f"{prefix}signal",
+    ]
 
 
 def test_no_statement_the_app_sends_calls_a_built_in_with_arguments_unqualified(database_url: str) -> None:

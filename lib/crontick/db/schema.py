@@ -34,10 +34,14 @@ def from_env(env: Mapping[str, str] | None = None) -> str:
 
 
 def api_names(schema: str) -> dict[str, sql.Composable]:
-    """The SQL API's names: `crontick.enqueue` and `crontick.signal` in its own schema, `public.crontick_enqueue`
-    and `public.crontick_signal` in the shared one."""
+    """The SQL API's names: `crontick.enqueue`, `crontick.signal` and `crontick.cancel` in its own schema,
+    `public.crontick_enqueue`, `public.crontick_signal` and `public.crontick_cancel` in the shared one."""
     prefix = "crontick_" if schema == "public" else ""
-    return {"api_enqueue": sql.Identifier(f"{prefix}enqueue"), "api_signal": sql.Identifier(f"{prefix}signal")}
+    return {
+        "api_enqueue": sql.Identifier(f"{prefix}enqueue"),
+        "api_signal": sql.Identifier(f"{prefix}signal"),
+        "api_cancel": sql.Identifier(f"{prefix}cancel"),
+    }
 
 
 # The reminder source (CRONTICK_REMINDER_SOURCE): `{reminder_source}` in sql/ is its qualified name as an

@@ -285,16 +285,25 @@ async def _record_job(
     Every path gives the job its handler's `priority=` (else 0), as `crontick.enqueue` does.
     """
     from crontick.jobs.queue import enqueue
-    from crontick.jobs.registry import declared_priority
+    from crontick.jobs.registry import declared_max_attempts, declared_priority
 
     flow = hook.flow(payload.get("event")) if hook.debounce is not None or hook.group_key is not None else Flow()
     if event_id is None:  # nothing to dedupe on (a bearer sender without Idempotency-Key)
-        job_id = await enqueue(conn, hook.job_type, payload, group_key=flow.group_key, debounce=flow.debounce)
+        job_id = await enqueue(
+            conn,
+            hook.job_type,
+            payload,
+            group_key=flow.group_key,
+            debounce=flow.debounce,
+            max_attempts=hook.max_attempts,
+        )
         return int(job_id), True
+    max_attempts = hook.max_attempts if hook.max_attempts is not None else declared_max_attempts(hook.job_type)
     params = _event_params(hook, event_id, payload, body_sha256) | {
         "type": hook.job_type,
         "payload": Jsonb(payload),
         "priority": declared_priority(hook.job_type),
+        "max_attempts": max_attempts,
     }
     statement = "inbound_event_record"
     if flow != Flow():  # a debounce merges into the sender's open job, whose id only the enqueue knows
@@ -305,5 +314,8 @@ async def _record_job(
         cur = await conn.execute(query(statement), params)
         row = await cur.fetchone()
         if row is not None:
+            if statement == "inbound_event_flow_record" and max_attempts is not None and row[1]:
+                # Its enqueue (sql/functions/inbound_event_record.sql) takes no max_attempts: set here, not yet started.
+                await conn.execute(query("inbound_job_max_attempts"), {"id": row[0], "max_attempts": max_attempts})
             return int(row[0]), bool(row[1])
     raise CrontickError(f"inbound hook {hook.name!r}: expected a job id for event {event_id!r}, got none")

@@ -48,6 +48,7 @@ class Hook:
     debounce: DebounceOption = None
     group_key: GroupKeyOption = None
     signal: SignalOption = None
+    max_attempts: int | None = None  # its jobs' max_attempts (None: the handler's max_attempts=, else 4)
 
     def event_key(self, event: Any) -> str | None:
         """The key this event signals (None: none; a field missing or a function that fails is logged)."""
@@ -109,6 +110,7 @@ def inbound(
     debounce: DebounceOption = None,
     group_key: GroupKeyOption = None,
     signal: SignalOption = None,
+    max_attempts: int | None = None,
 ) -> Hook:
     """Serve POST /api/hooks/{name}: each verified event becomes one job of `job_type`, deduplicated for
     30 days (crontick.tick.retention.KEEP_INBOUND_EVENTS) on what its sender signed.
@@ -128,6 +130,8 @@ def inbound(
     transaction, and a redelivered event signals nothing. With `signal` and no `job_type` the hook
     only signals; with both it enqueues and signals.
 
+    `max_attempts` is what each of its jobs gets (None: the handler's `max_attempts=`, else 4).
+
     `secret` defaults to the provider's usual variable (TWILIO_AUTH_TOKEN, STRIPE_WEBHOOK_SECRET,
     GITHUB_WEBHOOK_SECRET) or CRONTICK_HOOK_<NAME>_SECRET for `standard` and `bearer`; it is read
     now, so a missing one fails at startup, naming the variable, instead of refusing every event.
@@ -146,11 +150,14 @@ def inbound(
     if verify not in VERIFIERS:
         raise ConfigError(f"crontick.inbound({name!r}): expected verify in {', '.join(VERIFIERS)}, got: {verify!r}")
     _check_flow(name, debounce, group_key)
+    from crontick.jobs import registry  # at declaration only: a tick's cold start does not load the handlers' registry
+
+    registry.check_max_attempts(f"crontick.inbound({name!r})", max_attempts)
     variable = secret_variable(name, verify)
     value = secret if secret is not None else (os.environ.get(variable) or "").strip()
     _check_secret(name, verify, variable if secret is None else "secret=", value)
     declare_secret(value)  # scrubbed from stored errors and alerts like the Settings' own secrets
-    hook = Hook(name, job_type or "", verify, value, debounce, group_key, signal)
+    hook = Hook(name, job_type or "", verify, value, debounce, group_key, signal, max_attempts)
     existing = _hooks.get(name)
     if existing is not None and (existing.job_type, existing.verify) != (job_type or "", verify):
         raise ConfigError(

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Literal, NamedTuple
 
 from crontick import tracing as _tracing
+from crontick.workflows import children as _children
 from crontick.workflows import steps as _steps
 
 
@@ -52,6 +53,7 @@ class Job(NamedTuple):
         usual. A name may be used once per run. A step whose `fn` finished but whose result was not yet
         recorded (a crash in between) runs again: pass `job.step_key(name)` to the provider.
         """
+        _children.check_cancel(self)  # crontick.Cancelled once crontick.cancel asked this job to stop
         if _tracing.tracer() is None:
             return _steps.step(self, name, fn, args, kwargs)
         from crontick.jobs.job_spans import around_step
@@ -65,6 +67,7 @@ class Job(NamedTuple):
     def sleep(self, name: str, seconds: float) -> Any:
         """Park the job as pending for `seconds`, spending no attempt and holding no lease; the handler runs again
         then, and this call returns None (awaited in an `async def` handler)."""
+        _children.check_cancel(self)
         if _tracing.tracer() is None:
             return _steps.sleep(self, name, seconds)
         from crontick.jobs.job_spans import around_step
@@ -83,11 +86,26 @@ class Job(NamedTuple):
         compared with the database's clock when the signal's transaction began) for a later bound, such as
         when you asked; None for any kept signal. A signal sent while the job waits always wakes it.
         """
+        _children.check_cancel(self)
         if _tracing.tracer() is None:
             return _steps.wait_for(self, name, event_key, timeout_seconds, since)
         from crontick.jobs.job_spans import around_step
 
         return around_step("wait", self, name, lambda: _steps.wait_for(self, name, event_key, timeout_seconds, since))
+
+    # Child jobs (issue 36): crontick.workflows.children does the work.
+    def spawn(self, name: str, type: str, payloads: Iterable[Any], **enqueue_options: Any) -> Any:
+        """Enqueue one job of `type` per payload, once (recorded as step `name`: a retry spawns nothing again), and
+        return their ids (awaited in an `async def` handler). Options: run_after, max_attempts, priority, group_key."""
+        _children.check_cancel(self)
+        return _children.spawn(self, name, type, payloads, enqueue_options)
+
+    def join(self, name: str, ids: Sequence[int], *, timeout_seconds: float) -> Any:
+        """Park the job `waiting` until every job of `ids` (its children) has ended, then return
+        `[{"id", "status", "result"}...]` in the ids' order (awaited in an `async def` handler). `result` is the
+        child handler's return value, or None. After `timeout_seconds` of waiting, the children as they are."""
+        _children.check_cancel(self)
+        return _children.join(self, name, ids, timeout_seconds)
 
 
 class Outcome(NamedTuple):

@@ -56,6 +56,8 @@ def insert_params(
             raise CrontickError(f"{where}: expected run_after or debounce (which sets run_after), got both")
     if priority is None:
         priority = _declared_priority(type)
+    if max_attempts is None:
+        max_attempts = _declared_max_attempts(type)
     return {
         "type": type,
         "payload": payload_param(where, payload),
@@ -164,37 +166,47 @@ def _job_id(row: Any, params: dict[str, Any]) -> int:
 
 def enqueue_many(
     conn: psycopg.Connection[Any],
-    jobs: Iterable[tuple[str, Any]],
+    jobs: Iterable[tuple[str, Any] | tuple[str, Any, str | None]],
     *,
     run_after: datetime | None = None,
     max_attempts: int | None = None,
     group_key: str | None = None,
     priority: int | None = None,
 ) -> list[int]:
-    """Add many (type, payload) jobs in one statement; returns their ids in order.
+    """Add many (type, payload) or (type, payload, key) jobs in one statement; returns their ids in order.
 
     `group_key` and `priority` apply to every job (a group's jobs run in list order); `priority`
-    None gives each job its handler's `priority=` (else 0), as `enqueue` does.
+    None gives each job its handler's `priority=` (else 0), and `max_attempts` None its handler's
+    `max_attempts=` (else 4), as `enqueue` does. A job's `key` dedupes as `enqueue`'s does: a job
+    already pending, running or waiting with that key (or an earlier one of this list) is kept and
+    its id returned in that job's place.
     """
     _check_options("enqueue_many", run_after, max_attempts)
     _check_flow("enqueue_many", group_key, priority)
     rows = jobs if isinstance(jobs, list) else list(jobs)
-    for type, _ in rows:
-        if not isinstance(type, str) or not type:
-            _check_type(type, "enqueue_many")
+    for row in rows:
+        if len(row) not in (2, 3) or not isinstance(row[0], str) or not row[0]:
+            _check_row(row)
     if not rows:
         return []
     types = {r[0] for r in rows}
     for type in types:
         _check_type(type, "enqueue_many")
+    keys = [r[2] if len(r) == 3 else None for r in rows]  # type: ignore[misc]  # a 3-tuple's key
+    keyed = any(k is not None for k in keys)
+    if keyed:
+        for i, key in enumerate(keys):
+            if problem := text_problem("key", key):
+                raise CrontickError(f"enqueue_many: job {i} ({rows[i][0]!r}): {problem}")
     declared = {} if priority is not None else {t: p for t in types if (p := _declared_priority(t))}
+    attempts = {} if max_attempts is not None else {t: m for t in types if (m := _declared_max_attempts(t))}
     # One JSON document for the whole list (each (type, payload) pair becomes an array),
     # serialised once in C, where a jsonb[] array would quote and escape every payload
     # separately (about 6x slower for 10,000 jobs).
     try:
         document = payload_param("enqueue_many", rows)
     except CrontickError:
-        for i, (type, payload) in enumerate(rows):  # which job: looked for only once one is refused
+        for i, (type, payload, *_) in enumerate(rows):  # which job: looked for only once one is refused
             payload_param(f"enqueue_many: job {i} ({type!r})", payload)
         raise
     params = {
@@ -204,8 +216,37 @@ def enqueue_many(
         "group_key": group_key,
         "priority": priority,
         "priorities": Jsonb(declared),
+        "attempts": Jsonb(attempts),
     }
-    return [r[0] for r in conn.execute(query("job_insert_many"), params, binary=True).fetchall()]
+    if not keyed:
+        return [r[0] for r in conn.execute(query("job_insert_many"), params, binary=True).fetchall()]
+    ids: list[int | None] = [r[0] for r in conn.execute(query("job_insert_many_keyed"), params).fetchall()]
+    missing = [i for i, job_id in enumerate(ids) if job_id is None]
+    if missing:  # a holder committed mid-statement, unseen by it: again for those rows, which now see it
+        again = enqueue_many(
+            conn,
+            [rows[i] for i in missing],
+            run_after=run_after,
+            max_attempts=max_attempts,
+            group_key=group_key,
+            priority=priority,
+        )
+        for i, job_id in zip(missing, again, strict=True):
+            ids[i] = job_id
+    return [int(job_id) for job_id in ids if job_id is not None]
+
+
+def _check_row(row: Any) -> None:
+    if not isinstance(row, tuple | list) or len(row) not in (2, 3):
+        raise CrontickError(f"enqueue_many: expected (type, payload) or (type, payload, key) tuples, got: {row!r:.200}")
+    _check_type(row[0], "enqueue_many")
+
+
+def _declared_max_attempts(type: str) -> int | None:
+    """The handler's `max_attempts=` for `type` (None when none is declared here), loaded as _declared_priority is."""
+    from crontick.jobs import registry
+
+    return registry.declared_max_attempts(type)
 
 
 def _declared_priority(type: str) -> int:

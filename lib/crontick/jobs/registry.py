@@ -12,6 +12,7 @@ from crontick.errors import ConfigError
 from crontick.jobs.job import Job
 from crontick.retry import DEFAULT_POLICY, RetryPolicy
 from crontick.text import text_problem, type_problem
+from crontick.workflows import children
 
 HandlerFunc = Callable[[Any, Job], Awaitable[None] | None]
 # The claim reads up to this many unended jobs of each group it may start a wide job in
@@ -32,6 +33,8 @@ class Handler:
     priority: int = 0
     group_concurrency: int = 1
     rate_limit: str | None = None
+    # The max_attempts a job of this type gets when its enqueue names none (None: the column's default, 4).
+    max_attempts: int | None = None
 
 
 _registry: dict[str, Handler] = {}
@@ -60,6 +63,7 @@ def handler(
     priority: int = 0,
     group_concurrency: int = 1,
     rate_limit: str | None = None,
+    max_attempts: int | None = None,
 ) -> Callable[[HandlerFunc], HandlerFunc]:
     """Register `func(payload, job)` (def or async def) as the handler for jobs of `type`.
 
@@ -68,7 +72,8 @@ def handler(
     `priority` is what `crontick.enqueue` gives a job of this type when the call names none
     (smaller is claimed first); `group_concurrency` is how many jobs of one `group_key` may run at
     once (default 1: one at a time, in enqueue order); `rate_limit` names a limit declared with
-    `crontick.rate_limit`, which every start of a job of this type counts against.
+    `crontick.rate_limit`, which every start of a job of this type counts against. `max_attempts` is
+    what a job of this type gets when its enqueue names none (else 4); a job's own wins.
     """
     _load_builtins()
     if not type or not isinstance(type, str):
@@ -90,6 +95,7 @@ def handler(
         raise ConfigError(f"@crontick.handler({type!r}): expected rate_limit as a limit's name, got {rate_limit!r}")
     if problem := text_problem("rate_limit as a limit's name", rate_limit):  # every tick's claim carries it
         raise ConfigError(f"@crontick.handler({type!r}): {problem}")
+    check_max_attempts(f"@crontick.handler({type!r})", max_attempts)
 
     def register(func: HandlerFunc) -> HandlerFunc:
         existing = _registry.get(type)
@@ -107,6 +113,7 @@ def handler(
             priority=priority,
             group_concurrency=group_concurrency,
             rate_limit=rate_limit,
+            max_attempts=max_attempts,
         )
         return func
 
@@ -125,6 +132,32 @@ def declared_priority(type: str) -> int:
     """
     entry = _registry.get(type)
     return entry.priority if entry is not None else 0
+
+
+def declared_max_attempts(type: str) -> int | None:
+    """The `max_attempts=` the handler of `type` declares in this process, else None (the column's default).
+
+    Read without loading the built-in types (they declare none), as declared_priority is.
+    """
+    entry = _registry.get(type)
+    return entry.max_attempts if entry is not None else None
+
+
+def _declared(type: str) -> tuple[int | None, int | None]:
+    """(priority, max_attempts) the handler of `type` declares here: the defaults of job.spawn's children."""
+    entry = _registry.get(type)
+    return (entry.priority, entry.max_attempts) if entry is not None else (None, None)
+
+
+children.declared = _declared
+
+
+def check_max_attempts(where: str, max_attempts: Any) -> None:
+    """A declared max_attempts (a handler's, an inbound hook's): None or a positive 32-bit integer, else ConfigError."""
+    if max_attempts is not None and (
+        isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or not 1 <= max_attempts < 2**31
+    ):
+        raise ConfigError(f"{where}: expected max_attempts as an integer >= 1 or None, got {max_attempts!r}")
 
 
 def rate_limited() -> list[tuple[str, str]]:

@@ -27,7 +27,7 @@ from crontick.jobs.job import Job, Outcome, UndecodablePayload
 from crontick.jobs.registry import Handler
 from crontick.settings import Settings
 from crontick.text import describe, traceback_of
-from crontick.workflows import steps
+from crontick.workflows import children, steps
 from crontick.workflows.steps import Parked
 
 if TYPE_CHECKING:
@@ -255,12 +255,14 @@ async def _attempt(job: Job, clock: Callable[[], float], trace_id: str | None = 
     running = logs.running(job, trace_id)  # every line logged until the handler ends names the job
     try:
         if limit is None and entry.is_async:  # the common case, without a frame of its own
-            await entry.func(job.payload, job)  # type: ignore[misc]  # the tick's budget, held by the worker, still bounds it
+            value = await entry.func(job.payload, job)  # type: ignore[misc]  # the tick's budget, held by the worker, still bounds it
         elif limit is None:
-            await _call(entry, job)
+            value = await _call(entry, job)
         else:
             async with limit:
-                await _call(entry, job)
+                value = await _call(entry, job)
+        if value is not None:  # the job's result, which job.join returns (crontick.workflows.children)
+            await children.keep_result(job, value)
     except TimeoutError as exc:
         if limit is None or not limit.expired():  # the handler's own timeout (a socket's, say)
             return Ended(_describe(exc))
@@ -293,7 +295,9 @@ def _run_in_context(
     context.run(logs.running, job, trace_id)
     began = clock()
     try:
-        context.run(entry.func, job.payload, job)
+        value = context.run(entry.func, job.payload, job)
+        if value is not None:  # as in _attempt
+            context.run(children.keep_result, job, value)
     except (Exception, SystemExit, Parked) as exc:  # noqa: BLE001 - as in _attempt
         return _ended(exc)
     finally:
@@ -322,11 +326,10 @@ def _note_slow(job: Job, seconds: float) -> None:
     logs.warning("slow_job", job_id=job.id, type=job.type, seconds=round(seconds, 1))
 
 
-async def _call(entry: Handler, job: Job) -> None:
+async def _call(entry: Handler, job: Job) -> Any:
     if entry.is_async:
-        await entry.func(job.payload, job)  # type: ignore[misc]
-    else:
-        await asyncio.to_thread(entry.func, job.payload, job)
+        return await entry.func(job.payload, job)  # type: ignore[misc]
+    return await asyncio.to_thread(entry.func, job.payload, job)
 
 
 def _unknown_type(job: Job) -> str:

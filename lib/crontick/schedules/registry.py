@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -136,13 +137,17 @@ def _declared_and_digest() -> tuple[list[Schedule], str]:
 
 
 async def run_due(
-    conn: psycopg.AsyncConnection[Any], *, grace_seconds: float = DEFAULT_SCHEDULE_GRACE_SECONDS
+    conn: psycopg.AsyncConnection[Any],
+    *,
+    grace_seconds: float = DEFAULT_SCHEDULE_GRACE_SECONDS,
+    max_attempts: Callable[[str], int | None] = lambda type: None,
 ) -> ScheduleCounts:
     """Enqueue the due slots of every declared schedule: no statement when none is declared, one
     when none is due, two when some are, however many schedules and missed slots there are.
 
     "Now" is the database's clock, read by the first statement: a tick whose own clock is behind
-    or ahead changes nothing about which slots are due.
+    or ahead changes nothing about which slots are due. `max_attempts(type)`: what a slot's job of
+    that type gets (the tick passes the handler's `max_attempts=`; None: the default).
     """
     items, mine = _declared_and_digest()
     if not items:
@@ -159,7 +164,7 @@ async def run_due(
         logs.info("schedules_synced", count=len(items), dormant=dormant)
     elif stored != mine:
         _synced.discard(key)  # another process synced another set (a deploy in progress): sync ours next tick
-    plans = [p for p in (_plan(entry, now, grace_seconds) for entry in due) if p is not None]
+    plans = [p for p in (_plan(entry, now, grace_seconds, max_attempts) for entry in due) if p is not None]
     if not plans:
         return ScheduleCounts()
     cur = await conn.execute(query("schedule_apply"), {"plans": Jsonb(plans)})
@@ -171,7 +176,9 @@ async def run_due(
     return ScheduleCounts(enqueued, int(skipped))
 
 
-def _plan(entry: list[Any], now: datetime, grace_seconds: float) -> list[Any] | None:
+def _plan(
+    entry: list[Any], now: datetime, grace_seconds: float, max_attempts: Callable[[str], int | None] = lambda type: None
+) -> list[Any] | None:
     """The JSON row schedule_apply takes for one due schedule, or None when this process does not declare it so."""
     name, cron, time_zone, cursor_text = entry[:4]
     paused = bool(entry[4]) if len(entry) > 4 else False  # a crontick_pauses row (the admin's Pause)
@@ -200,4 +207,5 @@ def _plan(entry: list[Any], now: datetime, grace_seconds: float) -> list[Any] | 
         [at.isoformat() for at in p.enqueue],
         [[k.reason, k.first.isoformat(), k.last.isoformat(), k.slot_count, k.count_is_lower_bound] for k in p.skipped],
         paused,  # schedule_apply applies the plan only if the pause is still as it was read
+        max_attempts(s.job_type),  # the slot's job's max_attempts (None: the default)
     ]

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from crontick.jobs import registry as handlers
 from crontick.schedules import registry
 from crontick.schedules.registry import ScheduleCounts
 from crontick.tick.duty import Duty, Tick, when
@@ -22,7 +23,11 @@ class SchedulesDuty(Duty):
         due = tick.part(self.name).get("due") or registry.needs_sync(tick.conn)
         if not due or tick.out_of_time:
             return ScheduleCounts()
-        return await registry.run_due(tick.conn, grace_seconds=tick.settings.schedule_grace_seconds)
+        return await registry.run_due(
+            tick.conn,
+            grace_seconds=tick.settings.schedule_grace_seconds,
+            max_attempts=handlers.declared_max_attempts,
+        )
 
     def next_at(self, tick: Tick) -> datetime | None:
         part = tick.part(self.name)

@@ -171,6 +171,7 @@ async def cancel_job(conn: Conn, job_id: int, *, role: str) -> ActionResult:
             return lock
         await cur.execute(query("admin_job_cancel"), {"id": job_id})
         row = await cur.fetchone()
+        await cur.execute(query("admin_job_cancel_children"), {"id": job_id})  # as crontick.cancel does
         await record(cur, role, "cancel_job", {"job_id": job_id}, 1)
     return ActionResult(True, row=row)
 
