@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 import crontick
-from crontick.schedules import registry as schedules
+from crontick.schedules import registry
 from tests.support.core_jobs import tick
 
 
@@ -20,10 +20,10 @@ def job(payload: Any, job: crontick.Job) -> None:
 
 @pytest.fixture
 def declared() -> Iterator[None]:
-    schedules.unregister("t-schedmax")
+    registry.unregister("t-schedmax")
     crontick.schedule("t-schedmax", "* * * * *", "t_schedmax.job", catch_up="latest")
     yield
-    schedules.unregister("t-schedmax")
+    registry.unregister("t-schedmax")
 
 
 def test_a_slots_job_gets_its_handlers_max_attempts(
