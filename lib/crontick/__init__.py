@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from crontick.reminders.templates import ReminderWords, reminder_template
     from crontick.retry import Exponential, Retry, Schedule
     from crontick.schedules.registry import schedule
+    from crontick.workflows.policy import step
 
 # The rest is imported on first use (PEP 562): a cold start that serves an idle tick never
 # loads the retry policies, the handler registry, the queue or the schedules' cron parser.
@@ -39,6 +40,7 @@ _LAZY = {
     "enqueue_many": "jobs.queue",
     "schedule": "schedules.registry",
     "signal": "hooks.signals",
+    "step": "workflows.policy",
     "reminder_template": "reminders.templates",
     "ReminderWords": "reminders.templates",
     "reminder_channel": "channels.function",
@@ -88,4 +90,5 @@ __all__ = [
     "rate_limit",
     "schedule",
     "signal",
+    "step",
 ]

@@ -58,6 +58,11 @@ class Job(NamedTuple):
 
         return around_step("step", self, name, lambda: _steps.step(self, name, fn, args, kwargs))
 
+    def time_left(self) -> float:
+        """Seconds left to this run: to its handler's timeout_seconds, else to the end of the tick's budget (0 once
+        the budget has stopped it). For a handler that decides for itself whether to start more work."""
+        return _steps.time_left(self)
+
     def step_key(self, name: str) -> str:
         """A key for step `name` of this job, the same on every attempt: a provider call's idempotency key."""
         return _steps.step_key(self, name)
@@ -108,6 +113,8 @@ class Outcome(NamedTuple):
     traceback: str | None = None  # a failed attempt's, scrubbed and bounded (crontick.text.traceback_of)
     # Durable steps: the job.sleep or job.wait_for that parked it (crontick.workflows.steps.Parked.park).
     park: list[Any] | None = None
+    # Workflows that outlive a tick: the job yielded (pending, due at once, its attempt handed back; jobs.yielded).
+    yielded: bool = False
 
 
 class UndecodablePayload(NamedTuple):

@@ -64,7 +64,9 @@ def handler(
     """Register `func(payload, job)` (def or async def) as the handler for jobs of `type`.
 
     `retry` overrides the default 1/5/30-minute schedule for this type; `timeout_seconds`
-    caps one attempt (it is always also capped by what is left of the tick's budget).
+    caps one attempt and is a promise: a job is started only when what is left of the tick's
+    budget covers it (else it goes back, its attempt not counted, for a later tick), and a
+    timeout above the whole budget is a ConfigError at start-up (check_budget).
     `priority` is what `crontick.enqueue` gives a job of this type when the call names none
     (smaller is claimed first); `group_concurrency` is how many jobs of one `group_key` may run at
     once (default 1: one at a time, in enqueue order); `rate_limit` names a limit declared with
@@ -85,6 +87,12 @@ def handler(
         raise ConfigError(
             f"@crontick.handler({type!r}): expected group_concurrency as an integer from 1 to"
             f" {GROUP_CONCURRENCY_MAX}, got {group_concurrency!r}"
+        )
+    if timeout_seconds is not None and (
+        isinstance(timeout_seconds, bool) or not isinstance(timeout_seconds, (int, float)) or not timeout_seconds > 0
+    ):
+        raise ConfigError(
+            f"@crontick.handler({type!r}): expected timeout_seconds as a number of seconds above 0, got {timeout_seconds!r}"
         )
     if rate_limit is not None and (not isinstance(rate_limit, str) or not rate_limit):
         raise ConfigError(f"@crontick.handler({type!r}): expected rate_limit as a limit's name, got {rate_limit!r}")
@@ -111,6 +119,28 @@ def handler(
         return func
 
     return register
+
+
+def check_budget(budget_seconds: float) -> None:
+    """At start-up: a ConfigError naming each handler whose timeout_seconds exceeds the tick's whole budget.
+
+    Such a job could never start (a job starts only when what is left of the budget covers its timeout).
+    """
+    over = sorted(
+        h.type for h in _registry.values() if h.timeout_seconds is not None and h.timeout_seconds > budget_seconds
+    )
+    if over:
+        declared = ", ".join(f"{t} ({_registry[t].timeout_seconds:g} s)" for t in over)
+        raise ConfigError(
+            f"@crontick.handler timeout_seconds: expected at most CRONTICK_TIME_BUDGET_SECONDS ({budget_seconds:g} s), "
+            f"got {declared}: a job starts only when what is left of a tick's budget covers its timeout, so these "
+            "would never start; lower the timeout or raise the budget"
+        )
+
+
+def unregister(type: str) -> None:
+    """Forget the handler of `type` (tests that declare one for a while)."""
+    _registry.pop(type, None)
 
 
 def get(type: str) -> Handler | None:

@@ -37,6 +37,7 @@ class JobCounts:
     released: int = 0  # claimed but not started before the budget ran out; pending again
     fenced: int = 0  # outcomes not written because another tick had taken the job over
     snoozed: int = 0  # handlers that raised crontick.Snooze, or parked in job.sleep / job.wait_for: attempt not counted
+    yielded: int = 0  # workflows the budget stopped after progress: pending, due at once, attempt not counted
 
 
 @dataclass(frozen=True)
@@ -326,6 +327,7 @@ async def complete(
         released=recorded.released,
         fenced=recorded.fenced,
         snoozed=recorded.snoozed,
+        yielded=sum(1 for o in worked.outcomes if o.yielded and o.job_id in recorded.written),
     )
     more, next_due_at = _pending(tick, worked, recorded, job_counts)
     if job_counts.fenced:
@@ -339,7 +341,12 @@ async def complete(
 def _pending(tick: Tick, worked: Worked, recorded: Recorded, job_counts: JobCounts) -> tuple[bool, datetime | None]:
     """Whether the tick left work due now (`more`), and when work is next due."""
     found = worked.found
-    left = worked.counts.get("reminders", ReminderCounts()).more or tick.out_of_time or job_counts.released > 0
+    left = (
+        worked.counts.get("reminders", ReminderCounts()).more
+        or tick.out_of_time
+        or job_counts.released > 0
+        or job_counts.yielded > 0
+    )
     more = recorded.jobs_due or left
     next_job_at = recorded.next_job_at
     if found.throttled_until is not None and len(tick.jobs) < tick.settings.batch_size:

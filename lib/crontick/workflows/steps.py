@@ -28,6 +28,7 @@ import hashlib
 import inspect
 import json
 import threading
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from contextvars import ContextVar, Token
 from datetime import datetime, timedelta
@@ -39,11 +40,12 @@ from psycopg.types.json import Json
 from crontick.db import query
 from crontick.errors import CrontickError, StepError, StepFenced
 from crontick.logs import RunningJob
-from crontick.text import fit_key, json_problem, text_problem
+from crontick.text import fit_key, text_problem
+from crontick.workflows import calls
+from crontick.workflows.budget import RunBudget
+from crontick.workflows.calls import STEP_RESULT_MAX_BYTES as STEP_RESULT_MAX_BYTES  # its documented name
+from crontick.workflows.policy import policy_of
 
-# The most a step's result may take as JSON text (UTF-8 bytes). Keep big things (documents,
-# audio) in your own storage and return their key.
-STEP_RESULT_MAX_BYTES = 64 * 1024
 STEP_NAME_MAX_CHARS = 200
 # The longest one job.sleep or one job.wait_for may park a job.
 MAX_PARK_SECONDS = 365 * 86400
@@ -112,13 +114,28 @@ def step_key(job: StepJob, name: str) -> str:
 _BATCH: ContextVar[StepBatch | None] = ContextVar("crontick_step_batch", default=None)
 
 
-def begin(conn: psycopg.AsyncConnection[Any], jobs: Sequence[StepJob]) -> Token[StepBatch | None]:
-    """The runner, before a batch runs: its handlers' steps use `conn` (the tick's). Reset the token after."""
-    return _BATCH.set(StepBatch(conn, jobs))
+def begin(
+    conn: psycopg.AsyncConnection[Any],
+    jobs: Sequence[StepJob],
+    clock: Callable[[], float] = time.monotonic,
+    deadline: float = float("inf"),
+    budget_seconds: float = float("inf"),
+) -> StepBatch:
+    """The runner, before a batch runs: its handlers' steps use `conn` (the tick's), and the budget ends at
+    `deadline` (a `clock()` time) of a whole `budget_seconds`. Pass the batch to end() after."""
+    batch = StepBatch(conn, jobs, clock, deadline, budget_seconds)
+    batch.token = _BATCH.set(batch)
+    return batch
 
 
-def end(token: Token[StepBatch | None]) -> None:
-    _BATCH.reset(token)
+def end(batch: StepBatch) -> None:
+    if batch.token is not None:
+        _BATCH.reset(batch.token)
+
+
+def time_left(job: StepJob) -> float:
+    """job.time_left: seconds left to this run (its timeout's end, else the budget's); 0 once the budget stopped it."""
+    return _batch(job, "job.time_left").budget.time_left(job)
 
 
 def step(job: StepJob, name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -178,9 +195,18 @@ class StepBatch:
     """The steps of one batch's jobs: what each has recorded (loaded on first use), the names each run used,
     and the writes waiting for the next group commit."""
 
-    def __init__(self, conn: psycopg.AsyncConnection[Any], jobs: Sequence[StepJob]) -> None:
+    def __init__(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        jobs: Sequence[StepJob],
+        clock: Callable[[], float] = time.monotonic,
+        deadline: float = float("inf"),
+        budget_seconds: float = float("inf"),
+    ) -> None:
         self.conn = conn
         self.jobs = jobs
+        self.token: Token[StepBatch | None] | None = None
+        self.budget = RunBudget(clock, deadline, budget_seconds)  # job.time_left, yields, cut handlers
         self.loop = asyncio.get_running_loop()
         self._lock = threading.Lock()  # sync handlers' threads add names; the rest happens on the loop
         self._names: dict[int, set[str]] = {}
@@ -212,10 +238,12 @@ class StepBatch:
         hit = (await self.recorded(job)).get(name)
         if hit is not None:
             return _replayed(job, name, hit)
+        self.budget.check_running(job, name)
+        self.budget.check_fits(job, name, policy_of(fn))
         value = fn(*args, **kwargs)
         if inspect.isawaitable(value):
             value = await value
-        text = _encoded(job, name, value)
+        text = calls.encoded(job, name, value)
         await self.record(job, name, text)
         return json.loads(text)  # as a later run gets it (a tuple comes back a list either way)
 
@@ -224,13 +252,16 @@ class StepBatch:
     ) -> Any:
         """In a sync handler's thread: as step(), fn called in this thread (an async fn on the tick's loop), the
         database reached through the loop."""
+        self.budget.check_running(job, name)
         hit = self.blocking(self.recorded(job)).get(name)
         if hit is not None:
             return _replayed(job, name, hit)
+        self.budget.check_fits(job, name, policy_of(fn))
         value = fn(*args, **kwargs)
         if inspect.isawaitable(value):
             value = self.blocking(_awaited(value))
-        text = _encoded(job, name, value)
+        text = calls.encoded(job, name, value)
+        self.budget.check_running(job, name)  # stopped while fn ran: its result is not recorded
         self.blocking(self.record(job, name, text))
         return json.loads(text)
 
@@ -293,6 +324,8 @@ class StepBatch:
                     if not done.done():
                         done.set_exception(exc)
                 continue
+            # Counted here, not by the caller: a handler the budget cancels meanwhile made progress too.
+            self.budget.recorded(job_id for job_id, _ in written)
             for job_id, _, name, _, done in batch:
                 if not done.done():
                     done.set_result((job_id, name) in written)
@@ -351,25 +384,3 @@ def _seconds(job: StepJob, name: str, seconds: Any, what: str) -> float:
             f"job {job.id} ({job.type}) {what} {name!r}: expected seconds between 0 and {MAX_PARK_SECONDS}, got {seconds!r}"
         )
     return float(seconds)
-
-
-def _encoded(job: StepJob, name: str, value: Any) -> str:
-    """The step's result as JSON text, or a StepError naming the step."""
-    try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise StepError(
-            f"job {job.id} ({job.type}) step {name!r}: expected a JSON result (dict, list, str, number, bool or "
-            f"None), got {type(value).__name__}: {exc}"
-        ) from None
-    # Refused before anything is written: the result would go with other jobs' steps (group commit), and one that
-    # jsonb refuses would fail that statement for all of them.
-    if problem := json_problem(text):
-        raise StepError(f"job {job.id} ({job.type}) step {name!r}: {problem}")
-    size = len(text.encode())
-    if size > STEP_RESULT_MAX_BYTES:
-        raise StepError(
-            f"job {job.id} ({job.type}) step {name!r}: expected a result of at most {STEP_RESULT_MAX_BYTES} bytes "
-            f"of JSON (crontick.workflows.steps.STEP_RESULT_MAX_BYTES), got {size}; store it elsewhere and return its key"
-        )
-    return text
