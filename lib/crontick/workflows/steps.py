@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import inspect
 import json
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from contextvars import ContextVar, Token
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple, Protocol
@@ -44,7 +43,6 @@ from crontick.text import fit_key, text_problem
 from crontick.workflows import calls
 from crontick.workflows.budget import RunBudget
 from crontick.workflows.calls import STEP_RESULT_MAX_BYTES as STEP_RESULT_MAX_BYTES  # its documented name
-from crontick.workflows.policy import policy_of
 
 STEP_NAME_MAX_CHARS = 200
 # The longest one job.sleep or one job.wait_for may park a job.
@@ -235,14 +233,11 @@ class StepBatch:
         self, job: StepJob, name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         """In an async handler: the recorded result, else fn's (awaited when it is async), recorded."""
-        hit = (await self.recorded(job)).get(name)
+        recorded = await self.recorded(job)
+        hit = recorded.get(name)
         if hit is not None:
             return _replayed(job, name, hit)
-        self.budget.check_running(job, name)
-        self.budget.check_fits(job, name, policy_of(fn))
-        value = fn(*args, **kwargs)
-        if inspect.isawaitable(value):
-            value = await value
+        value = await calls.call(self, job, name, fn, args, kwargs, recorded)
         text = calls.encoded(job, name, value)
         await self.record(job, name, text)
         return json.loads(text)  # as a later run gets it (a tuple comes back a list either way)
@@ -253,13 +248,11 @@ class StepBatch:
         """In a sync handler's thread: as step(), fn called in this thread (an async fn on the tick's loop), the
         database reached through the loop."""
         self.budget.check_running(job, name)
-        hit = self.blocking(self.recorded(job)).get(name)
+        recorded = self.blocking(self.recorded(job))
+        hit = recorded.get(name)
         if hit is not None:
             return _replayed(job, name, hit)
-        self.budget.check_fits(job, name, policy_of(fn))
-        value = fn(*args, **kwargs)
-        if inspect.isawaitable(value):
-            value = self.blocking(_awaited(value))
+        value = calls.call_in_thread(self, job, name, fn, args, kwargs, recorded)
         text = calls.encoded(job, name, value)
         self.budget.check_running(job, name)  # stopped while fn ran: its result is not recorded
         self.blocking(self.record(job, name, text))
@@ -353,10 +346,6 @@ def _on_loop() -> bool:
     except RuntimeError:
         return False
     return True
-
-
-async def _awaited(value: Awaitable[Any]) -> Any:
-    return await value
 
 
 def _replayed(job: StepJob, name: str, hit: Recorded) -> Any:
