@@ -13,7 +13,7 @@ from crontick import retry
 from crontick.jobs.job import Job, Outcome
 from crontick.text import TRACEBACK_MAX_CHARS, scrub, storable
 from crontick.workflows import steps
-from crontick.workflows.steps import Parked
+from crontick.workflows.parked import Parked
 
 # How soon a job of a type this process does not know is claimed again (by whichever process comes next).
 UNKNOWN_TYPE_RECHECK_SECONDS = 60.0

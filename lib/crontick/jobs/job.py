@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Literal, NamedTuple
 
@@ -57,6 +57,15 @@ class Job(NamedTuple):
         from crontick.jobs.job_spans import around_step
 
         return around_step("step", self, name, lambda: _steps.step(self, name, fn, args, kwargs))
+
+    def map(self, name: str, fn: Callable[[Any], Any], items: Iterable[Any], /, *, concurrency: int = 1) -> Any:
+        """Call `fn(item)` for each item, each a step of its own recorded as `name[i]`, and return the results in
+        the items' order (awaited in an `async def` handler). A later run (a retry, a rescue, a yield) resumes at
+        the first unrecorded item. Up to `concurrency` items run at once (1 to 100). `fn` may declare its policy
+        with @crontick.step, as a step's function does."""
+        from crontick.workflows import mapping
+
+        return mapping.map_items(self, name, fn, items, concurrency)
 
     def time_left(self) -> float:
         """Seconds left to this run: to its handler's timeout_seconds, else to the end of the tick's budget (0 once

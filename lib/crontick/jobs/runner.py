@@ -29,7 +29,7 @@ from crontick.settings import Settings
 from crontick.text import describe, traceback_of
 from crontick.workflows import steps
 from crontick.workflows.budget import Deferred
-from crontick.workflows.steps import Parked
+from crontick.workflows.parked import Parked
 
 if TYPE_CHECKING:
     from crontick.jobs.job_spans import BatchSpans

@@ -13,6 +13,7 @@ from crontick.errors import PermanentError, StepError
 from crontick.logs import RunningJob
 from crontick.text import json_problem
 from crontick.workflows.budget import RunBudget
+from crontick.workflows.parked import Parked
 from crontick.workflows.policy import StepPolicy, policy_of
 
 # The most a step's result may take as JSON text (UTF-8 bytes). Keep big things (documents,
@@ -132,8 +133,6 @@ def _retry_delay(batch: Calls, job: RunningJob, name: str, policy: StepPolicy, t
     delay = policy.retry_delay_seconds
     if delay + (policy.timeout_seconds or 0.0) <= batch.budget.time_left(job):
         return delay
-    from crontick.workflows.steps import Parked  # steps imports this module
-
     raise Parked(RETRY.format(name=name, try_=try_ + 1), "sleep", delay) from exc
 
 

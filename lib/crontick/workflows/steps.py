@@ -43,6 +43,7 @@ from crontick.text import fit_key, text_problem
 from crontick.workflows import calls
 from crontick.workflows.budget import RunBudget
 from crontick.workflows.calls import STEP_RESULT_MAX_BYTES as STEP_RESULT_MAX_BYTES  # its documented name
+from crontick.workflows.parked import Parked as Parked  # its name for crontick.jobs and the tests
 
 STEP_NAME_MAX_CHARS = 200
 # The longest one job.sleep or one job.wait_for may park a job.
@@ -68,32 +69,6 @@ class Recorded(NamedTuple):
     kind: str  # step | sleep | wait
     status: str  # done | waiting | signalled | timed_out
     result: str | None  # JSON text
-
-
-class Parked(BaseException):
-    """Raised out of a handler by job.sleep and job.wait_for; the runner parks the job (crontick.jobs.runner).
-
-    A BaseException, like asyncio.CancelledError: a handler's `except Exception` must not swallow it.
-    """
-
-    def __init__(
-        self, name: str, kind: str, seconds: float, event_key: str | None = None, since: datetime | None = None
-    ) -> None:
-        super().__init__(f"{kind} {name!r} for {seconds:g} s")
-        self.name, self.kind, self.seconds, self.event_key, self.since = name, kind, seconds, event_key, since
-
-    @property
-    def status(self) -> str:
-        """The job's status while parked: a sleep is pending (due later), a wait is waiting."""
-        return "pending" if self.kind == "sleep" else "waiting"
-
-    def park(self, until: datetime) -> list[Any]:
-        """The record statement's park element: [name, kind, event_key, step status, result, wait_until, since]
-        (since: the oldest kept signal a wait takes; null: any)."""
-        if self.kind == "sleep":
-            return [self.name, "sleep", None, "done", {"until": until.isoformat()}, None, None]
-        since = None if self.since is None else self.since.isoformat()
-        return [self.name, "wait", self.event_key, "waiting", None, until.isoformat(), since]
 
 
 def step_key(job: StepJob, name: str) -> str:
@@ -142,7 +117,7 @@ def step(job: StepJob, name: str, fn: Callable[..., Any], args: tuple[Any, ...],
     if not callable(fn):
         raise StepError(f"job {job.id} ({job.type}) step {name!r}: expected a function to call, got {fn!r}")
     batch.use_name(job, name)
-    if _on_loop():
+    if on_loop():
         return batch.step(job, name, fn, args, kwargs)
     return batch.step_in_thread(job, name, fn, args, kwargs)
 
@@ -184,7 +159,7 @@ def _park(job: StepJob, parked: Parked) -> Any:
     what = f"job.{'sleep' if parked.kind == 'sleep' else 'wait_for'}"
     batch = _batch(job, what)
     batch.use_name(job, parked.name, what)
-    if _on_loop():
+    if on_loop():
         return batch.resume(job, parked)
     return batch.blocking(batch.resume(job, parked))
 
@@ -248,7 +223,11 @@ class StepBatch:
         """In a sync handler's thread: as step(), fn called in this thread (an async fn on the tick's loop), the
         database reached through the loop."""
         self.budget.check_running(job, name)
-        recorded = self.blocking(self.recorded(job))
+        # Loaded once per job: later steps read it here, without a hop to the loop (a def workflow's steps then
+        # wait on the loop only for their record).
+        recorded = self._recorded.get(job.id)
+        if recorded is None:
+            recorded = self.blocking(self.recorded(job))
         hit = recorded.get(name)
         if hit is not None:
             return _replayed(job, name, hit)
@@ -339,7 +318,12 @@ def _batch(job: StepJob, what: str) -> StepBatch:
     return batch
 
 
-def _on_loop() -> bool:
+def claim_name(job: StepJob, name: str, what: str) -> None:
+    """Claim `name` for this run of `job`'s handler (job.map's own name), as a step's is."""
+    _batch(job, what).use_name(job, name, what)
+
+
+def on_loop() -> bool:
     """Whether the caller runs on an event loop (an async handler), not in a sync handler's thread."""
     try:
         asyncio.get_running_loop()
