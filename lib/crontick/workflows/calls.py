@@ -56,6 +56,8 @@ class Calls(Protocol):
 
     def blocking(self, work: Coroutine[Any, Any, Any]) -> Any: ...
 
+    def record_in_thread(self, job: Any, name: str, text: str) -> None: ...
+
 
 # The marker an at_most_once step records before its function is called (one per try), and the sleep that parks
 # a step retry longer than what is left of the budget: names no step of the handler's own should take.
@@ -97,7 +99,7 @@ def call_in_thread(
         batch.budget.check_fits(job, name, policy)
         if policy.at_most_once:
             _not_started_before(job, name, try_, recorded)
-            batch.blocking(batch.record(job, STARTED.format(name=name, try_=try_), "true"))
+            batch.record_in_thread(job, STARTED.format(name=name, try_=try_), "true")
         try:
             value = fn(*args, **kwargs)
             return batch.blocking(_awaited(value)) if inspect.isawaitable(value) else value

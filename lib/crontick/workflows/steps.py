@@ -24,6 +24,7 @@ job.step_key gives the provider a key to drop that duplicate.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 import json
 import threading
@@ -83,6 +84,9 @@ def step_key(job: StepJob, name: str) -> str:
     digest = hashlib.sha256(f"{job.id}\x00{job.created_at.isoformat()}\x00{name}".encode()).hexdigest()[:24]
     return f"crontick-{job.id}-{digest}"
 
+
+# A step write's waiter: the loop's future (an async handler) or a plain one (a sync handler's thread).
+Done = asyncio.Future[bool] | concurrent.futures.Future[bool]
 
 _BATCH: ContextVar[StepBatch | None] = ContextVar("crontick_step_batch", default=None)
 
@@ -185,7 +189,7 @@ class StepBatch:
         self._names: dict[int, set[str]] = {}
         self._recorded: dict[int, dict[str, Recorded]] = {}
         self._loads: dict[str, asyncio.Task[dict[int, dict[str, Recorded]]]] = {}
-        self._queue: list[tuple[int, int, str, str, asyncio.Future[bool]]] = []
+        self._queue: list[tuple[int, int, str, str, Done]] = []
         self._flusher: asyncio.Task[None] | None = None
 
     def use_name(self, job: StepJob, name: str, what: str = "job.step") -> None:
@@ -234,7 +238,7 @@ class StepBatch:
         value = calls.call_in_thread(self, job, name, fn, args, kwargs, recorded)
         text = calls.encoded(job, name, value)
         self.budget.check_running(job, name)  # stopped while fn ran: its result is not recorded
-        self.blocking(self.record(job, name, text))
+        self.record_in_thread(job, name, text)
         return json.loads(text)
 
     async def resume(self, job: StepJob, parked: Parked) -> Any:
@@ -274,14 +278,21 @@ class StepBatch:
     async def record(self, job: StepJob, name: str, text: str) -> None:
         """Write one finished step, in the next group commit, and return once it is committed."""
         done: asyncio.Future[bool] = self.loop.create_future()
-        self._queue.append((job.id, job.attempt, name, text, done))
+        self._enqueue(job.id, job.attempt, name, text, done)
+        _written_or_fenced(await asyncio.shield(done), job, name)
+
+    def record_in_thread(self, job: StepJob, name: str, text: str) -> None:
+        """record() from a sync handler's thread: one callback on the loop queues the write (no task, no coroutine),
+        and the thread waits on a plain future, which the group commit sets as it sets the loop's."""
+        done: concurrent.futures.Future[bool] = concurrent.futures.Future()
+        self.loop.call_soon_threadsafe(self._enqueue, job.id, job.attempt, name, text, done)
+        _written_or_fenced(done.result(), job, name)
+
+    def _enqueue(self, job_id: int, attempt: int, name: str, text: str, done: Done) -> None:
+        """On the loop: queue one write for the next group commit, starting the flusher when none runs."""
+        self._queue.append((job_id, attempt, name, text, done))
         if self._flusher is None or self._flusher.done():
             self._flusher = self.loop.create_task(self._flush())
-        if not await asyncio.shield(done):
-            raise StepFenced(
-                f"job {job.id} ({job.type}) step {name!r}: expected the job still running attempt {job.attempt} to "
-                "record the step, got it taken over (its lease ended and another tick rescued it); not recorded"
-            )
 
     async def _flush(self) -> None:
         """Send what has queued, then what queued meanwhile, until nothing is left: one statement per round."""
@@ -301,6 +312,14 @@ class StepBatch:
             for job_id, _, name, _, done in batch:
                 if not done.done():
                     done.set_result((job_id, name) in written)
+
+
+def _written_or_fenced(written: bool, job: StepJob, name: str) -> None:
+    if not written:
+        raise StepFenced(
+            f"job {job.id} ({job.type}) step {name!r}: expected the job still running attempt {job.attempt} to "
+            "record the step, got it taken over (its lease ended and another tick rescued it); not recorded"
+        )
 
 
 def until_of(now: datetime, seconds: float) -> datetime:
