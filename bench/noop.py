@@ -11,6 +11,7 @@ from .seen import shared
 JOB_TYPE = "bench.noop"
 SYNC_JOB_TYPE = "bench.noop_sync"  # the same, as a plain `def`: most Python handlers are
 STEPS_JOB_TYPE = "bench.steps3"  # the same no-op as a workflow of three durable steps (bench.workflows)
+STEPS_SYNC_JOB_TYPE = "bench.steps3_sync"  # that workflow as a plain `def`, its steps plain functions
 HANDLER_MODULE = __name__  # what CRONTICK_HANDLERS names in a subprocess
 
 
@@ -34,4 +35,13 @@ async def steps3(payload: Any, job: crontick.Job) -> None:
     await job.step("first", _step, i)
     await job.step("second", _step, i)
     await job.step("third", _step, i)
+    shared().mark(i)
+
+
+@crontick.handler(STEPS_SYNC_JOB_TYPE)
+def steps3_sync(payload: Any, job: crontick.Job) -> None:
+    i = payload["i"]
+    job.step("first", _step, i)
+    job.step("second", _step, i)
+    job.step("third", _step, i)
     shared().mark(i)

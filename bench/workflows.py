@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from . import report, server
-from .noop import JOB_TYPE, STEPS_JOB_TYPE
+from .noop import JOB_TYPE, STEPS_JOB_TYPE, STEPS_SYNC_JOB_TYPE
 from .seen import Seen, share
 from .systems import _version, analyze, crontick_drain, crontick_enqueue, crontick_install
 
 JOBS = 5_000
 ONE_STEP = "crontick drain, one-step no-op jobs, batch 100"
 THREE_STEPS = "crontick drain, three-step workflows, batch 100"
+THREE_STEPS_SYNC = "crontick drain, three-step `def` workflows, batch 100"
 GOAL_OVER_DBOS = 10.0
 TARGET = "three-step workflows: crontick drain ÷ DBOS"
 
@@ -61,11 +62,12 @@ async def measure(admin: str, workdir: Path, jobs: int = JOBS, runs: int = 1) ->
     await crontick_install(crontick_url)
     dbos_name = f"DBOS Transact {_version('dbos')}, Queue worker_concurrency {WORKER_CONCURRENCY}, polling {POLLING_INTERVAL_SECONDS:g} s"
     raw: dict[str, dict[str, list[Any]]] = {
-        n: {"drain": [], "problems": []} for n in (ONE_STEP, THREE_STEPS, dbos_name)
+        n: {"drain": [], "problems": []} for n in (ONE_STEP, THREE_STEPS, THREE_STEPS_SYNC, dbos_name)
     }
     drain = crontick_drain(100)
     for _ in range(runs):
-        for name, job_type in ((ONE_STEP, JOB_TYPE), (THREE_STEPS, STEPS_JOB_TYPE)):
+        crontick_rows = ((ONE_STEP, JOB_TYPE), (THREE_STEPS, STEPS_JOB_TYPE), (THREE_STEPS_SYNC, STEPS_SYNC_JOB_TYPE))
+        for name, job_type in crontick_rows:
             await _truncate(crontick_url)
             seen.reset()
             await crontick_enqueue(crontick_url, jobs, seen, job_type)
@@ -98,6 +100,9 @@ async def measure(admin: str, workdir: Path, jobs: int = JOBS, runs: int = 1) ->
         "rows": [{**r, "three_steps_ratio": ours / r["jobs_per_second"]} for r in rows.values()],
         "three_steps_over_dbos": ours / rows[dbos_name]["jobs_per_second"],
         "three_steps_over_one_step": ours / rows[ONE_STEP]["jobs_per_second"],
+        # issue 36: a workflow of plain `def` handlers and steps, against its `async def` twin and DBOS.
+        "sync_three_steps_over_dbos": rows[THREE_STEPS_SYNC]["jobs_per_second"] / rows[dbos_name]["jobs_per_second"],
+        "sync_over_async_three_steps": rows[THREE_STEPS_SYNC]["jobs_per_second"] / ours,
     }
 
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from crontick.reminders.templates import ReminderWords, reminder_template
     from crontick.retry import Exponential, Retry, Schedule
     from crontick.schedules.registry import schedule
+    from crontick.workflows.policy import step
 
 # The rest is imported on first use (PEP 562): a cold start that serves an idle tick never
 # loads the retry policies, the handler registry, the queue or the schedules' cron parser.
@@ -41,6 +42,7 @@ _LAZY = {
     "schedule": "schedules.registry",
     "signal": "hooks.signals",
     "cancel": "jobs.cancel",
+    "step": "workflows.policy",
     "reminder_template": "reminders.templates",
     "ReminderWords": "reminders.templates",
     "reminder_channel": "channels.function",
@@ -92,4 +94,5 @@ __all__ = [
     "rate_limit",
     "schedule",
     "signal",
+    "step",
 ]

@@ -8,6 +8,7 @@ Retry-After, a log line, exit 1).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING
@@ -39,6 +40,8 @@ class Runtime:
                 from crontick.jobs import registry
 
                 registry.load_modules(self.settings.handler_modules)
+            if (loaded := sys.modules.get("crontick.jobs.registry")) is not None:  # handlers registered by the app too
+                loaded.check_budget(self.settings.time_budget_seconds)
             chosen = set(self.settings.reminder_channels)
             if chosen - set(REMINDER_CHANNELS) or "django" in chosen:  # registered by the app, or by crontick.django
                 from crontick.channels import registry as channels

@@ -25,8 +25,8 @@
 --
 -- The outcomes arrive in two parts: succeeded attempts (most of a batch) as two arrays, ids and
 -- claimed attempts, which the server reads without parsing; every other outcome as one JSON
--- array of [id, claimed_attempt, status, attempts, run_after, last_error, snoozed, traceback]
--- (crontick.jobs.job.Outcome's fields, in order). A batch whose
+-- array of [id, claimed_attempt, status, attempts, run_after, last_error, snoozed, traceback, park, yielded]
+-- (crontick.jobs.job.Outcome's fields, in order; an older caller's shorter array reads as no park, no yield). A batch whose
 -- attempts all succeeded takes a shorter statement (tests/db/test_record_paths.py holds the two
 -- to the same rows and answers). The parts of the two statements marked "twin begin <name>" ...
 -- "twin end <name>" are the same text, and tests/unit/test_function_twins.py holds them so: edit
@@ -120,7 +120,7 @@ if json_array_length(_others) = 0 then
             minute = excluded.minute
     ), counts as (
         select count(*) as succeeded, 0::bigint as retried, 0::bigint as failed, 0::bigint as released,
-            coalesce(cardinality(_done_ids), 0) - count(*) as fenced, 0::bigint as snoozed
+            coalesce(cardinality(_done_ids), 0) - count(*) as fenced, 0::bigint as snoozed, 0::bigint as yielded
         from written
     ), next_job as (
         -- steps: a waiting job's deadline counts too. flow: a grouped job that ended here lets its
@@ -167,12 +167,13 @@ end if;
 with outcome as materialized (
     select d.id, d.claimed_attempt, 'done'::text as status, d.claimed_attempt as attempts,
         null::timestamptz as run_after, null::text as last_error, false as snoozed, null::text as traceback,
-        null::json as park
+        null::json as park, false as yielded
     from unnest(_done_ids, _done_attempts) as d(id, claimed_attempt)
     union all
     select (o ->> 0)::bigint, (o ->> 1)::int, o ->> 2, (o ->> 3)::int, (o ->> 4)::timestamptz, o ->> 5,
         coalesce((o ->> 6)::boolean, false), o ->> 7,
-        case when json_typeof(o -> 8) = 'array' then o -> 8 end  -- steps: park (JSON null: none)
+        case when json_typeof(o -> 8) = 'array' then o -> 8 end,  -- steps: park (JSON null: none)
+        coalesce((o ->> 9)::boolean, false)  -- a yield (crontick.jobs.decision.yields); absent from older callers
     from json_array_elements(_others) o
 ), written as (
     update {schema}.jobs j set
@@ -267,9 +268,12 @@ with outcome as materialized (
         count(*) filter (where w.id is not null and o.status = 'pending' and o.attempts >= o.claimed_attempt) as retried,
         count(*) filter (where w.id is not null and o.status = 'failed') as failed,
         count(*) filter (where w.id is not null and o.status = 'pending' and o.attempts < o.claimed_attempt
-                         and not o.snoozed) as released,
+                         and not o.snoozed and not o.yielded) as released,
         count(*) filter (where w.id is null) as fenced,
-        count(*) filter (where w.id is not null and o.snoozed) as snoozed
+        count(*) filter (where w.id is not null and o.snoozed) as snoozed,
+        -- A yield (a workflow the budget stopped after progress) hands its attempt back, due at once, like a
+        -- release, but it ran (crontick.jobs.decision.yields). Counted in the tick's row; the caller counts its own.
+        count(*) filter (where w.id is not null and o.yielded) as yielded
     from outcome o
     left join written w on w.id = o.id
 ), next_job as (

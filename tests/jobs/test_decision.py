@@ -119,3 +119,28 @@ def test_a_sleep_parks_the_job_pending_and_a_wait_parks_it_waiting_handing_the_a
     waited = decide(Ended(parked=Parked("answer", "wait", 300.0, event_key="k")), job(attempt=2))
     assert (waited.status, waited.attempts, waited.run_after) == ("waiting", 1, FINISHED + timedelta(seconds=300))
     assert waited.park is not None and waited.park[:3] == ["answer", "wait", "k"]
+
+
+def test_a_handler_the_budget_stopped_after_a_new_step_yields_due_at_once_its_attempt_handed_back() -> None:
+    ended = Ended("TimeoutError: stopped (the tick's time budget)", budget_stopped=True, new_steps=2)
+    assert decide(ended, job(attempt=3)) == Outcome(42, 3, "pending", 2, FINISHED, yielded=True)
+
+
+def test_a_handler_the_budget_stopped_without_a_new_step_fails_its_attempt_as_before() -> None:
+    ended = Ended("TimeoutError: stopped (the tick's time budget)", budget_stopped=True, new_steps=0)
+    outcome = decide(ended, job(attempt=1))
+    assert (outcome.status, outcome.attempts, outcome.yielded) == ("pending", 1, False)
+    assert outcome.run_after == FINISHED + timedelta(seconds=60) and outcome.last_error == ended.error
+    assert decide(ended, job(attempt=4, max_attempts=4)).status == "failed"
+
+
+def test_a_step_that_did_not_fit_yields_after_progress_or_when_its_run_began_on_the_tail() -> None:
+    assert decide(Ended("StepDeferred: b", deferred=True, new_steps=1)).yielded
+    assert decide(Ended("StepDeferred: b", deferred=True, started_late=True)).yielded
+    stuck = decide(Ended("StepDeferred: b", deferred=True), job(attempt=1))
+    assert (stuck.yielded, stuck.attempts, stuck.last_error) == (False, 1, "StepDeferred: b")
+
+
+def test_steps_recorded_in_a_run_that_failed_on_its_own_do_not_make_a_yield() -> None:
+    assert not decide(Ended("ValueError: no", new_steps=3), job(attempt=1)).yielded
+    assert not decision.yields(Ended(started_late=True))

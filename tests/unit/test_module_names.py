@@ -29,18 +29,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("lib/crontick/django/jobs.py", "kicks"): "the module defines the public `crontick.django.kick()` itself",
     ("lib/crontick/django/management/__init__.py", "cli"): "`main` would read as this module's own entry point",
     ("lib/crontick/tick/schedules_duty.py", "handlers"): "a second `registry` (the jobs') beside the schedules'",
-    (
-        "lib/crontick/jobs/job.py",
-        "_children",
-    ): "`Job` has attributes of these names; being rewritten by issue 36's branch",
     ("lib/crontick/runtime.py", "channels"): "a second `registry` (channels') beside the jobs' registry it also uses",
-    ("lib/crontick/jobs/runner.py", "backoff"): "being rewritten by issue 36's branch; renamed when it lands",
-    ("lib/crontick/jobs/runner.py", "handlers"): "being rewritten by issue 36's branch; renamed when it lands",
-    (
-        "lib/crontick/jobs/job.py",
-        "_tracing",
-    ): "`Job` has attributes of these names; being rewritten by issue 36's branch",
-    ("lib/crontick/jobs/job.py", "_steps"): "`Job` has attributes of these names; being rewritten by issue 36's branch",
     ("tests/auth/test_tick_qstash_signature.py", "auth"): "the file's tests call a local `tick()` helper",
     ("tests/cli/test_main_commands.py", "package"): "`crontick` is the helper that runs the installed script",
     ("tests/django/test_management.py", "module"): "the fixture is named `management` after the module it returns",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from functools import partial
 from typing import Any
 
 import psycopg
@@ -59,3 +60,24 @@ def test_a_batch_without_steps_sends_no_step_statement(database_url: str, conn: 
     sent = _tick(database_url, conn)
     assert sent["job_steps_load"] == sent["job_steps_record"] == 0
     assert sum(sent.values()) == 2, sent  # the probe (which claims) and the record statement, as before
+
+
+@crontick.handler("t_wfwire.step_then")
+async def step_then(payload: Any, job: crontick.Job) -> None:
+    await job.step("a", _noop, 1)
+    if payload["then"] == "block":
+        await asyncio.sleep(30)  # the budget stops it: it yields
+    raise ConnectionError("provider down")  # it fails its attempt
+
+
+def test_a_yield_sends_no_statement_beyond_the_batchs_record(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    sent: dict[str, Counter[str]] = {}
+    for then in ("fail", "block"):
+        conn.execute("truncate jobs cascade")
+        crontick.enqueue_many(conn, [("t_wfwire.step_then", {"then": then})] * 20)
+        settings = settings_for(database_url, batch_size=20, concurrency=20, time_budget_seconds=1.0)
+        tick_once = partial(run_tick, settings=settings, now=db_now(conn), source="test")
+        result, names = traced(database_url, tick_once)
+        assert (result.jobs.yielded, result.jobs.retried) == ((20, 0) if then == "block" else (0, 20))
+        sent[then] = Counter(n for n in names if n != "job_steps_record")  # group commits vary with timing
+    assert sent["block"] == sent["fail"]  # twenty yields cost what twenty retries cost: the batch's one record

@@ -7,11 +7,14 @@ import os
 import socket
 import time
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 
-from crontick.errors import DatabaseUnavailable, DatabaseUrlError
+from crontick.db import queries
+from crontick.errors import CrontickError, DatabaseUnavailable, DatabaseUrlError
 
 CONNECT_TIMEOUT_SECONDS = 5
 # A connection idle longer than this is pinged before reuse: a warm serverless instance may
@@ -182,3 +185,24 @@ def shut_down(conn: psycopg.AsyncConnection[Any]) -> None:
             sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+
+
+@contextmanager
+def translated() -> Iterator[None]:
+    """psycopg's errors, as the tick's callers handle them."""
+    try:
+        yield
+    except psycopg.OperationalError as exc:
+        raise DatabaseUnavailable(exc) from exc
+    except (
+        psycopg.errors.InvalidSchemaName,
+        psycopg.errors.UndefinedTable,
+        psycopg.errors.UndefinedColumn,
+        psycopg.errors.UndefinedFunction,
+    ) as exc:
+        # UndefinedFunction: the probe and the claim are functions that `crontick migrate` creates;
+        # InvalidSchemaName: CRONTICK_SCHEMA names a schema no migrate has created in this database.
+        raise CrontickError(
+            f"the crontick tables are missing or out of date in schema {queries.current_schema()!r}: "
+            "run `crontick migrate` against DATABASE_URL (with the same CRONTICK_SCHEMA)"
+        ) from exc

@@ -13,7 +13,7 @@ from crontick import retry
 from crontick.jobs.job import Job, Outcome
 from crontick.text import TRACEBACK_MAX_CHARS, scrub, storable
 from crontick.workflows import steps
-from crontick.workflows.steps import Parked
+from crontick.workflows.parked import Parked
 
 # How soon a job of a type this process does not know is claimed again (by whichever process comes next).
 UNKNOWN_TYPE_RECHECK_SECONDS = 60.0
@@ -32,6 +32,12 @@ class Ended(NamedTuple):
     unknown_type: bool = False  # no handler for the job's type in this process (another deployment may know it)
     throttle: retry.Throttle | None = None  # the exception carried a provider's 429 or 503 (retry.throttle_of)
     parked: Parked | None = None  # durable steps: job.sleep or job.wait_for parked the job
+    # Workflows that outlive a tick: the tick's budget stopped the handler; a step declared with timeout_seconds did
+    # not fit what was left of it (started_late: it did not fit when this run began either); the steps this run recorded.
+    budget_stopped: bool = False
+    deferred: bool = False
+    started_late: bool = False
+    new_steps: int = 0
 
 
 SUCCEEDED = Ended()  # one value for every success: the common case builds nothing
@@ -59,6 +65,8 @@ def decide(job: Job, ended: Ended, finished: datetime, rand: float, policy: retr
         until = steps.until_of(finished, ended.parked.seconds)
         park = ended.parked.park(until)
         return Outcome(job.id, job.attempt, ended.parked.status, job.attempt - 1, until, None, True, None, park)
+    if yields(ended):  # pending, due at once, its attempt handed back and its recorded steps kept
+        return Outcome(job.id, job.attempt, "pending", job.attempt - 1, finished, yielded=True)
     if ended.unknown_type:
         waiting = _wait_for_a_process_that_knows(job, finished, rules)
         if waiting is not None:
@@ -80,6 +88,18 @@ def decide(job: Job, ended: Ended, finished: datetime, rand: float, policy: retr
             return _throttled(job, ended.error, wait, finished, rules)
         retry_after = wait if retry_after is None else retry_after  # past MAX_SNOOZES: a failed attempt
     return _failed(job, ended, finished, rand, policy, rules, retry_after)
+
+
+def yields(ended: Ended) -> bool:
+    """Whether a handler the budget stopped, or one whose next step did not fit what was left of it, yields.
+
+    It yields when this run recorded a step (progress: the next run resumes after it), or when its step did not
+    fit because the run began on the budget's tail (a later tick starts it sooner). Otherwise its attempt fails
+    as before: a handler that makes no progress in a whole budget would otherwise come back forever.
+    """
+    if ended.budget_stopped or ended.deferred:
+        return ended.new_steps > 0 or (ended.deferred and ended.started_late)
+    return False
 
 
 def _throttled(job: Job, error: str, wait: float, finished: datetime, rules: Rules) -> Outcome:

@@ -8,9 +8,8 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Literal, NamedTuple
 
-from crontick import tracing as _tracing
-from crontick.workflows import children as _children
-from crontick.workflows import steps as _steps
+from crontick import tracing
+from crontick.workflows import children, steps
 
 
 class Job(NamedTuple):
@@ -53,26 +52,40 @@ class Job(NamedTuple):
         usual. A name may be used once per run. A step whose `fn` finished but whose result was not yet
         recorded (a crash in between) runs again: pass `job.step_key(name)` to the provider.
         """
-        _children.check_cancel(self)  # crontick.Cancelled once crontick.cancel asked this job to stop
-        if _tracing.tracer() is None:
-            return _steps.step(self, name, fn, args, kwargs)
+        children.check_cancel(self)  # crontick.Cancelled once crontick.cancel asked this job to stop
+        if tracing.tracer() is None:
+            return steps.step(self, name, fn, args, kwargs)
         from crontick.jobs.job_spans import around_step
 
-        return around_step("step", self, name, lambda: _steps.step(self, name, fn, args, kwargs))
+        return around_step("step", self, name, lambda: steps.step(self, name, fn, args, kwargs))
+
+    def map(self, name: str, fn: Callable[[Any], Any], items: Iterable[Any], /, *, concurrency: int = 1) -> Any:
+        """Call `fn(item)` for each item, each a step of its own recorded as `name[i]`, and return the results in
+        the items' order (awaited in an `async def` handler). A later run (a retry, a rescue, a yield) resumes at
+        the first unrecorded item. Up to `concurrency` items run at once (1 to 100). `fn` may declare its policy
+        with @crontick.step, as a step's function does."""
+        from crontick.workflows import mapping
+
+        return mapping.map_items(self, name, fn, items, concurrency)
+
+    def time_left(self) -> float:
+        """Seconds left to this run: to its handler's timeout_seconds, else to the end of the tick's budget (0 once
+        the budget has stopped it). For a handler that decides for itself whether to start more work."""
+        return steps.time_left(self)
 
     def step_key(self, name: str) -> str:
         """A key for step `name` of this job, the same on every attempt: a provider call's idempotency key."""
-        return _steps.step_key(self, name)
+        return steps.step_key(self, name)
 
     def sleep(self, name: str, seconds: float) -> Any:
         """Park the job as pending for `seconds`, spending no attempt and holding no lease; the handler runs again
         then, and this call returns None (awaited in an `async def` handler)."""
-        _children.check_cancel(self)
-        if _tracing.tracer() is None:
-            return _steps.sleep(self, name, seconds)
+        children.check_cancel(self)
+        if tracing.tracer() is None:
+            return steps.sleep(self, name, seconds)
         from crontick.jobs.job_spans import around_step
 
-        return around_step("sleep", self, name, lambda: _steps.sleep(self, name, seconds))
+        return around_step("sleep", self, name, lambda: steps.sleep(self, name, seconds))
 
     def wait_for(
         self, name: str, event_key: str, *, timeout_seconds: float, since: datetime | Literal["job"] | None = "job"
@@ -86,26 +99,26 @@ class Job(NamedTuple):
         compared with the database's clock when the signal's transaction began) for a later bound, such as
         when you asked; None for any kept signal. A signal sent while the job waits always wakes it.
         """
-        _children.check_cancel(self)
-        if _tracing.tracer() is None:
-            return _steps.wait_for(self, name, event_key, timeout_seconds, since)
+        children.check_cancel(self)
+        if tracing.tracer() is None:
+            return steps.wait_for(self, name, event_key, timeout_seconds, since)
         from crontick.jobs.job_spans import around_step
 
-        return around_step("wait", self, name, lambda: _steps.wait_for(self, name, event_key, timeout_seconds, since))
+        return around_step("wait", self, name, lambda: steps.wait_for(self, name, event_key, timeout_seconds, since))
 
     # Child jobs (issue 36): crontick.workflows.children does the work.
     def spawn(self, name: str, type: str, payloads: Iterable[Any], **enqueue_options: Any) -> Any:
         """Enqueue one job of `type` per payload, once (recorded as step `name`: a retry spawns nothing again), and
         return their ids (awaited in an `async def` handler). Options: run_after, max_attempts, priority, group_key."""
-        _children.check_cancel(self)
-        return _children.spawn(self, name, type, payloads, enqueue_options)
+        children.check_cancel(self)
+        return children.spawn(self, name, type, payloads, enqueue_options)
 
     def join(self, name: str, ids: Sequence[int], *, timeout_seconds: float) -> Any:
         """Park the job `waiting` until every job of `ids` (its children) has ended, then return
         `[{"id", "status", "result"}...]` in the ids' order (awaited in an `async def` handler). `result` is the
         child handler's return value, or None. After `timeout_seconds` of waiting, the children as they are."""
-        _children.check_cancel(self)
-        return _children.join(self, name, ids, timeout_seconds)
+        children.check_cancel(self)
+        return children.join(self, name, ids, timeout_seconds)
 
 
 class Outcome(NamedTuple):
@@ -126,6 +139,8 @@ class Outcome(NamedTuple):
     traceback: str | None = None  # a failed attempt's, scrubbed and bounded (crontick.text.traceback_of)
     # Durable steps: the job.sleep or job.wait_for that parked it (crontick.workflows.steps.Parked.park).
     park: list[Any] | None = None
+    # Workflows that outlive a tick: the job yielded (pending, due at once, its attempt handed back; jobs.yielded).
+    yielded: bool = False
 
 
 class UndecodablePayload(NamedTuple):

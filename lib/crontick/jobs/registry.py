@@ -68,7 +68,9 @@ def handler(
     """Register `func(payload, job)` (def or async def) as the handler for jobs of `type`.
 
     `retry` overrides the default 1/5/30-minute schedule for this type; `timeout_seconds`
-    caps one attempt (it is always also capped by what is left of the tick's budget).
+    caps one attempt and is a promise: a job is started only when what is left of the tick's
+    budget covers it (else it goes back, its attempt not counted, for a later tick), and a
+    timeout above the whole budget is a ConfigError at start-up (check_budget).
     `priority` is what `crontick.enqueue` gives a job of this type when the call names none
     (smaller is claimed first); `group_concurrency` is how many jobs of one `group_key` may run at
     once (default 1: one at a time, in enqueue order); `rate_limit` names a limit declared with
@@ -76,26 +78,7 @@ def handler(
     what a job of this type gets when its enqueue names none (else 4); a job's own wins.
     """
     _load_builtins()
-    if not type or not isinstance(type, str):
-        raise ConfigError(f"@crontick.handler: expected a non-empty job type string, got: {type!r}")
-    if problem := type_problem(type):
-        raise ConfigError(f"@crontick.handler: {problem}")
-    if isinstance(priority, bool) or not isinstance(priority, int) or not -(2**31) <= priority < 2**31:
-        raise ConfigError(f"@crontick.handler({type!r}): expected priority as a 32-bit integer, got {priority!r}")
-    if (
-        isinstance(group_concurrency, bool)
-        or not isinstance(group_concurrency, int)
-        or not 1 <= group_concurrency <= GROUP_CONCURRENCY_MAX
-    ):
-        raise ConfigError(
-            f"@crontick.handler({type!r}): expected group_concurrency as an integer from 1 to"
-            f" {GROUP_CONCURRENCY_MAX}, got {group_concurrency!r}"
-        )
-    if rate_limit is not None and (not isinstance(rate_limit, str) or not rate_limit):
-        raise ConfigError(f"@crontick.handler({type!r}): expected rate_limit as a limit's name, got {rate_limit!r}")
-    if problem := text_problem("rate_limit as a limit's name", rate_limit):  # every tick's claim carries it
-        raise ConfigError(f"@crontick.handler({type!r}): {problem}")
-    check_max_attempts(f"@crontick.handler({type!r})", max_attempts)
+    _check_options(type, priority, group_concurrency, timeout_seconds, rate_limit, max_attempts)
 
     def register(func: HandlerFunc) -> HandlerFunc:
         existing = _registry.get(type)
@@ -118,6 +101,65 @@ def handler(
         return func
 
     return register
+
+
+def _check_options(
+    type: str,
+    priority: int,
+    group_concurrency: int,
+    timeout_seconds: float | None,
+    rate_limit: str | None,
+    max_attempts: int | None,
+) -> None:
+    """@crontick.handler's arguments, each refused with a one-line ConfigError naming the type."""
+    if not type or not isinstance(type, str):
+        raise ConfigError(f"@crontick.handler: expected a non-empty job type string, got: {type!r}")
+    if problem := type_problem(type):
+        raise ConfigError(f"@crontick.handler: {problem}")
+    if isinstance(priority, bool) or not isinstance(priority, int) or not -(2**31) <= priority < 2**31:
+        raise ConfigError(f"@crontick.handler({type!r}): expected priority as a 32-bit integer, got {priority!r}")
+    if (
+        isinstance(group_concurrency, bool)
+        or not isinstance(group_concurrency, int)
+        or not 1 <= group_concurrency <= GROUP_CONCURRENCY_MAX
+    ):
+        raise ConfigError(
+            f"@crontick.handler({type!r}): expected group_concurrency as an integer from 1 to"
+            f" {GROUP_CONCURRENCY_MAX}, got {group_concurrency!r}"
+        )
+    if timeout_seconds is not None and (
+        isinstance(timeout_seconds, bool) or not isinstance(timeout_seconds, (int, float)) or not timeout_seconds > 0
+    ):
+        raise ConfigError(
+            f"@crontick.handler({type!r}): expected timeout_seconds as a number of seconds above 0, got {timeout_seconds!r}"
+        )
+    if rate_limit is not None and (not isinstance(rate_limit, str) or not rate_limit):
+        raise ConfigError(f"@crontick.handler({type!r}): expected rate_limit as a limit's name, got {rate_limit!r}")
+    if problem := text_problem("rate_limit as a limit's name", rate_limit):  # every tick's claim carries it
+        raise ConfigError(f"@crontick.handler({type!r}): {problem}")
+    check_max_attempts(f"@crontick.handler({type!r})", max_attempts)
+
+
+def check_budget(budget_seconds: float) -> None:
+    """At start-up: a ConfigError naming each handler whose timeout_seconds exceeds the tick's whole budget.
+
+    Such a job could never start (a job starts only when what is left of the budget covers its timeout).
+    """
+    over = sorted(
+        h.type for h in _registry.values() if h.timeout_seconds is not None and h.timeout_seconds > budget_seconds
+    )
+    if over:
+        declared = ", ".join(f"{t} ({_registry[t].timeout_seconds:g} s)" for t in over)
+        raise ConfigError(
+            f"@crontick.handler timeout_seconds: expected at most CRONTICK_TIME_BUDGET_SECONDS ({budget_seconds:g} s), "
+            f"got {declared}: a job starts only when what is left of a tick's budget covers its timeout, so these "
+            "would never start; lower the timeout or raise the budget"
+        )
+
+
+def unregister(type: str) -> None:
+    """Forget the handler of `type` (tests that declare one for a while)."""
+    _registry.pop(type, None)
 
 
 def get(type: str) -> Handler | None:

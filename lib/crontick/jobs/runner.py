@@ -17,18 +17,17 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from crontick import logs, tracing
-from crontick import retry as backoff
+from crontick import logs, retry, tracing
 from crontick.errors import PermanentError, RetryableError, Snooze
-from crontick.jobs import builtin, decision
-from crontick.jobs import registry as handlers
+from crontick.jobs import builtin, decision, registry
 from crontick.jobs.decision import SUCCEEDED, Ended
 from crontick.jobs.job import Job, Outcome, UndecodablePayload
 from crontick.jobs.registry import Handler
 from crontick.settings import Settings
 from crontick.text import describe, traceback_of
 from crontick.workflows import children, steps
-from crontick.workflows.steps import Parked
+from crontick.workflows.budget import Deferred
+from crontick.workflows.parked import Parked
 
 if TYPE_CHECKING:
     from crontick.jobs.job_spans import BatchSpans
@@ -72,7 +71,9 @@ async def run_batch(
     # Each worker task (and each thread hop it makes) copies this context when it starts: every handler
     # of the batch, however it runs, sees the batch's Settings.
     token = builtin.SETTINGS.set(settings)
-    step_batch = steps.begin(conn, jobs) if conn is not None else None  # durable steps: sends nothing until one is used
+    # Durable steps: sends nothing until one is used; also what job.time_left reads and what a cut handler's steps check.
+    step_batch = steps.begin(conn, jobs, clock, deadline, settings.time_budget_seconds) if conn is not None else None
+    batch.steps = step_batch
     try:
         if workers == 1:
             await batch.worker()
@@ -110,6 +111,20 @@ class _Batch:
         self.pending = _Pending(jobs)
         self.outcomes: dict[int, Outcome] = {}
         self.spans: BatchSpans | None = None
+        self.steps: steps.StepBatch | None = None
+
+    def fits(self, job: Job) -> bool:
+        """No start on the budget's tail: a handler's timeout_seconds is a promise, so its job starts only when what
+        is left of the budget covers it; one that does not fit is released (pending, its attempt not counted)."""
+        entry = registry.get(job.type)
+        return entry is None or entry.timeout_seconds is None or self.clock() + entry.timeout_seconds <= self.deadline
+
+    def started(self, job: Job, began: float) -> None:
+        """A job's run begins: what job.time_left counts down to (its timeout's end, else the budget's)."""
+        if self.steps is not None:
+            entry = registry.get(job.type)
+            limit = None if entry is None else entry.timeout_seconds
+            self.steps.budget.started(job, self.deadline if limit is None else min(self.deadline, began + limit))
 
     def finish(self, index: int, job: Job, ended: Ended) -> None:
         """Record how the job at `index` ended: decided here, with the time it ended (on the tick's clock)."""
@@ -117,8 +132,8 @@ class _Batch:
             self.outcomes[index] = decision.succeeded(job)
             return
         finished = self.now + timedelta(seconds=self.clock() - self.now_at)
-        entry = handlers.get(job.type)
-        policy = entry.retry if entry else backoff.DEFAULT_POLICY
+        entry = registry.get(job.type)
+        policy = entry.retry if entry else retry.DEFAULT_POLICY
         rules = decision.Rules(
             self.settings.secrets, self.settings.unknown_type_grace_seconds, f"{socket.gethostname()} pid {os.getpid()}"
         )
@@ -133,11 +148,14 @@ class _Batch:
             async with asyncio.timeout_at(self.budget_end):
                 while clock() < deadline and (item := pending.take()) is not None:
                     index, job = item
+                    if not self.fits(job):  # released by outcomes_in_order: a later tick starts it
+                        continue
                     if _in_thread_run(job):
-                        running = run = _ThreadRun(pending, self.finish, clock, deadline, self.spans)
+                        running = run = _ThreadRun(pending, self.finish, clock, deadline, self.spans, self.started)
                         await asyncio.to_thread(run.run, index, job)
                     else:
                         running = (index, job, clock())
+                        self.started(job, running[2])
                         spans = self.spans
                         attempt = (
                             _attempt(job, clock) if spans is None else spans.run(job, partial(_attempt, job, clock))
@@ -148,8 +166,10 @@ class _Batch:
             stopped = running.stop() if isinstance(running, _ThreadRun) else running
             if stopped is not None:  # the budget ran out inside this handler
                 index, job, began = stopped
+                # Its steps from here on raise (a def handler's thread runs on); with a step recorded in this run it yields.
+                new_steps = self.steps.budget.stop(job) if self.steps is not None else 0
                 text = f"TimeoutError: job {job.id} ({job.type}) was stopped after {clock() - began:.1f} s (the tick's time budget)"
-                self.finish(index, job, Ended(text))
+                self.finish(index, job, Ended(text, budget_stopped=True, new_steps=new_steps))
 
     def outcomes_in_order(self) -> list[Outcome]:
         """One outcome per job: whatever no worker reached before the deadline goes back, its attempt not counted."""
@@ -185,7 +205,7 @@ def _in_thread_run(job: Job) -> bool:
 
     One with a timeout_seconds keeps a hop of its own, so that the timeout can stop waiting for it.
     """
-    entry = handlers.get(job.type)
+    entry = registry.get(job.type)
     return entry is not None and not entry.is_async and entry.timeout_seconds is None
 
 
@@ -208,9 +228,10 @@ class _ThreadRun:
         clock: Callable[[], float],
         deadline: float,
         spans: BatchSpans | None = None,
+        started: Callable[[Job, float], None] | None = None,
     ) -> None:
         self.pending, self.finish, self.clock, self.deadline = pending, finish, clock, deadline
-        self.spans = spans
+        self.spans, self.started = spans, started
         self.lock = threading.Lock()
         self.current: Running | None = None
         self.stopped = False
@@ -224,6 +245,8 @@ class _ThreadRun:
                 if self.halted():
                     return
                 self.current = (index, job, self.clock())
+                if self.started is not None:
+                    self.started(job, self.current[2])
             ended = _attempt_in_thread(job, self.clock, self.spans)
             with self.lock:
                 if self.halted():  # the budget ran out meanwhile: the timeout recorded for it stands
@@ -245,7 +268,7 @@ class _ThreadRun:
 
 async def _attempt(job: Job, clock: Callable[[], float], trace_id: str | None = None) -> Ended:
     """Run one handler and say how it ended. `trace_id`: its span's (job_spans.BatchSpans.run), for its log lines."""
-    entry = handlers.get(job.type)
+    entry = registry.get(job.type)
     if entry is None:
         return Ended(_unknown_type(job), True, unknown_type=True)
     if isinstance(job.payload, UndecodablePayload):
@@ -269,7 +292,7 @@ async def _attempt(job: Job, clock: Callable[[], float], trace_id: str | None = 
         return Ended(
             f"TimeoutError: job {job.id} ({job.type}) was stopped after {entry.timeout_seconds:.1f} s (its handler's timeout_seconds)"
         )
-    except (Exception, SystemExit, Parked) as exc:  # noqa: BLE001 - any failure, even sys.exit() in a handler, is recorded and retried
+    except (Exception, SystemExit, Parked, Deferred) as exc:  # noqa: BLE001 - any failure, even sys.exit() in a handler, is recorded and retried
         return _ended(exc)
     finally:
         if clock() - began > SLOW_JOB_SECONDS:
@@ -280,7 +303,7 @@ async def _attempt(job: Job, clock: Callable[[], float], trace_id: str | None = 
 
 def _attempt_in_thread(job: Job, clock: Callable[[], float], spans: BatchSpans | None = None) -> Ended:
     """_attempt for a sync handler in a _ThreadRun (which only takes jobs whose handler exists)."""
-    entry = handlers.get(job.type)
+    entry = registry.get(job.type)
     assert entry is not None
     # Each job in its own copy of the context, as a hop per job would give it, naming the job to its log lines.
     context = contextvars.copy_context()
@@ -298,7 +321,7 @@ def _run_in_context(
         value = context.run(entry.func, job.payload, job)
         if value is not None:  # as in _attempt
             context.run(children.keep_result, job, value)
-    except (Exception, SystemExit, Parked) as exc:  # noqa: BLE001 - as in _attempt
+    except (Exception, SystemExit, Parked, Deferred) as exc:  # noqa: BLE001 - as in _attempt
         return _ended(exc)
     finally:
         if clock() - began > SLOW_JOB_SECONDS:
@@ -312,6 +335,8 @@ def _ended(exc: BaseException) -> Ended:
         return Ended(snooze_seconds=exc.seconds)
     if isinstance(exc, Parked):
         return Ended(parked=exc)
+    if isinstance(exc, Deferred):  # a step that does not fit what is left of the budget
+        return Ended(str(exc), new_steps=exc.new_steps, deferred=True, started_late=exc.started_late)
     trace = traceback_of(exc)
     if isinstance(exc, PermanentError):
         return Ended(_describe(exc), True, traceback=trace)
@@ -319,7 +344,7 @@ def _ended(exc: BaseException) -> Ended:
         return Ended(_describe(exc), retry_after_seconds=exc.retry_after_seconds, traceback=trace)
     # An exception carrying a provider's 429 or 503 (httpx, the OpenAI and Anthropic SDKs): with a
     # Retry-After, crontick.jobs.decision snoozes the job for it; without one it is an ordinary failure.
-    return Ended(_describe(exc), traceback=trace, throttle=backoff.throttle_of(exc))
+    return Ended(_describe(exc), traceback=trace, throttle=retry.throttle_of(exc))
 
 
 def _note_slow(job: Job, seconds: float) -> None:
@@ -333,8 +358,8 @@ async def _call(entry: Handler, job: Job) -> Any:
 
 
 def _unknown_type(job: Job) -> str:
-    modules = ", ".join(handlers.loaded_modules()) or "none (set CRONTICK_HANDLERS)"
-    known = ", ".join(handlers.registered_types())
+    modules = ", ".join(registry.loaded_modules()) or "none (set CRONTICK_HANDLERS)"
+    known = ", ".join(registry.registered_types())
     return (
         f"UnknownJobType: job {job.id} has type {job.type!r}, which no handler is registered for "
         f"(handler modules loaded: {modules}; registered types: {known})"

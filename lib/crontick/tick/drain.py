@@ -11,10 +11,11 @@ from typing import Any, NamedTuple
 
 import psycopg
 
+from crontick.db.connection import translated
 from crontick.db.cutoff import cutoff_of
 from crontick.settings import Settings
 from crontick.tick.claim import Claim
-from crontick.tick.pipeline import TickResult, Worked, complete, finish, record_statement, translated, work
+from crontick.tick.pipeline import TickResult, Worked, complete, finish, record_statement, work
 from crontick.tick.record import Statement, fetch_row, read_recorded
 
 # How often reminders are looked at again between batches of jobs.

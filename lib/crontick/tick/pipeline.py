@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 import psycopg
 
-from crontick import db, logs
-from crontick.errors import CrontickError, DatabaseUnavailable
+from crontick import logs
+from crontick.db.connection import translated
 from crontick.jobs.job import Outcome
 from crontick.reminders.window import ReminderCounts
 from crontick.schedules.registry import ScheduleCounts
@@ -38,6 +37,7 @@ class JobCounts:
     released: int = 0  # claimed but not started before the budget ran out; pending again
     fenced: int = 0  # outcomes not written because another tick had taken the job over
     snoozed: int = 0  # handlers that raised crontick.Snooze, or parked in job.sleep / job.wait_for: attempt not counted
+    yielded: int = 0  # workflows the budget stopped after progress: pending, due at once, attempt not counted
 
 
 @dataclass(frozen=True)
@@ -338,6 +338,7 @@ async def complete(
         released=recorded.released,
         fenced=recorded.fenced,
         snoozed=recorded.snoozed,
+        yielded=sum(1 for o in worked.outcomes if o.yielded and o.job_id in recorded.written),
     )
     more, next_due_at = _pending(tick, worked, recorded, job_counts)
     tick.more, tick.next_due_at = more, next_due_at  # the tick's answer, for the duties after the record (wake-ups)
@@ -356,7 +357,12 @@ async def complete(
 def _pending(tick: Tick, worked: Worked, recorded: Recorded, job_counts: JobCounts) -> tuple[bool, datetime | None]:
     """Whether the tick left work due now (`more`), and when work is next due."""
     found = worked.found
-    left = worked.counts.get("reminders", ReminderCounts()).more or tick.out_of_time or job_counts.released > 0
+    left = (
+        worked.counts.get("reminders", ReminderCounts()).more
+        or tick.out_of_time
+        or job_counts.released > 0
+        or job_counts.yielded > 0
+    )
     more = recorded.jobs_due or left
     next_job_at = recorded.next_job_at
     if found.throttled_until is not None and len(tick.jobs) < tick.settings.batch_size:
@@ -370,27 +376,6 @@ def _pending(tick: Tick, worked: Worked, recorded: Recorded, job_counts: JobCoun
         found.now if more else min((t for t in (next_job_at, worked.next_other_at) if t is not None), default=None)
     )
     return more, next_due_at
-
-
-@contextmanager
-def translated() -> Iterator[None]:
-    """psycopg's errors, as the tick's callers handle them."""
-    try:
-        yield
-    except psycopg.OperationalError as exc:
-        raise DatabaseUnavailable(exc) from exc
-    except (
-        psycopg.errors.InvalidSchemaName,
-        psycopg.errors.UndefinedTable,
-        psycopg.errors.UndefinedColumn,
-        psycopg.errors.UndefinedFunction,
-    ) as exc:
-        # UndefinedFunction: the probe and the claim are functions that `crontick migrate` creates;
-        # InvalidSchemaName: CRONTICK_SCHEMA names a schema no migrate has created in this database.
-        raise CrontickError(
-            f"the crontick tables are missing or out of date in schema {db.current_schema()!r}: "
-            "run `crontick migrate` against DATABASE_URL (with the same CRONTICK_SCHEMA)"
-        ) from exc
 
 
 def _done(result: TickResult, source: str, run: dict[str, str]) -> TickResult:

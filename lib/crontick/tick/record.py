@@ -105,6 +105,7 @@ def outcomes_statement(
                     o.snoozed,
                     o.traceback,
                     o.park,  # durable steps: the sleep or wait that parked the job (crontick.workflows)
+                    o.yielded,  # a workflow that yielded to a later tick (crontick.jobs.decision.yields)
                 ]
             )
     params: dict[str, Any] = {

@@ -30,7 +30,7 @@ from crontick import logs
 from crontick.db import query
 from crontick.errors import Cancelled, StepError, StepFenced
 from crontick.text import json_problem, text_problem, type_problem
-from crontick.workflows import steps
+from crontick.workflows import calls, steps
 from crontick.workflows.steps import StepBatch
 
 if TYPE_CHECKING:
@@ -63,12 +63,14 @@ def check_cancel(job: Job) -> None:
     batch = steps._BATCH.get()
     if batch is None:
         return  # outside a tick: the step itself says so
+    if batch.budget.time_left(job) <= 0:
+        return  # the budget stopped it (its thread may run on past the batch): the step itself refuses
     watch = _WATCHES.get(batch)
     if watch is None:
         watch = _WATCHES[batch] = _Watch()
     if not watch.reading and time.monotonic() - watch.read_at >= CANCEL_CHECK_SECONDS:
         watch.reading = True
-        if steps._on_loop():
+        if steps.on_loop():
             batch.loop.create_task(_read(batch, watch))
         else:
             batch.blocking(_read(batch, watch))
@@ -91,7 +93,7 @@ def spawn(job: Job, name: str, type: str, payloads: Iterable[Any], options: dict
     batch = steps._batch(job, "job.spawn")
     batch.use_name(job, name, "job.spawn")
     params = _spawn_params(job, name, type, list(payloads), options)
-    if steps._on_loop():
+    if steps.on_loop():
         return _spawn(batch, job, name, params)
     return batch.blocking(_spawn(batch, job, name, params))
 
@@ -157,7 +159,7 @@ def join(job: Job, name: str, ids: Sequence[int], timeout_seconds: float) -> Any
     """job.join: [{"id", "status", "result"}...] in the ids' order once every child has ended (awaitable in an
     async handler); parks the job until then."""
     ids = _ids(job, name, ids)
-    if steps._on_loop():
+    if steps.on_loop():
         return _join(job, name, ids, timeout_seconds)
     batch = steps._batch(job, "job.join")
     recorded = batch.blocking(batch.recorded(job)).get(name)
@@ -211,13 +213,13 @@ def keep_result(job: Job, value: Any) -> Any:
     never fails a job (handlers written before results existed return whatever they like)."""
     batch = steps._BATCH.get()
     if batch is None:
-        return _nothing() if steps._on_loop() else None
+        return _nothing() if steps.on_loop() else None
     try:
-        text = steps._encoded(job, RESULT_STEP, value)
+        text = calls.encoded(job, RESULT_STEP, value)
     except StepError as exc:
         logs.warning("job_result_not_kept", job_id=job.id, type=job.type, error=str(exc)[:300])
-        return _nothing() if steps._on_loop() else None
-    if steps._on_loop():
+        return _nothing() if steps.on_loop() else None
+    if steps.on_loop():
         return batch.record(job, RESULT_STEP, text)
     return batch.blocking(batch.record(job, RESULT_STEP, text))
 

@@ -24,11 +24,12 @@ job.step_key gives the provider a key to drop that duplicate.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
-import inspect
 import json
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+import time
+from collections.abc import Callable, Coroutine, Sequence
 from contextvars import ContextVar, Token
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple, Protocol
@@ -39,11 +40,12 @@ from psycopg.types.json import Json
 from crontick.db import query
 from crontick.errors import CrontickError, StepError, StepFenced
 from crontick.logs import RunningJob
-from crontick.text import fit_key, json_problem, text_problem
+from crontick.text import fit_key, text_problem
+from crontick.workflows import calls
+from crontick.workflows.budget import RunBudget
+from crontick.workflows.calls import STEP_RESULT_MAX_BYTES as STEP_RESULT_MAX_BYTES  # its documented name
+from crontick.workflows.parked import Parked as Parked  # its name for crontick.jobs and the tests
 
-# The most a step's result may take as JSON text (UTF-8 bytes). Keep big things (documents,
-# audio) in your own storage and return their key.
-STEP_RESULT_MAX_BYTES = 64 * 1024
 STEP_NAME_MAX_CHARS = 200
 # The longest one job.sleep or one job.wait_for may park a job.
 MAX_PARK_SECONDS = 365 * 86400
@@ -70,32 +72,6 @@ class Recorded(NamedTuple):
     result: str | None  # JSON text
 
 
-class Parked(BaseException):
-    """Raised out of a handler by job.sleep and job.wait_for; the runner parks the job (crontick.jobs.runner).
-
-    A BaseException, like asyncio.CancelledError: a handler's `except Exception` must not swallow it.
-    """
-
-    def __init__(
-        self, name: str, kind: str, seconds: float, event_key: str | None = None, since: datetime | None = None
-    ) -> None:
-        super().__init__(f"{kind} {name!r} for {seconds:g} s")
-        self.name, self.kind, self.seconds, self.event_key, self.since = name, kind, seconds, event_key, since
-
-    @property
-    def status(self) -> str:
-        """The job's status while parked: a sleep is pending (due later), a wait is waiting."""
-        return "pending" if self.kind == "sleep" else "waiting"
-
-    def park(self, until: datetime) -> list[Any]:
-        """The record statement's park element: [name, kind, event_key, step status, result, wait_until, since]
-        (since: the oldest kept signal a wait takes; null: any)."""
-        if self.kind == "sleep":
-            return [self.name, "sleep", None, "done", {"until": until.isoformat()}, None, None]
-        since = None if self.since is None else self.since.isoformat()
-        return [self.name, "wait", self.event_key, "waiting", None, until.isoformat(), since]
-
-
 def step_key(job: StepJob, name: str) -> str:
     """A key for step `name` of `job`, the same on every attempt, for a provider's idempotency key.
 
@@ -109,16 +85,34 @@ def step_key(job: StepJob, name: str) -> str:
     return f"crontick-{job.id}-{digest}"
 
 
+# A step write's waiter: the loop's future (an async handler) or a plain one (a sync handler's thread).
+Done = asyncio.Future[bool] | concurrent.futures.Future[bool]
+
 _BATCH: ContextVar[StepBatch | None] = ContextVar("crontick_step_batch", default=None)
 
 
-def begin(conn: psycopg.AsyncConnection[Any], jobs: Sequence[StepJob]) -> Token[StepBatch | None]:
-    """The runner, before a batch runs: its handlers' steps use `conn` (the tick's). Reset the token after."""
-    return _BATCH.set(StepBatch(conn, jobs))
+def begin(
+    conn: psycopg.AsyncConnection[Any],
+    jobs: Sequence[StepJob],
+    clock: Callable[[], float] = time.monotonic,
+    deadline: float = float("inf"),
+    budget_seconds: float = float("inf"),
+) -> StepBatch:
+    """The runner, before a batch runs: its handlers' steps use `conn` (the tick's), and the budget ends at
+    `deadline` (a `clock()` time) of a whole `budget_seconds`. Pass the batch to end() after."""
+    batch = StepBatch(conn, jobs, clock, deadline, budget_seconds)
+    batch.token = _BATCH.set(batch)
+    return batch
 
 
-def end(token: Token[StepBatch | None]) -> None:
-    _BATCH.reset(token)
+def end(batch: StepBatch) -> None:
+    if batch.token is not None:
+        _BATCH.reset(batch.token)
+
+
+def time_left(job: StepJob) -> float:
+    """job.time_left: seconds left to this run (its timeout's end, else the budget's); 0 once the budget stopped it."""
+    return _batch(job, "job.time_left").budget.time_left(job)
 
 
 def step(job: StepJob, name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -127,7 +121,7 @@ def step(job: StepJob, name: str, fn: Callable[..., Any], args: tuple[Any, ...],
     if not callable(fn):
         raise StepError(f"job {job.id} ({job.type}) step {name!r}: expected a function to call, got {fn!r}")
     batch.use_name(job, name)
-    if _on_loop():
+    if on_loop():
         return batch.step(job, name, fn, args, kwargs)
     return batch.step_in_thread(job, name, fn, args, kwargs)
 
@@ -169,7 +163,7 @@ def _park(job: StepJob, parked: Parked) -> Any:
     what = f"job.{'sleep' if parked.kind == 'sleep' else 'wait_for'}"
     batch = _batch(job, what)
     batch.use_name(job, parked.name, what)
-    if _on_loop():
+    if on_loop():
         return batch.resume(job, parked)
     return batch.blocking(batch.resume(job, parked))
 
@@ -178,15 +172,24 @@ class StepBatch:
     """The steps of one batch's jobs: what each has recorded (loaded on first use), the names each run used,
     and the writes waiting for the next group commit."""
 
-    def __init__(self, conn: psycopg.AsyncConnection[Any], jobs: Sequence[StepJob]) -> None:
+    def __init__(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        jobs: Sequence[StepJob],
+        clock: Callable[[], float] = time.monotonic,
+        deadline: float = float("inf"),
+        budget_seconds: float = float("inf"),
+    ) -> None:
         self.conn = conn
         self.jobs = jobs
+        self.token: Token[StepBatch | None] | None = None
+        self.budget = RunBudget(clock, deadline, budget_seconds)  # job.time_left, yields, cut handlers
         self.loop = asyncio.get_running_loop()
         self._lock = threading.Lock()  # sync handlers' threads add names; the rest happens on the loop
         self._names: dict[int, set[str]] = {}
         self._recorded: dict[int, dict[str, Recorded]] = {}
         self._loads: dict[str, asyncio.Task[dict[int, dict[str, Recorded]]]] = {}
-        self._queue: list[tuple[int, int, str, str, asyncio.Future[bool]]] = []
+        self._queue: list[tuple[int, int, str, str, Done]] = []
         self._flusher: asyncio.Task[None] | None = None
 
     def use_name(self, job: StepJob, name: str, what: str = "job.step") -> None:
@@ -209,13 +212,12 @@ class StepBatch:
         self, job: StepJob, name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         """In an async handler: the recorded result, else fn's (awaited when it is async), recorded."""
-        hit = (await self.recorded(job)).get(name)
+        recorded = await self.recorded(job)
+        hit = recorded.get(name)
         if hit is not None:
             return _replayed(job, name, hit)
-        value = fn(*args, **kwargs)
-        if inspect.isawaitable(value):
-            value = await value
-        text = _encoded(job, name, value)
+        value = await calls.call(self, job, name, fn, args, kwargs, recorded)
+        text = calls.encoded(job, name, value)
         await self.record(job, name, text)
         return json.loads(text)  # as a later run gets it (a tuple comes back a list either way)
 
@@ -224,14 +226,19 @@ class StepBatch:
     ) -> Any:
         """In a sync handler's thread: as step(), fn called in this thread (an async fn on the tick's loop), the
         database reached through the loop."""
-        hit = self.blocking(self.recorded(job)).get(name)
+        self.budget.check_running(job, name)
+        # Loaded once per job: later steps read it here, without a hop to the loop (a def workflow's steps then
+        # wait on the loop only for their record).
+        recorded = self._recorded.get(job.id)
+        if recorded is None:
+            recorded = self.blocking(self.recorded(job))
+        hit = recorded.get(name)
         if hit is not None:
             return _replayed(job, name, hit)
-        value = fn(*args, **kwargs)
-        if inspect.isawaitable(value):
-            value = self.blocking(_awaited(value))
-        text = _encoded(job, name, value)
-        self.blocking(self.record(job, name, text))
+        value = calls.call_in_thread(self, job, name, fn, args, kwargs, recorded)
+        text = calls.encoded(job, name, value)
+        self.budget.check_running(job, name)  # stopped while fn ran: its result is not recorded
+        self.record_in_thread(job, name, text)
         return json.loads(text)
 
     async def resume(self, job: StepJob, parked: Parked) -> Any:
@@ -271,14 +278,21 @@ class StepBatch:
     async def record(self, job: StepJob, name: str, text: str) -> None:
         """Write one finished step, in the next group commit, and return once it is committed."""
         done: asyncio.Future[bool] = self.loop.create_future()
-        self._queue.append((job.id, job.attempt, name, text, done))
+        self._enqueue(job.id, job.attempt, name, text, done)
+        _written_or_fenced(await asyncio.shield(done), job, name)
+
+    def record_in_thread(self, job: StepJob, name: str, text: str) -> None:
+        """record() from a sync handler's thread: one callback on the loop queues the write (no task, no coroutine),
+        and the thread waits on a plain future, which the group commit sets as it sets the loop's."""
+        done: concurrent.futures.Future[bool] = concurrent.futures.Future()
+        self.loop.call_soon_threadsafe(self._enqueue, job.id, job.attempt, name, text, done)
+        _written_or_fenced(done.result(), job, name)
+
+    def _enqueue(self, job_id: int, attempt: int, name: str, text: str, done: Done) -> None:
+        """On the loop: queue one write for the next group commit, starting the flusher when none runs."""
+        self._queue.append((job_id, attempt, name, text, done))
         if self._flusher is None or self._flusher.done():
             self._flusher = self.loop.create_task(self._flush())
-        if not await asyncio.shield(done):
-            raise StepFenced(
-                f"job {job.id} ({job.type}) step {name!r}: expected the job still running attempt {job.attempt} to "
-                "record the step, got it taken over (its lease ended and another tick rescued it); not recorded"
-            )
 
     async def _flush(self) -> None:
         """Send what has queued, then what queued meanwhile, until nothing is left: one statement per round."""
@@ -293,9 +307,19 @@ class StepBatch:
                     if not done.done():
                         done.set_exception(exc)
                 continue
+            # Counted here, not by the caller: a handler the budget cancels meanwhile made progress too.
+            self.budget.recorded(job_id for job_id, _ in written)
             for job_id, _, name, _, done in batch:
                 if not done.done():
                     done.set_result((job_id, name) in written)
+
+
+def _written_or_fenced(written: bool, job: StepJob, name: str) -> None:
+    if not written:
+        raise StepFenced(
+            f"job {job.id} ({job.type}) step {name!r}: expected the job still running attempt {job.attempt} to "
+            "record the step, got it taken over (its lease ended and another tick rescued it); not recorded"
+        )
 
 
 def until_of(now: datetime, seconds: float) -> datetime:
@@ -313,17 +337,18 @@ def _batch(job: StepJob, what: str) -> StepBatch:
     return batch
 
 
-def _on_loop() -> bool:
+def claim_name(job: StepJob, name: str, what: str) -> None:
+    """Claim `name` for this run of `job`'s handler (job.map's own name), as a step's is."""
+    _batch(job, what).use_name(job, name, what)
+
+
+def on_loop() -> bool:
     """Whether the caller runs on an event loop (an async handler), not in a sync handler's thread."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return False
     return True
-
-
-async def _awaited(value: Awaitable[Any]) -> Any:
-    return await value
 
 
 def _replayed(job: StepJob, name: str, hit: Recorded) -> Any:
@@ -351,25 +376,3 @@ def _seconds(job: StepJob, name: str, seconds: Any, what: str) -> float:
             f"job {job.id} ({job.type}) {what} {name!r}: expected seconds between 0 and {MAX_PARK_SECONDS}, got {seconds!r}"
         )
     return float(seconds)
-
-
-def _encoded(job: StepJob, name: str, value: Any) -> str:
-    """The step's result as JSON text, or a StepError naming the step."""
-    try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise StepError(
-            f"job {job.id} ({job.type}) step {name!r}: expected a JSON result (dict, list, str, number, bool or "
-            f"None), got {type(value).__name__}: {exc}"
-        ) from None
-    # Refused before anything is written: the result would go with other jobs' steps (group commit), and one that
-    # jsonb refuses would fail that statement for all of them.
-    if problem := json_problem(text):
-        raise StepError(f"job {job.id} ({job.type}) step {name!r}: {problem}")
-    size = len(text.encode())
-    if size > STEP_RESULT_MAX_BYTES:
-        raise StepError(
-            f"job {job.id} ({job.type}) step {name!r}: expected a result of at most {STEP_RESULT_MAX_BYTES} bytes "
-            f"of JSON (crontick.workflows.steps.STEP_RESULT_MAX_BYTES), got {size}; store it elsewhere and return its key"
-        )
-    return text
