@@ -28,7 +28,6 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("lib/crontick/db/queries.py", "schemas"): KEYWORD,
     ("lib/crontick/django/jobs.py", "kicks"): "the module defines the public `crontick.django.kick()` itself",
     ("lib/crontick/django/management/__init__.py", "cli"): "`main` would read as this module's own entry point",
-    ("lib/crontick/tick/schedules_duty.py", "handlers"): "a second `registry` (the jobs') beside the schedules'",
     ("lib/crontick/runtime.py", "channels"): "a second `registry` (channels') beside the jobs' registry it also uses",
     ("tests/auth/test_tick_qstash_signature.py", "auth"): "the file's tests call a local `tick()` helper",
     ("tests/cli/test_main_commands.py", "package"): "`crontick` is the helper that runs the installed script",

@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from crontick.jobs import registry as handlers
 from crontick.schedules import registry
 from crontick.schedules.registry import ScheduleCounts
 from crontick.tick.duty import Duty, Tick, when
@@ -26,7 +25,7 @@ class SchedulesDuty(Duty):
         return await registry.run_due(
             tick.conn,
             grace_seconds=tick.settings.schedule_grace_seconds,
-            max_attempts=handlers.declared_max_attempts,
+            max_attempts=_declared_max_attempts(),
         )
 
     def next_at(self, tick: Tick) -> datetime | None:
@@ -38,3 +37,10 @@ class SchedulesDuty(Duty):
 
 
 DUTY = SchedulesDuty()
+
+
+def _declared_max_attempts() -> Any:
+    """The jobs' registry's lookup, imported when a slot is due: an idle tick never loads the registry."""
+    from crontick.jobs import registry
+
+    return registry.declared_max_attempts
