@@ -14,64 +14,6 @@ from tests.support import smtp
 
 
 @pytest.mark.parametrize("view_app", ["aviews", "zviews"])
-def test_a_fresh_migrate_works_whichever_app_creates_the_view_and_the_first_tick_reads_it(
-    site: Site, view_app: str
-) -> None:
-    done = site.django("migrate", REMINDER_VIEW_APP=view_app)
-    assert done.returncode == 0, done.stderr
-    check = site.django("check", REMINDER_VIEW_APP=view_app)
-    assert check.returncode == 0 and "crontick.W001" not in check.stderr + check.stdout, check
-    site.book("Ada Lovelace", datetime.now(UTC) + timedelta(hours=2))
-    ticked = site.django("crontick_tick", REMINDER_VIEW_APP=view_app)
-    assert ticked.returncode == 0, ticked.stderr
-    summary = json.loads(ticked.stdout.strip().splitlines()[-1])
-    assert summary["reminders"]["sent"] == 1, ticked.stdout
-
-
-def test_a_source_no_migration_creates_is_a_warning_from_migrate_and_check_not_a_failure(site: Site) -> None:
-    missing = {"CRONTICK_REMINDER_SOURCE": "public.no_such_view"}
-    done = site.django("migrate", **missing)
-    assert done.returncode == 0, done.stderr
-    assert (
-        "crontick: warning: CRONTICK_REMINDER_SOURCE public.no_such_view: expected a table or view crontick can read, "
-        "got: no such table or view"
-    ) in done.stderr
-    check = site.django("check", **missing)
-    assert check.returncode == 0, check.stderr
-    assert "(crontick.W001) CRONTICK_REMINDER_SOURCE public.no_such_view: expected a table or view" in check.stderr
-
-
-PROBE = """
-import os
-from django.test import Client
-response = Client().post(os.environ["PROBE_PATH"], HTTP_HOST="127.0.0.1")
-print(response.status_code, response.json()["error"])
-try:
-    import booking_site.asgi
-    from crontick.django.asgi import urlconf_prefix
-    print("mounted at", urlconf_prefix())
-except Exception as exc:
-    print(type(exc).__name__, exc)
-"""
-
-
-def test_crontick_inside_i18n_patterns_is_refused_plainly_and_outside_it_mounts_without_a_language(
-    site: Site,
-) -> None:
-    inside = site.django(
-        "shell", "-c", PROBE, BOOKING_URLCONF="booking_site.urls_inside", PROBE_PATH="/fr/ops/api/cron/tick"
-    )
-    assert inside.returncode == 0, inside.stderr
-    lines = inside.stdout.splitlines()[-2:]  # after Django 5.2's line on the shell's automatic imports
-    assert lines[0] == "503 inside_i18n_patterns"
-    assert lines[1].startswith("ImproperlyConfigured crontick: crontick's URL line, path('ops/', include(")
-    assert "is inside i18n_patterns" in lines[1] and "put the line outside i18n_patterns" in lines[1]
-    outside = site.django("shell", "-c", PROBE, PROBE_PATH="/ops/api/cron/tick")
-    assert outside.returncode == 0, outside.stderr
-    assert outside.stdout.splitlines()[-2:] == ["503 not_mounted", "mounted at /ops"]  # Django itself is not mount()
-
-
-@pytest.mark.parametrize("view_app", ["aviews", "zviews"])
 def test_a_reminder_goes_out_through_djangos_email_backend_with_the_views_columns_in_text_and_html(
     site: Site, view_app: str
 ) -> None:

@@ -9,6 +9,7 @@ statement (`after_record`), and costs no statement when the probe found nothing 
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -85,7 +86,7 @@ class Tick:  # not a dataclass: every tick's cold start imports this module
         return self._out_of_time
 
 
-class Duty:
+class Duty(ABC):
     """One per-tick duty. `name`: its key of the probe's parameters and of its answer (Probe.duties)."""
 
     name: ClassVar[str]
@@ -96,9 +97,9 @@ class Duty:
         of the database's clock); None: it asks nothing."""
         return None
 
+    @abstractmethod
     async def run(self, tick: Tick) -> Any:
         """Do what the probe found due, and return what it counted (its zero when nothing was due)."""
-        raise NotImplementedError
 
     def next_at(self, tick: Tick) -> datetime | None:
         """When it falls due next, if it was not due at the probe (what it did since shows at the next probe)."""
