@@ -357,6 +357,7 @@ CREATE TABLE crontick.crontick_wakeups (
     booked_at timestamp with time zone DEFAULT now() NOT NULL,
     failed_at timestamp with time zone,
     error text,
+    served_at timestamp with time zone,
     CONSTRAINT crontick_wakeups_pkey PRIMARY KEY (instant),
     CONSTRAINT crontick_wakeups_error_short CHECK (octet_length(error) <= 2000),
     CONSTRAINT crontick_wakeups_status_valid CHECK (status = ANY (ARRAY['booked'::text, 'failed'::text]))

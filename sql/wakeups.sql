@@ -2,8 +2,20 @@
 
 -- name: wakeup_claim
 -- Take the booking of one instant, once across concurrent ticks (sql/functions/wakeup_claim.sql).
--- `attempt`: 0 when the instant is booked already, else which call of the provider this is.
-select {schema}.crontick_wakeup_claim(%(instant)s, %(provider)s) as attempt
+-- `attempt`: 0 when the instant is booked already, else which call of the provider this is. `served`: the
+-- instant whose delivery started this tick, recorded as served in the same call (null: none).
+select {schema}.crontick_wakeup_claim(%(instant)s, %(provider)s, %(served)s) as attempt
+
+-- name: wakeup_served
+-- A delivered tick that books nothing records its instant as served (crontick.tick.wakeups_duty); one that books
+-- does so in wakeup_claim.
+update {schema}.crontick_wakeups w set served_at = pg_catalog.now()
+where w.instant = %(instant)s and w.served_at is null
+
+-- name: wakeup_served_at
+-- Before a delivered tick runs (crontick.runtime.Runtime.tick): when its instant was served already, if it was
+-- (no row: never served). A second delivery for it is a duplicate, answered without a tick.
+select w.served_at from {schema}.crontick_wakeups w where w.instant = %(instant)s
 
 -- name: wakeup_failed
 -- The provider call failed: recorded, and taken again by the next tick (sql/functions/wakeup_failed.sql).

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import datetime
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -82,7 +83,10 @@ async def tick(request: Request) -> JSONResponse:
                     "shares production's database would run production's jobs with preview code; set "
                     "CRONTICK_ALLOW_PREVIEW=1 if this preview has a database of its own",
                 )
-            result = await rt.tick(source=decision.method or "http", execution_id=vercel.execution_id(request.headers))
+            delivered = await _delivered(request, body, settings)
+            result = await rt.tick(
+                source=decision.method or "http", execution_id=vercel.execution_id(request.headers), delivered=delivered
+            )
     except DatabaseUnavailable as exc:
         logs.error("database_unavailable", detail=str(exc))
         return error(
@@ -101,6 +105,21 @@ async def tick(request: Request) -> JSONResponse:
         logs.error("tick_error", detail=str(exc))
         return error(500, "tick_failed", str(exc))
     return JSONResponse(result.to_json())
+
+
+async def _delivered(request: Request, body: bytes, settings: Settings) -> datetime | None:
+    """The instant of the wake-up this authorised call delivers (crontick.wakers.delivery), or None. A body is
+    read here (capped) only when it is JSON, so a scheduler's call without one reads nothing more."""
+    if not body and "json" in request.headers.get("content-type", ""):
+        try:
+            body = await http_body.read_body_capped(request, settings.max_body_bytes)
+        except http_body.BodyTooLarge:
+            return None  # an ordinary tick: the body only ever names an instant
+    if not body:
+        return None
+    from crontick.wakers.delivery import delivered_instant
+
+    return delivered_instant(body)
 
 
 async def health(request: Request) -> JSONResponse:

@@ -62,7 +62,7 @@ class LambdaRuntime:
         if kind == "http":
             return self._http(event, context)
         if kind == "schedule":
-            return self.loop().run_until_complete(self._scheduled(context))
+            return self.loop().run_until_complete(self._scheduled(event, context))
         raise UnsupportedEvent(event)
 
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -93,12 +93,18 @@ class LambdaRuntime:
             raise UnsupportedEvent(event) from exc
         return response
 
-    async def _scheduled(self, context: Any) -> dict[str, Any]:
-        """IAM already authenticated the caller; tick (and keep ticking while time remains)."""
+    async def _scheduled(self, event: Any, context: Any) -> dict[str, Any]:
+        """IAM already authenticated the caller; tick (and keep ticking while time remains). An EventBridge
+        Scheduler wake-up (crontick.wakers.eventbridge) names its instant in the event (crontick.wakers.delivery)."""
         runtime: Runtime = self.app().state.runtime
         runtime.database()  # ConfigError, with the reason, when crontick is not configured
         ticks = _ticks_that_fit(context, runtime.settings.time_budget_seconds)
-        result = await runtime.run(source="eventbridge", drain=True, max_ticks=ticks)
+        delivered = None
+        if "instant" in event:
+            from crontick.wakers.delivery import delivered_instant
+
+            delivered = delivered_instant(event)
+        result = await runtime.run(source="eventbridge", drain=True, max_ticks=ticks, delivered=delivered)
         return result.to_json()
 
     def close(self) -> None:

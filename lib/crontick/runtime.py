@@ -11,7 +11,8 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from crontick import logs, tracing
 from crontick.db import Database, cutoff, queries
@@ -19,6 +20,8 @@ from crontick.errors import ConfigError, DatabaseUnavailable
 from crontick.settings import REMINDER_CHANNELS, Settings
 
 if TYPE_CHECKING:
+    import psycopg
+
     from crontick.tick.pipeline import TickResult
 
 
@@ -76,27 +79,43 @@ class Runtime:
             await cutoff.discard_after(db, exc)
             raise
 
-    async def tick(self, *, source: str, execution_id: str | None = None) -> TickResult:
-        """One tick on this request's connection; call it inside `bounded()` (the app authorises in the same window)."""
+    async def tick(
+        self, *, source: str, execution_id: str | None = None, delivered: datetime | None = None
+    ) -> TickResult:
+        """One tick on this request's connection; call it inside `bounded()` (the app authorises in the same window).
+
+        `delivered`: the instant of the wake-up whose delivery this is (crontick.wakers.delivery). When that
+        instant was served already (a duplicate delivery, or a retry after it was served), the answer says
+        so and no tick runs: one statement.
+        """
         from crontick.tick.pipeline import run_tick
 
         conn = await self.database().connection()
+        if delivered is not None and (duplicate := await _served_before(conn, delivered)) is not None:
+            return duplicate
         with tracing.span("crontick tick", {"crontick.tick.source": source}) as span:  # None unless the app traces
-            result = await run_tick(conn, self.settings, source=source, execution_id=execution_id)
+            result = await run_tick(conn, self.settings, source=source, execution_id=execution_id, delivered=delivered)
             if span is not None:
                 span.set_attributes(_span_counts(result))
         return result
 
-    async def run(self, *, source: str, drain: bool = False, max_ticks: int | None = None) -> TickResult:
-        """A whole tick (or, with `drain`, ticks until nothing is due or `max_ticks` ran), each step within the cut-off."""
+    async def run(
+        self, *, source: str, drain: bool = False, max_ticks: int | None = None, delivered: datetime | None = None
+    ) -> TickResult:
+        """A whole tick (or, with `drain`, ticks until nothing is due or `max_ticks` ran), each step within the cut-off.
+
+        `delivered`: as for `tick` (a Lambda invoked by an EventBridge schedule, a Vercel Queues subscriber)."""
         if not drain:
             async with self.bounded():
-                return await self.tick(source=source)
+                return await self.tick(source=source, delivered=delivered)
         from crontick.tick.drain import drain as drain_ticks
 
         async with self.bounded() as db:
             conn = await db.connection()
-        limit = {} if max_ticks is None else {"max_ticks": max_ticks}
+            if delivered is not None and (duplicate := await _served_before(conn, delivered)) is not None:
+                return duplicate
+        limit: dict[str, Any] = {} if max_ticks is None else {"max_ticks": max_ticks}
+        limit["delivered"] = delivered
         try:
             with tracing.span("crontick drain", {"crontick.tick.source": source}) as span:
                 result = await drain_ticks(conn, self.settings, source=source, bound=self.bound, **limit)
@@ -110,6 +129,20 @@ class Runtime:
     async def close(self) -> None:
         if self.db is not None:
             await self.db.close()
+
+
+async def _served_before(conn: psycopg.AsyncConnection[Any], delivered: datetime) -> TickResult | None:
+    """The answer to a delivery whose instant was served already (logged as `wakeup_duplicate`); None otherwise."""
+    from crontick.db.connection import translated
+    from crontick.tick.pipeline import Delivery, TickResult
+    from crontick.wakers import booking
+
+    with translated():
+        served = await booking.served_at(conn, delivered)
+    if served is None:
+        return None
+    logs.info("wakeup_duplicate", instant=delivered.isoformat(), served_at=served.isoformat())
+    return TickResult(delivery=Delivery(delivered, served))
 
 
 def _span_counts(result: TickResult) -> dict[str, int | bool]:

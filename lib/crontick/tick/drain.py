@@ -7,6 +7,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, nullcontext, suppress
+from datetime import datetime
 from typing import Any, NamedTuple
 
 import psycopg
@@ -33,6 +34,7 @@ async def drain(
     max_ticks: int = 1_000_000,
     source: str = "cli",
     bound: Bound = nullcontext,
+    delivered: datetime | None = None,
 ) -> TickResult:
     """Tick until nothing due is left (for crontab, Kubernetes CronJobs and the Lambda scheduled event).
 
@@ -44,6 +46,7 @@ async def drain(
     ends only on a probed tick, so its summary's next_due_at counts reminders too. Each tick runs
     inside `bound()` (crontick.db.cutoff.bounded: a tick that gets no answer from the database by
     its cut-off ends the drain; batches it had claimed ahead are rescued after their lease).
+    `delivered`: the instant of the wake-up whose delivery started the drain, for its first tick (run_tick's).
     """
     total = TickResult()
     checked_at: float | None = None
@@ -53,7 +56,9 @@ async def drain(
         remind = checked_at is None or time.monotonic() - checked_at >= REMINDER_RECHECK_SECONDS
         skip_probe = left_work and not remind
         async with bound():
-            worked = await work(conn, settings, source=source, send_reminders=remind, jobs_due=skip_probe)
+            worked = await work(conn, settings, source=source, send_reminders=remind, jobs_due=skip_probe,
+                                delivered=delivered)  # fmt: skip
+            delivered = None  # served by the first tick
             ahead = _ahead(settings, 0, ticks_left - 1) if checked_at is not None and not remind else 0
             result = (
                 worked if isinstance(worked, TickResult) else await finish(conn, settings, worked, claim_ahead=ahead)

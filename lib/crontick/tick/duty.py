@@ -31,7 +31,8 @@ class Tick:  # not a dataclass: every tick's cold start imports this module
 
     __slots__ = (
         "conn", "settings", "pacing", "clock", "deadline", "now", "claim_now", "send_reminders", "answer", "jobs",
-        "recorded", "more", "next_due_at", "alerts_raised", "_out_of_time",
+        "recorded", "more", "next_due_at", "alerts_raised", "_out_of_time", "started", "follow_ups", "follow_up_in",
+        "delivered",
     )  # fmt: skip
 
     def __init__(
@@ -44,6 +45,8 @@ class Tick:  # not a dataclass: every tick's cold start imports this module
         now: datetime | None,
         *,
         send_reminders: bool = True,
+        follow_ups: int = 0,
+        delivered: datetime | None = None,
     ) -> None:
         self.conn = conn
         self.settings = settings
@@ -66,6 +69,13 @@ class Tick:  # not a dataclass: every tick's cold start imports this module
         self.next_due_at: datetime | None = None
         self.alerts_raised = False  # a duty after the record statement may have raised an alert: the alerts duty looks
         self._out_of_time: bool | None = None
+        self.started = clock()
+        # How many more ticks this request may run in-process (crontick.tick.pipeline.run_tick; 0: none), and, once
+        # the tick's answer is known, in how many seconds it will run the next (None: it will not). The wake-ups
+        # duty books nothing for work this request runs itself.
+        self.follow_ups = follow_ups
+        self.follow_up_in: float | None = None
+        self.delivered = delivered  # the instant of the wake-up whose delivery started this tick (crontick.wakers)
 
     def part(self, name: str) -> Mapping[str, Any]:
         """A duty's key of the probe's answer; empty when the probe did not ask (a claim took its place)."""

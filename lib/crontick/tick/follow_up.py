@@ -1,8 +1,15 @@
-"""Prompt start within the budget: whether a tick whose work is done waits for work coming due before its budget ends (pure)."""
+"""Prompt start within the budget: whether a tick whose work is done waits for work coming due before its budget ends.
+
+`follow_up_wait` decides (pure); `follow_up_in` asks it for a tick, by the tick's clock.
+"""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from crontick.tick.duty import Tick
 
 # Prompt start within the budget (CONTRACT.md "Flow control"): a tick whose work is done but that
 # finds work coming due before its time budget ends (a debounce window closing, a short snooze, a
@@ -32,3 +39,14 @@ def follow_up_wait(
         return None
     wait = max((due - now).total_seconds(), 0.0)
     return wait if wait + FOLLOW_UP_MARGIN_SECONDS <= left_seconds else None
+
+
+def follow_up_in(tick: Tick) -> float | None:
+    """follow_up_wait for a tick whose answer is known (`more`, `next_due_at`), if its request may tick again
+    in-process (`follow_ups` left); decided once, before the duties after the record statement, so that the
+    wake-ups duty and crontick.tick.pipeline.run_tick agree on it."""
+    if tick.follow_ups <= 0:
+        return None
+    now = tick.pacing.estimated_now()
+    began_at = now - timedelta(seconds=tick.clock() - tick.started)
+    return follow_up_wait(tick.more, tick.next_due_at, began_at, now, tick.deadline - tick.clock())

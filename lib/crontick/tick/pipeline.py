@@ -21,7 +21,7 @@ from crontick.tick import probe
 from crontick.tick.claim import Claim, RescueCounts, claim_batch, claim_due
 from crontick.tick.duties import DUTIES
 from crontick.tick.duty import Duty, Tick
-from crontick.tick.follow_up import FOLLOW_UP_LATE_SECONDS, MAX_FOLLOW_UP_TICKS, follow_up_wait
+from crontick.tick.follow_up import FOLLOW_UP_LATE_SECONDS, MAX_FOLLOW_UP_TICKS, follow_up_in
 from crontick.tick.pacing import PROCESS, Pacing
 from crontick.tick.record import Recorded, Statement, TickLog, fetch_row, outcomes_statement, read_recorded
 from crontick.tick.wakeups_duty import WakeupCounts
@@ -40,6 +40,14 @@ class JobCounts:
     yielded: int = 0  # workflows the budget stopped after progress: pending, due at once, attempt not counted
 
 
+class Delivery(NamedTuple):
+    """The wake-up whose delivery started a tick: its instant, and when it had been served already (None: not, this
+    tick serves it; else the delivery is a duplicate and no tick ran)."""
+
+    instant: datetime
+    served_before: datetime | None = None
+
+
 @dataclass(frozen=True)
 class TickResult:
     jobs: JobCounts = field(default_factory=JobCounts)
@@ -51,6 +59,9 @@ class TickResult:
     # crontick.tick.drain's next batches, claimed by this tick's record statement (finish's claim_ahead); not a count.
     handoff: Claim | None = field(default=None, repr=False, compare=False)
     wakeups: WakeupCounts | None = None  # what the tick booked (crontick.tick.wakeups_duty); None: no waker set
+    delivery: Delivery | None = None  # the wake-up it served, or a duplicate it answered without a tick
+    # In how many seconds the request ticks again in-process (crontick.tick.follow_up.follow_up_in); not a count.
+    follow_up_in: float | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         # vars(), not dataclasses.asdict: the counts are flat, and asdict deep-copies field by
@@ -70,6 +81,13 @@ class TickResult:
         }
         if self.wakeups is not None:  # a waker is set: its key only then, so the summary without one stays as it was
             body["wakeups"] = self.wakeups._asdict()
+        if self.delivery is not None:  # a wake-up's delivery: which instant, and whether it was served before
+            served = self.delivery.served_before
+            body["delivery"] = {
+                "instant": self.delivery.instant.isoformat(),
+                "duplicate": served is not None,
+                "served_at": served.isoformat() if served else None,
+            }
         return body
 
     def __add__(self, other: TickResult) -> TickResult:
@@ -86,6 +104,8 @@ class TickResult:
             schedules=ScheduleCounts(*(a + b for a, b in zip(self.schedules, other.schedules, strict=True))),
             next_due_at=other.next_due_at,
             wakeups=_summed(self.wakeups, other.wakeups),
+            delivery=self.delivery or other.delivery,
+            follow_up_in=other.follow_up_in,
         )
 
 
@@ -107,6 +127,7 @@ async def run_tick(
     execution_id: str | None = None,
     pacing: Pacing | None = None,
     duties: tuple[Duty, ...] = DUTIES,
+    delivered: datetime | None = None,
 ) -> TickResult:
     """Do one bounded unit of due work, in a constant number of statements whatever the batch size.
 
@@ -125,25 +146,27 @@ async def run_tick(
     `execution_id` (a Vercel Schedules run's id) is stored in the tick's row and log line, so
     duplicate deliveries of one run can be told apart from separate runs. `pacing`: what this
     process remembers between ticks (crontick.tick.pacing.PROCESS unless given). `duties`: the
-    duties it runs (crontick.tick.duties.DUTIES; a test passes others).
+    duties it runs (crontick.tick.duties.DUTIES; a test passes others). `delivered`: the instant of the
+    wake-up whose delivery this is (crontick.wakers.delivery), for the first tick's wake-ups duty.
+
+    While its budget lasts, the request ticks again for work that comes due in it (crontick.tick.follow_up),
+    up to MAX_FOLLOW_UP_TICKS times, and the wake-ups duty books nothing for that work.
     """
     pace = pacing or PROCESS
-    started = clock()
-    budget_end = started + settings.time_budget_seconds
+    budget_end = clock() + settings.time_budget_seconds
     once = {"source": source, "clock": clock, "send_reminders": send_reminders, "execution_id": execution_id}
     once |= {"pacing": pace, "duties": duties}
-    result = await _tick_once(conn, settings, now=now, jobs_due=jobs_due, deadline=budget_end, **once)
-    if now is not None or clock is not time.monotonic:  # faked time (tests): nothing to wait for
-        return result
-    for _ in range(MAX_FOLLOW_UP_TICKS):
-        # The database's time when this tick began, by the offset its probe measured.
-        began_at = pace.estimated_now() - timedelta(seconds=clock() - started)
-        wait = follow_up_wait(result.more, result.next_due_at, began_at, pace.estimated_now(), budget_end - clock())
-        if wait is None:
+    real_time = now is None and clock is time.monotonic  # faked time (tests): nothing to wait for
+    first = {"follow_ups": MAX_FOLLOW_UP_TICKS if real_time else 0, "delivered": delivered}
+    result = await _tick_once(conn, settings, now=now, jobs_due=jobs_due, deadline=budget_end, **once, **first)
+    for left in reversed(range(MAX_FOLLOW_UP_TICKS)):
+        if result.follow_up_in is None or result.next_due_at is None:
             break
-        await asyncio.sleep(wait + FOLLOW_UP_LATE_SECONDS)
-        started = clock()
-        more = await _tick_once(conn, settings, now=None, jobs_due=False, deadline=budget_end, **once)
+        # Decided by the tick before its duties after the record ran: wait what is left of that.
+        await asyncio.sleep(
+            max((result.next_due_at - pace.estimated_now()).total_seconds(), 0.0) + FOLLOW_UP_LATE_SECONDS
+        )
+        more = await _tick_once(conn, settings, now=None, jobs_due=False, deadline=budget_end, follow_ups=left, **once)
         result = result + more
     return result
 
@@ -184,6 +207,8 @@ async def work(
     deadline: float | None = None,
     pacing: Pacing | None = None,
     duties: tuple[Duty, ...] = DUTIES,
+    follow_ups: int = 0,
+    delivered: datetime | None = None,
 ) -> Worked | TickResult:
     """A tick's steps before its record statement (see run_tick); an idle tick is over here, a TickResult.
 
@@ -191,13 +216,15 @@ async def work(
     statement: it takes the probe's place, as `jobs_due`'s claim does. `deadline` (a clock() time):
     when this tick's budget ends, if not a whole CRONTICK_TIME_BUDGET_SECONDS from now (run_tick's
     follow-up ticks share the first one's budget). `duties`: crontick.tick.duties.DUTIES (tests pass others).
+    `follow_ups`, `delivered`: see run_tick and crontick.tick.duty.Tick.
     """
     run = {"execution_id": execution_id} if execution_id else {}
     t0 = clock()
     deadline = t0 + settings.time_budget_seconds if deadline is None else deadline
     # A faked `now` (tests) stays the tick's time throughout; else claims after the tick's first
     # statement (after a rescue, for a schedule's slot) take the database's clock again (Tick.claim_now).
-    tick = Tick(conn, settings, pacing or PROCESS, clock, deadline, now, send_reminders=send_reminders)
+    tick = Tick(conn, settings, pacing or PROCESS, clock, deadline, now, send_reminders=send_reminders,
+                follow_ups=follow_ups, delivered=delivered)  # fmt: skip
     with translated():
         found = await _probe(tick, prefetched, jobs_due, source, run, duties)
         counts = await _before_batch(tick, duties)
@@ -209,6 +236,8 @@ async def work(
                 duration_ms=int((clock() - t0) * 1000),
                 next_due_at=tick.next_due_at,
                 wakeups=after.get("wakeups"),
+                delivery=_delivery(tick),
+                follow_up_in=tick.follow_up_in,
             )
             return _done(idle, source, run)
     from crontick.jobs import runner  # with the handler registry and retry policies: not loaded by an idle tick
@@ -262,7 +291,9 @@ async def _before_batch(tick: Tick, duties: tuple[Duty, ...]) -> dict[str, Any]:
 
 
 async def _after_record(tick: Tick, duties: tuple[Duty, ...]) -> dict[str, Any]:
-    """Run the duties after the record statement (or an idle probe), in order. None of them fails the tick."""
+    """Run the duties after the record statement (or an idle probe), in order. None of them fails the tick.
+    First, whether the request ticks again in-process (the wake-ups duty books nothing for that)."""
+    tick.follow_up_in = follow_up_in(tick)
     return {duty.name: await duty.run(tick) for duty in duties if duty.after_record}
 
 
@@ -349,8 +380,9 @@ async def complete(
     sent = worked.counts.get("reminders", ReminderCounts())
     scheduled = worked.counts.get("schedules", ScheduleCounts())
     result = TickResult(
-        job_counts, sent, more, worked.duration_ms, scheduled, next_due_at, recorded.next_claim, after.get("wakeups")
-    )
+        job_counts, sent, more, worked.duration_ms, scheduled, next_due_at, recorded.next_claim, after.get("wakeups"),
+        _delivery(tick), tick.follow_up_in,
+    )  # fmt: skip
     return _done(result, worked.tick_log.source, worked.run)
 
 
@@ -376,6 +408,10 @@ def _pending(tick: Tick, worked: Worked, recorded: Recorded, job_counts: JobCoun
         found.now if more else min((t for t in (next_job_at, worked.next_other_at) if t is not None), default=None)
     )
     return more, next_due_at
+
+
+def _delivery(tick: Tick) -> Delivery | None:
+    return Delivery(tick.delivered) if tick.delivered is not None else None
 
 
 def _done(result: TickResult, source: str, run: dict[str, str]) -> TickResult:

@@ -5,7 +5,9 @@ function may be frozen the moment it has answered. It books at the tick's `next_
 database's clock) through crontick.wakers.booking.book_next, which costs one statement and one
 HTTP call and never raises; a tick that answers `more: true` books its follow-up at once. With
 CRONTICK_WAKER=none, or nothing pending, it costs nothing: no statement, and crontick.wakers is
-not imported.
+not imported. Nor does it book work its own request will run in-process before answering
+(crontick.tick.follow_up). A tick started by a wake-up's delivery records that instant as served
+(in the claim's statement, or one of its own when nothing is booked).
 """
 
 from __future__ import annotations
@@ -30,11 +32,19 @@ class WakeupsDuty(Duty):
         """None: no waker set (the summary has no `wakeups` key); zeros when nothing was booked."""
         if tick.settings.waker == "none":
             return None
-        if tick.next_due_at is None:  # nothing pending: nothing to book, not even a statement
+        # Nothing pending, or work this request runs itself in-process (crontick.tick.follow_up): a booking would
+        # only deliver an empty tick. Not even a statement, unless a delivery is to be recorded as served.
+        if tick.next_due_at is None or tick.follow_up_in is not None:
+            if tick.delivered is not None:
+                from crontick.wakers import booking
+
+                await booking.serve(tick.conn, tick.delivered)
             return WakeupCounts()
         from crontick.wakers import booking  # with its provider: only where a waker is set
 
-        outcome = await booking.book_next(tick.conn, tick.settings, tick.next_due_at, tick.time, more=tick.more)
+        outcome = await booking.book_next(
+            tick.conn, tick.settings, tick.next_due_at, tick.time, more=tick.more, delivered=tick.delivered
+        )
         # A failure recorded may have raised the alert after repeated ones (sql/functions/wakeup_failed.sql).
         tick.alerts_raised = tick.alerts_raised or bool(outcome.failed)
         return WakeupCounts(outcome.booked, outcome.failed)

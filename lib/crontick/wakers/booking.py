@@ -74,6 +74,7 @@ async def book_next(
     now: datetime,
     *,
     more: bool | None = None,
+    delivered: datetime | None = None,
 ) -> WakeupOutcome:
     """Book this app's next tick at `next_due_at` through CRONTICK_WAKER's provider, once per instant. Never raises.
 
@@ -86,7 +87,12 @@ async def book_next(
     - `now`: the database's clock (the probe's `now`), which every instant is computed from;
     - `more`: the tick's answer, when known. `more=False` with `next_due_at` at or before `now` means
       work is held back (not due: a group's running job, a pause); it is booked HELD_BACK_RECHECK
-      later, not at once. Better still, pass the instant it is released.
+      later, not at once. Better still, pass the instant it is released;
+    - `delivered`: the instant of the wake-up whose delivery started this tick (None: another caller). It
+      is recorded as served in the claim's statement. Arrived early (the provider's clock ahead of the
+      database's: `delivered` after `now`), work still to come is booked that much later, so that the
+      provider calls when it is due by the database's clock; without that, the instant it would book is
+      the one that just came, booked already, and the work would wait for the safety net.
     The instant is `next_due_at` rounded up to the provider's granularity, at least its least lead
     after `now`, and at most its horizon after `now` (work beyond is booked at the horizon, where the
     next tick books again). crontick_wakeup_claim records it once across concurrent ticks; only the
@@ -106,10 +112,12 @@ async def book_next(
         return WakeupOutcome("off")
     if more is False and next_due_at <= now:
         next_due_at = now + HELD_BACK_RECHECK
+    if delivered is not None and delivered > now and next_due_at > now:
+        next_due_at += delivered - now  # by the provider's clock, which the early delivery measured
     instant = instant_for(provider, next_due_at, now)
     outcome = WakeupOutcome("booked", provider.name, instant)
     try:
-        attempt = await _claim(conn, provider, instant)
+        attempt = await _claim(conn, provider, instant, delivered)
     except Exception as exc:
         return _failed(outcome._replace(status="failed", error=f"claim: {type(exc).__name__}: {exc}", retryable=True))
     if not attempt:
@@ -117,11 +125,32 @@ async def book_next(
     return await _call(conn, provider, settings, outcome._replace(attempt=attempt), now)
 
 
-async def _claim(conn: psycopg.AsyncConnection[Any], provider: Provider, instant: datetime) -> int:
-    """Which call of the provider this is for `instant` (1 for a new one); 0 when it is booked already."""
-    cur = await conn.execute(query("wakeup_claim"), {"instant": instant, "provider": provider.name})
+async def _claim(
+    conn: psycopg.AsyncConnection[Any], provider: Provider, instant: datetime, served: datetime | None
+) -> int:
+    """Which call of the provider this is for `instant` (1 for a new one); 0 when it is booked already.
+    `served`: the delivered instant, recorded as served in the same statement."""
+    params = {"instant": instant, "provider": provider.name, "served": served}
+    cur = await conn.execute(query("wakeup_claim"), params)
     row = await cur.fetchone()
     return int(row[0]) if row and row[0] else 0
+
+
+async def serve(conn: psycopg.AsyncConnection[Any], instant: datetime) -> None:
+    """Record the delivered `instant` as served, for a delivered tick that books nothing. Never raises: a
+    delivery not recorded is only not recognised as a duplicate later (its tick runs, and finds its work taken)."""
+    try:
+        await conn.execute(query("wakeup_served"), {"instant": instant})
+    except Exception as exc:
+        logs.warning("wakeup_record_failed", instant=instant.isoformat(), detail=f"{type(exc).__name__}: {exc}")
+
+
+async def served_at(conn: psycopg.AsyncConnection[Any], instant: datetime) -> datetime | None:
+    """When the wake-up of `instant` was served already (a delivery for it is then a duplicate); None if not.
+    One statement; a database error goes on to the caller (the tick it precedes would meet it too)."""
+    cur = await conn.execute(query("wakeup_served_at"), {"instant": instant})
+    row = await cur.fetchone()
+    return row[0] if row else None
 
 
 async def _call(

@@ -2,8 +2,8 @@
 
 `CreateSchedule` (`POST /schedules/<name>`, signed with SigV4 by crontick.wakers.sigv4, no boto3)
 with `at(<UTC instant>)`, `ScheduleExpressionTimezone: UTC`, `FlexibleTimeWindow: OFF`,
-`ActionAfterCompletion: DELETE` and the target's Input `{"crontick": "tick"}`, which crontick.aws
-runs as a tick. The schedule's name holds the instant, so a repeat answers ConflictException (409):
+`ActionAfterCompletion: DELETE` and the target's Input `{"crontick": "tick", "instant": ...}`, which
+crontick.aws runs as a tick. The schedule's name holds the instant, so a repeat answers ConflictException (409):
 already booked. Minute precision (it fires within its minute); a past `at()` is refused, hence the lead.
 """
 
@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 from crontick.settings import Settings
 from crontick.wakers import sigv4
-from crontick.wakers.base import TICK_EVENT, Booked, failure, json_field, send
+from crontick.wakers.base import Booked, failure, json_field, send, tick_body
 
 HORIZON = timedelta(days=365)  # no cap of its own; a year keeps the instant sane
 
@@ -47,7 +47,7 @@ class EventBridge:
             "FlexibleTimeWindow": {"Mode": "OFF"},
             "ActionAfterCompletion": "DELETE",
             "Description": f"crontick: one tick at {instant.isoformat()}",
-            "Target": {"Arn": self.target, "RoleArn": self.role, "Input": json.dumps(TICK_EVENT)},
+            "Target": {"Arn": self.target, "RoleArn": self.role, "Input": tick_body(instant).decode()},
         }
         return f"{self.endpoint}/schedules/{key}", json.dumps(body).encode()
 
