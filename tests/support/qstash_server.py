@@ -7,7 +7,10 @@ seconds>` (or `Upstash-Delay: 50s|15m|2h|1d`) and `Upstash-Deduplication-Id` ans
 delivers the body with `Upstash-Method` (default POST) to the destination, signed with
 `Upstash-Signature` (HS256: iss Upstash, sub = the destination URL, body = base64url(SHA-256(body)),
 a fresh jti), and retries a non-2xx answer up to `retries` times. `fail_next` makes the next publishes
-answer a given status instead; `stall_seconds` makes them answer late.
+answer a given status instead; `stall_seconds` makes them answer late. Faults of delivery (issue 35): `hold`
+accepts a message and never delivers it; `copies` delivers each message that many times (QStash delivers at
+least once), all at once with `copies_at_once`; `clock_ahead_seconds` is how far the stand-in's clock runs ahead
+of the real one (and the database's), so it delivers that much before Not-Before.
 """
 
 from __future__ import annotations
@@ -51,6 +54,10 @@ class QStashStandIn:
     deliveries: list[Delivery] = field(default_factory=list)
     fail_next: list[int] = field(default_factory=list)
     stall_seconds: float = 0.0
+    hold: bool = False
+    copies: int = 1
+    copies_at_once: bool = False
+    clock_ahead_seconds: float = 0.0
     _dedupe: dict[str, tuple[str, float]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -75,11 +82,28 @@ class QStashStandIn:
                 self._dedupe[key] = (message_id, now)
             delivery = Delivery(message_id, destination, _not_before(headers, now))
             self.deliveries.append(delivery)
-        threading.Thread(target=self._deliver, args=(delivery, headers, body), daemon=True).start()
+        if not self.hold:
+            threading.Thread(target=self._deliver_copies, args=(delivery, headers, body), daemon=True).start()
         return 201, {"messageId": message_id}
 
+    def _deliver_copies(self, delivery: Delivery, headers: dict[str, str], body: bytes) -> None:
+        time.sleep(max(0.0, delivery.due_at - self.clock_ahead_seconds - time.time()))
+        copies = [delivery] + [
+            Delivery(delivery.message_id, delivery.url, delivery.due_at) for _ in range(self.copies - 1)
+        ]
+        with self._lock:
+            self.deliveries.extend(copies[1:])
+        if not self.copies_at_once:
+            for copy in copies:
+                self._deliver(copy, headers, body)
+            return
+        threads = [threading.Thread(target=self._deliver, args=(copy, headers, body)) for copy in copies]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
     def _deliver(self, delivery: Delivery, headers: dict[str, str], body: bytes) -> None:
-        time.sleep(max(0.0, delivery.due_at - time.time()))
         method = headers.get("upstash-method", "POST")
         for attempt in range(self.retries + 1):
             signature = self.signature(delivery.url, body)

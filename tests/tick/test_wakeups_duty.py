@@ -134,3 +134,21 @@ def test_a_provider_answering_500_leaves_the_tick_200_and_is_counted(
     )["instant"]
     (status, attempts, error) = conn.execute("select status, attempts, error from crontick.crontick_wakeups").fetchone()
     assert (status, attempts) == ("booked", 2) and "500" in error
+
+
+def test_work_the_request_runs_itself_in_process_is_not_booked(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    """A job due within the tick's budget is run by the same request (crontick.tick.follow_up): a booking for it
+    would only deliver an empty tick. What comes due after the budget is booked by the last tick."""
+    with waking_app(database_url, time_budget_seconds=8) as (url, stand_in):
+        soon = enqueue_in(conn, 1.5)
+        later = enqueue_in(conn, 3600)
+        body = posted_tick(url)
+        time.sleep(2)  # a delivery booked for the first job would have come by now
+    assert conn.execute("select status from jobs where id = %s", (soon,)).fetchone() == ("done",)
+    assert body["jobs"]["succeeded"] == 1 and body["wakeups"] == {"booked": 1, "failed": 0}
+    (published,) = stand_in.published  # one booking: the later job's, none for the one run in-process
+    assert stand_in.deliveries and not any(d.delivered_at for d in stand_in.deliveries)
+    (due,) = conn.execute("select run_after from jobs where id = %s", (later,)).fetchone()
+    assert int(published["headers"]["upstash-not-before"]) == int(-(-due.timestamp() // 1))
