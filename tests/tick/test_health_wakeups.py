@@ -120,3 +120,27 @@ def test_without_a_waker_health_is_as_before(
         overdue(conn, noop_jobs.NOOP, 3600)
         body, strict = health(url)
     assert set(body) == {"ok", "last_tick_at", "stale"} and body["stale"] is False and strict == 200
+
+
+def test_a_booking_accepted_but_never_delivered_goes_stale_and_the_next_tick_books_again(
+    live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    """The provider says yes and never calls: health is stale once the work has waited past the grace, with the
+    reason, and the next call (the safety net) runs the work and books what comes after."""
+    with waking(live_app, database_url) as (url, stand_in):
+        stand_in.hold = True
+        conn.execute("insert into jobs (type, payload, run_after) values (%s, '{}', now() + interval '90 seconds')",
+                     (noop_jobs.NOOP,))  # fmt: skip
+        assert httpx.post(url + TICK, headers=AUTH).json()["wakeups"] == {"booked": 1, "failed": 0}
+        # Time passes with no delivery: the job, the booking and the tick move back past the grace.
+        for table, column in (("jobs", "run_after"), ("crontick_ticks", "started_at"), ("crontick_wakeups", "instant")):
+            conn.execute(f"update {table} set {column} = {column} - interval '{GRACE + 200} seconds'")  # noqa: S608
+        stale, stale_strict = health(url)
+        conn.execute("insert into jobs (type, payload, run_after) values (%s, '{}', now() + interval '1 hour')",
+                     (noop_jobs.NOOP,))  # fmt: skip
+        net = httpx.post(url + TICK, headers=AUTH).json()  # the daily safety net
+        after, _ = health(url)
+    assert stale["stale"] is True and stale_strict == 503 and "CRONTICK_WAKEUP_GRACE_SECONDS" in stale["stale_reason"]
+    assert net["jobs"]["succeeded"] == 1 and net["wakeups"] == {"booked": 1, "failed": 0}
+    assert len(stand_in.published) == 2 and not any(d.delivered_at for d in stand_in.deliveries)
+    assert after["stale"] is False and after["wakeups"]["next_booked_at"] is not None

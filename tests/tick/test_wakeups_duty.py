@@ -152,3 +152,15 @@ def test_work_the_request_runs_itself_in_process_is_not_booked(
     assert stand_in.deliveries and not any(d.delivered_at for d in stand_in.deliveries)
     (due,) = conn.execute("select run_after from jobs where id = %s", (later,)).fetchone()
     assert int(published["headers"]["upstash-not-before"]) == int(-(-due.timestamp() // 1))
+
+
+def test_a_provider_that_does_not_answer_leaves_the_tick_in_time_and_is_counted(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    enqueue_in(conn, 3600)
+    with waking_app(database_url, wakeup_timeout_seconds=0.3) as (url, stand_in):
+        stand_in.stall_seconds = 3.0
+        response = httpx.post(url + TICK, headers=AUTH, timeout=2.5)  # the stall would overrun this
+    assert response.status_code == 200 and response.json()["wakeups"] == {"booked": 0, "failed": 1}
+    (status, error) = conn.execute("select status, error from crontick.crontick_wakeups").fetchone()
+    assert status == "failed" and "no answer within 0.3 s" in error
