@@ -134,7 +134,8 @@ class Runtime:
 async def _served_before(conn: psycopg.AsyncConnection[Any], delivered: datetime) -> TickResult | None:
     """The answer to a delivery whose instant was served already (logged as `wakeup_duplicate`); None otherwise."""
     from crontick.db.connection import translated
-    from crontick.tick.pipeline import Delivery, TickResult
+    from crontick.tick.pipeline import TickResult
+    from crontick.tick.wakeups_duty import Delivery
     from crontick.wakers import booking
 
     with translated():

@@ -1,30 +1,22 @@
-"""Helpers of the tick's duty tests: their settings, a coroutine on a connection of its own, the app with a waker."""
+"""Helpers of the tick's duty tests: their settings, a coroutine on a connection of its own, the app with a waker
+(the settings and the app from tests/support/waking.py, which tests/wakers shares)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
 
 from crontick import db
-from crontick.app import create_app
-from crontick.settings import Settings
 from crontick.tick.duty import Tick
-from tests.support.constants import TEST_SECRET
-from tests.support.credentials import QSTASH_CURRENT, QSTASH_NEXT
-from tests.support.qstash_server import QStashStandIn, qstash_stand_in
-from tests.support.servers import free_port, serve
+from tests.support.waking import TOKEN as TOKEN
+from tests.support.waking import settings_for as settings_for
+from tests.support.waking import waking_app as waking_app
 
 # duty_run(duty, answer, ...) (the fixture in tests/tick/conftest.py): counts, tick, statements.
 DutyRun = Callable[..., tuple[Any, Tick, list[str]]]
-TOKEN = "qstash-token-for-the-stand-in"  # what the QStash stand-in takes from the app
-
-
-def settings_for(url: str, **changes: Any) -> Settings:
-    return Settings(database_url=url, cron_secret=TEST_SECRET, reminder_channel="console", **changes)
 
 
 def on_conn(url: str, fn: Callable[[psycopg.AsyncConnection[Any]], Any]) -> Any:
@@ -38,15 +30,3 @@ def on_conn(url: str, fn: Callable[[psycopg.AsyncConnection[Any]], Any]) -> Any:
             await conn.close()
 
     return asyncio.run(go())
-
-
-@contextmanager
-def waking_app(database_url: str, **changes: Any) -> Iterator[tuple[str, QStashStandIn]]:
-    """The app over HTTP with CRONTICK_WAKER=qstash through the stand-in, which calls back the app's own tick."""
-    port = free_port()
-    with qstash_stand_in(TOKEN, QSTASH_CURRENT) as stand_in:
-        settings = settings_for(database_url, waker="qstash", qstash_token=TOKEN, qstash_url=stand_in.url,
-                                qstash_current_signing_key=QSTASH_CURRENT, qstash_next_signing_key=QSTASH_NEXT,
-                                public_url=f"http://127.0.0.1:{port}", **changes)  # fmt: skip
-        with serve(create_app(settings), port=port) as url:
-            yield url, stand_in

@@ -18,7 +18,7 @@ from tests.support import noop_jobs
 from tests.support.credentials import QSTASH_CURRENT
 from tests.support.http_checks import AUTH, TICK
 from tests.support.qstash_server import qstash_stand_in
-from tests.tick.support import TOKEN, settings_for, waking_app
+from tests.support.waking import TOKEN, settings_for, waking_app
 
 AHEAD_SECONDS = 2.0
 

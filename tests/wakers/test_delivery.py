@@ -18,7 +18,7 @@ import crontick
 from crontick.wakers.delivery import delivered_instant
 from tests.support.http_checks import AUTH, TICK
 from tests.support.logs import LogLines
-from tests.tick.support import waking_app
+from tests.support.waking import waking_app
 
 RECORD = "t_wakers_delivery.record"
 runs: list[int] = []

@@ -24,7 +24,7 @@ from crontick.tick.duty import Duty, Tick
 from crontick.tick.follow_up import FOLLOW_UP_LATE_SECONDS, MAX_FOLLOW_UP_TICKS, follow_up_in
 from crontick.tick.pacing import PROCESS, Pacing
 from crontick.tick.record import Recorded, Statement, TickLog, fetch_row, outcomes_statement, read_recorded
-from crontick.tick.wakeups_duty import WakeupCounts
+from crontick.tick.wakeups_duty import Delivery, WakeupCounts
 
 
 @dataclass(frozen=True)
@@ -38,14 +38,6 @@ class JobCounts:
     fenced: int = 0  # outcomes not written because another tick had taken the job over
     snoozed: int = 0  # handlers that raised crontick.Snooze, or parked in job.sleep / job.wait_for: attempt not counted
     yielded: int = 0  # workflows the budget stopped after progress: pending, due at once, attempt not counted
-
-
-class Delivery(NamedTuple):
-    """The wake-up whose delivery started a tick: its instant, and when it had been served already (None: not, this
-    tick serves it; else the delivery is a duplicate and no tick ran)."""
-
-    instant: datetime
-    served_before: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -82,12 +74,7 @@ class TickResult:
         if self.wakeups is not None:  # a waker is set: its key only then, so the summary without one stays as it was
             body["wakeups"] = self.wakeups._asdict()
         if self.delivery is not None:  # a wake-up's delivery: which instant, and whether it was served before
-            served = self.delivery.served_before
-            body["delivery"] = {
-                "instant": self.delivery.instant.isoformat(),
-                "duplicate": served is not None,
-                "served_at": served.isoformat() if served else None,
-            }
+            body["delivery"] = self.delivery.to_json()
         return body
 
     def __add__(self, other: TickResult) -> TickResult:
@@ -147,10 +134,8 @@ async def run_tick(
     duplicate deliveries of one run can be told apart from separate runs. `pacing`: what this
     process remembers between ticks (crontick.tick.pacing.PROCESS unless given). `duties`: the
     duties it runs (crontick.tick.duties.DUTIES; a test passes others). `delivered`: the instant of the
-    wake-up whose delivery this is (crontick.wakers.delivery), for the first tick's wake-ups duty.
-
-    While its budget lasts, the request ticks again for work that comes due in it (crontick.tick.follow_up),
-    up to MAX_FOLLOW_UP_TICKS times, and the wake-ups duty books nothing for that work.
+    wake-up whose delivery this is (crontick.wakers.delivery), for the first tick's wake-ups duty. While its
+    budget lasts, it ticks again for work coming due (crontick.tick.follow_up), which is then not booked.
     """
     pace = pacing or PROCESS
     budget_end = clock() + settings.time_budget_seconds
@@ -236,7 +221,7 @@ async def work(
                 duration_ms=int((clock() - t0) * 1000),
                 next_due_at=tick.next_due_at,
                 wakeups=after.get("wakeups"),
-                delivery=_delivery(tick),
+                delivery=Delivery.of(tick),
                 follow_up_in=tick.follow_up_in,
             )
             return _done(idle, source, run)
@@ -381,7 +366,7 @@ async def complete(
     scheduled = worked.counts.get("schedules", ScheduleCounts())
     result = TickResult(
         job_counts, sent, more, worked.duration_ms, scheduled, next_due_at, recorded.next_claim, after.get("wakeups"),
-        _delivery(tick), tick.follow_up_in,
+        Delivery.of(tick), tick.follow_up_in,
     )  # fmt: skip
     return _done(result, worked.tick_log.source, worked.run)
 
@@ -408,10 +393,6 @@ def _pending(tick: Tick, worked: Worked, recorded: Recorded, job_counts: JobCoun
         found.now if more else min((t for t in (next_job_at, worked.next_other_at) if t is not None), default=None)
     )
     return more, next_due_at
-
-
-def _delivery(tick: Tick) -> Delivery | None:
-    return Delivery(tick.delivered) if tick.delivered is not None else None
 
 
 def _done(result: TickResult, source: str, run: dict[str, str]) -> TickResult:

@@ -12,7 +12,8 @@ not imported. Nor does it book work its own request will run in-process before a
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from datetime import datetime
+from typing import Any, NamedTuple
 
 from crontick.tick.duty import Duty, Tick
 
@@ -22,6 +23,23 @@ class WakeupCounts(NamedTuple):
 
     booked: int = 0
     failed: int = 0
+
+
+class Delivery(NamedTuple):
+    """The wake-up whose delivery started a tick: its instant, and when it had been served already (None: not, this
+    tick serves it; else the delivery is a duplicate and no tick ran). The tick's answer shows it as `delivery`."""
+
+    instant: datetime
+    served_before: datetime | None = None
+
+    @classmethod
+    def of(cls, tick: Tick) -> Delivery | None:
+        return cls(tick.delivered) if tick.delivered is not None else None
+
+    def to_json(self) -> dict[str, Any]:
+        served = self.served_before
+        return {"instant": self.instant.isoformat(), "duplicate": served is not None,
+                "served_at": served.isoformat() if served else None}  # fmt: skip
 
 
 class WakeupsDuty(Duty):
