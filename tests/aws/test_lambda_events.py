@@ -141,3 +141,24 @@ def test_a_schedule_event_without_a_database_url_says_what_is_missing(
     monkeypatch.delenv("DATABASE_URL")
     with pytest.raises(ConfigError, match="DATABASE_URL: expected a PostgreSQL URL"):
         aws.handler(event("scheduler"), LambdaContext())
+
+
+def test_an_eventbridge_wakeup_is_served_once(
+    lambda_env: None, conn: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A one-time schedule's Input names its instant (crontick.wakers.eventbridge): the first invocation ticks and
+    records it served; a second one for that instant (a retry of the invocation) is answered without a tick."""
+    for name, value in {"CRONTICK_WAKER": "eventbridge", "AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
+                        "AWS_SECRET_ACCESS_KEY": "secret", "CRONTICK_EVENTBRIDGE_URL": "http://127.0.0.1:9",
+                        "CRONTICK_EVENTBRIDGE_TARGET_ARN": LambdaContext.invoked_function_arn,
+                        "CRONTICK_EVENTBRIDGE_ROLE_ARN": "arn:aws:iam::123456789012:role/s"}.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    instant = "2026-12-05T09:00:00+00:00"
+    conn.execute("insert into crontick.crontick_wakeups (instant, provider) values (%s, 'eventbridge')", (instant,))
+    seed(conn, 1)
+    first = aws.handler({"crontick": "tick", "instant": instant}, LambdaContext())
+    again = aws.handler({"crontick": "tick", "instant": instant}, LambdaContext())
+    assert first["jobs"]["succeeded"] == 1 and first["delivery"] == {"instant": instant, "duplicate": False,
+                                                                      "served_at": None}  # fmt: skip
+    assert again["jobs"]["claimed"] == 0 and again["delivery"]["duplicate"] is True
+    assert conn.execute("select served_at is not null from crontick.crontick_wakeups").fetchone() == (True,)
