@@ -164,3 +164,26 @@ def test_a_provider_that_does_not_answer_leaves_the_tick_in_time_and_is_counted(
     assert response.status_code == 200 and response.json()["wakeups"] == {"booked": 0, "failed": 1}
     (status, error) = conn.execute("select status, error from crontick.crontick_wakeups").fetchone()
     assert status == "failed" and "no answer within 0.3 s" in error
+
+
+def test_a_delivered_tick_records_its_instant_served_in_the_claims_statement_or_one_of_its_own(
+    duty_run: DutyRun, database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    """What a delivery adds to the duty: nothing when it books (the claim records it served), one statement when it
+    books nothing (nothing pending, or work the request runs itself)."""
+    delivered = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=1)
+    conn.execute("insert into crontick.crontick_wakeups (instant, provider) values (%s, 'qstash')", (delivered,))
+    with qstash_stand_in(TOKEN, QSTASH_CURRENT) as stand_in:
+        settings = settings_for(database_url, waker="qstash", qstash_token=TOKEN, qstash_url=stand_in.url,
+                                public_url="http://127.0.0.1:9")  # fmt: skip
+        due = datetime.now(UTC) + timedelta(hours=1)
+        booked, _, sent_booking = duty_run(DUTY, {}, settings=settings, next_due_at=due, delivered=delivered)
+        served = conn.execute("select served_at from crontick.crontick_wakeups where instant = %s", (delivered,))
+        conn.execute("update crontick.crontick_wakeups set served_at = null")
+        idle, _, sent_idle = duty_run(DUTY, {}, settings=settings, next_due_at=None, delivered=delivered)
+        in_process, _, sent_in_process = duty_run(DUTY, {}, settings=settings, next_due_at=due, delivered=delivered,
+                                                  follow_up_in=2.0)  # fmt: skip
+    assert (booked, sent_booking) == (WakeupCounts(1, 0), ["wakeup_claim"]) and served.fetchone()[0] is not None
+    assert (idle, sent_idle) == (WakeupCounts(0, 0), ["wakeup_served"])
+    assert (in_process, sent_in_process) == (WakeupCounts(0, 0), ["wakeup_served"])
+    assert len(stand_in.published) == 1
