@@ -13,8 +13,8 @@ update {schema}.crontick_wakeups w set served_at = pg_catalog.now()
 where w.instant = %(instant)s and w.served_at is null
 
 -- name: wakeup_served_at
--- Before a delivered tick runs (crontick.runtime.Runtime.tick): when its instant was served already, if it was
--- (no row: never served). A second delivery for it is a duplicate, answered without a tick.
+-- Before a delivered tick runs (crontick.runtime.Runtime.tick): when its instant was served already, if it was;
+-- no row: never booked here. A second delivery for a served instant is a duplicate, answered without a tick.
 select w.served_at from {schema}.crontick_wakeups w where w.instant = %(instant)s
 
 -- name: wakeup_failed

@@ -91,8 +91,10 @@ class Runtime:
         from crontick.tick.pipeline import run_tick
 
         conn = await self.database().connection()
-        if delivered is not None and (duplicate := await _served_before(conn, delivered)) is not None:
-            return duplicate
+        if delivered is not None:
+            delivered, duplicate = await _delivery_check(conn, delivered)
+            if duplicate is not None:
+                return duplicate
         with tracing.span("crontick tick", {"crontick.tick.source": source}) as span:  # None unless the app traces
             result = await run_tick(conn, self.settings, source=source, execution_id=execution_id, delivered=delivered)
             if span is not None:
@@ -112,8 +114,10 @@ class Runtime:
 
         async with self.bounded() as db:
             conn = await db.connection()
-            if delivered is not None and (duplicate := await _served_before(conn, delivered)) is not None:
-                return duplicate
+            if delivered is not None:
+                delivered, duplicate = await _delivery_check(conn, delivered)
+                if duplicate is not None:
+                    return duplicate
         limit: dict[str, Any] = {} if max_ticks is None else {"max_ticks": max_ticks}
         limit["delivered"] = delivered
         try:
@@ -131,19 +135,26 @@ class Runtime:
             await self.db.close()
 
 
-async def _served_before(conn: psycopg.AsyncConnection[Any], delivered: datetime) -> TickResult | None:
-    """The answer to a delivery whose instant was served already (logged as `wakeup_duplicate`); None otherwise."""
+async def _delivery_check(
+    conn: psycopg.AsyncConnection[Any], delivered: datetime
+) -> tuple[datetime | None, TickResult | None]:
+    """A delivery's instant checked against crontick_wakeups, in one statement: (the instant, None) for a booking of
+    this app's not yet served; (None, None) for an instant never booked here (an ordinary tick: it neither records
+    nor moves anything); (the instant, the answer without a tick) when it was served already (`wakeup_duplicate`)."""
     from crontick.db.connection import translated
     from crontick.tick.pipeline import TickResult
     from crontick.tick.wakeups_duty import Delivery
     from crontick.wakers import booking
 
     with translated():
-        served = await booking.served_at(conn, delivered)
+        known, served = await booking.delivery_state(conn, delivered)
+    if not known:
+        logs.warning("wakeup_instant_unknown", instant=delivered.isoformat())
+        return None, None
     if served is None:
-        return None
+        return delivered, None
     logs.info("wakeup_duplicate", instant=delivered.isoformat(), served_at=served.isoformat())
-    return TickResult(delivery=Delivery(delivered, served))
+    return delivered, TickResult(delivery=Delivery(delivered, served))
 
 
 def _span_counts(result: TickResult) -> dict[str, int | bool]:

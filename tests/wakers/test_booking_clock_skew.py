@@ -51,7 +51,8 @@ def test_an_early_delivery_books_again_by_the_providers_clock(database_url: str,
 
 
 def test_a_delivery_on_time_books_what_comes_next_unshifted(database_url: str) -> None:
-    """Only an early delivery moves the next instant: one that arrives on time (or late) books work as it is due."""
+    """Only an early delivery moves the next instant: one that arrives on time (or late) books work as it is due, and
+    one that came more than EARLY_LEAD_MAX early (a forged or far-off instant) is not followed."""
     now = datetime.now(UTC).replace(microsecond=0)
     with qstash_stand_in(TOKEN, QSTASH_CURRENT) as stand_in:
         settings = settings_for(database_url, waker="qstash", qstash_token=TOKEN, qstash_url=stand_in.url,
@@ -63,5 +64,7 @@ def test_a_delivery_on_time_books_what_comes_next_unshifted(database_url: str) -
 
         late = asyncio.run(book(now - timedelta(seconds=30)))
         early = asyncio.run(book(now + timedelta(seconds=90)))
+        far_off = asyncio.run(book(now + timedelta(hours=2)))  # a clock to fix, not to follow
     assert late.instant == now + timedelta(minutes=10)
     assert early.instant == now + timedelta(minutes=11, seconds=30)
+    assert far_off.instant == now + timedelta(minutes=10)

@@ -25,6 +25,9 @@ HELD_BACK_RECHECK = timedelta(minutes=1)
 # Work beyond a provider's horizon is booked at the horizon rounded down to this many seconds (a multiple
 # of every granularity), so the ticks of one hour find that instant booked instead of booking a new one each.
 HORIZON_STEP_SECONDS = 3600
+# A delivery that came early by at most this much (the provider's clock ahead of the database's) moves the next
+# booking by as much; one earlier than that is logged and not followed.
+EARLY_LEAD_MAX = timedelta(minutes=15)
 
 
 class WakeupOutcome(NamedTuple):
@@ -90,9 +93,10 @@ async def book_next(
       later, not at once. Better still, pass the instant it is released;
     - `delivered`: the instant of the wake-up whose delivery started this tick (None: another caller). It
       is recorded as served in the claim's statement. Arrived early (the provider's clock ahead of the
-      database's: `delivered` after `now`), work still to come is booked that much later, so that the
-      provider calls when it is due by the database's clock; without that, the instant it would book is
-      the one that just came, booked already, and the work would wait for the safety net.
+      database's: `delivered` after `now`), work still to come is booked that much later (up to
+      EARLY_LEAD_MAX), so that the provider calls when it is due by the database's clock; without that, the
+      instant it would book is the one that just came, booked already, and the work would wait for the
+      safety net.
     The instant is `next_due_at` rounded up to the provider's granularity, at least its least lead
     after `now`, and at most its horizon after `now` (work beyond is booked at the horizon, where the
     next tick books again). crontick_wakeup_claim records it once across concurrent ticks; only the
@@ -113,7 +117,7 @@ async def book_next(
     if more is False and next_due_at <= now:
         next_due_at = now + HELD_BACK_RECHECK
     if delivered is not None and delivered > now and next_due_at > now:
-        next_due_at += delivered - now  # by the provider's clock, which the early delivery measured
+        next_due_at += _lead(provider, delivered, now)  # by the provider's clock, which the early delivery measured
     instant = instant_for(provider, next_due_at, now)
     outcome = WakeupOutcome("booked", provider.name, instant)
     try:
@@ -123,6 +127,16 @@ async def book_next(
     if not attempt:
         return outcome._replace(status="already")
     return await _call(conn, provider, settings, outcome._replace(attempt=attempt), now)
+
+
+def _lead(provider: Provider, delivered: datetime, now: datetime) -> timedelta:
+    """How far ahead of the database's clock the provider's runs, as a delivery that came early measured it; none
+    beyond EARLY_LEAD_MAX (a clock to fix, not to follow, and logged as such)."""
+    lead = delivered - now
+    ok = lead <= EARLY_LEAD_MAX
+    logs.info("wakeup_early", provider=provider.name, instant=delivered.isoformat(), lead_seconds=lead.total_seconds(),
+              followed=ok)  # fmt: skip
+    return lead if ok else timedelta(0)
 
 
 async def _claim(
@@ -145,12 +159,12 @@ async def serve(conn: psycopg.AsyncConnection[Any], instant: datetime) -> None:
         logs.warning("wakeup_record_failed", instant=instant.isoformat(), detail=f"{type(exc).__name__}: {exc}")
 
 
-async def served_at(conn: psycopg.AsyncConnection[Any], instant: datetime) -> datetime | None:
-    """When the wake-up of `instant` was served already (a delivery for it is then a duplicate); None if not.
+async def delivery_state(conn: psycopg.AsyncConnection[Any], instant: datetime) -> tuple[bool, datetime | None]:
+    """Whether `instant` was booked here, and when it was served already (a delivery for it is then a duplicate).
     One statement; a database error goes on to the caller (the tick it precedes would meet it too)."""
     cur = await conn.execute(query("wakeup_served_at"), {"instant": instant})
     row = await cur.fetchone()
-    return row[0] if row else None
+    return (row is not None, row[0] if row else None)
 
 
 async def _call(
