@@ -20,6 +20,7 @@ from vercel.queue.embedded import embedded_queue_service
 from crontick.runtime import Runtime
 from crontick.settings import Settings
 from crontick.wakers.booking import book_next
+from crontick.wakers.delivery import delivered_instant
 from tests.support.servers import free_port
 
 TOPIC = "crontick-tick-test"
@@ -29,10 +30,11 @@ runtimes: list[Runtime] = []
 
 @vq.subscribe(topic=TOPIC)
 async def run_tick(payload: dict[str, Any]) -> None:
-    """What an app's subscriber does: run a tick in-process (here with the test's settings)."""
+    """What an app's subscriber does (docs/wakeups.md): run a tick in-process with the message's instant (here with
+    the test's settings)."""
     arrivals.append((time.time(), payload))
     if runtimes:
-        await runtimes[0].run(source="vercel-queue")
+        await runtimes[0].run(source="vercel-queue", delivered=delivered_instant(payload))
 
 
 @asynccontextmanager
@@ -59,11 +61,11 @@ def _settings(database_url: str, base_url: str) -> Settings:
 
 def test_the_message_arrives_after_its_delay_and_runs_a_tick(database_url: str, conn: psycopg.Connection[Any]) -> None:
     arrivals.clear()
-    runtimes[:] = [Runtime(Settings(database_url=database_url))]
 
     async def scenario() -> tuple[Any, Any, list[Any]]:
         async with queue_over_http() as (service, base_url):
             settings = _settings(database_url, base_url)
+            runtimes[:] = [Runtime(settings)]
             async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as aconn:
                 now = datetime.now(UTC)
                 first = await book_next(aconn, settings, now + timedelta(seconds=2), now)
@@ -87,6 +89,8 @@ def test_the_message_arrives_after_its_delay_and_runs_a_tick(database_url: str, 
     assert conn.execute("select source from crontick.crontick_ticks order by id desc limit 1").fetchone() == (
         "vercel-queue",
     )
+    # The subscriber passed the instant on: the tick recorded it served, so a repeat would be a duplicate.
+    assert conn.execute("select served_at is not null from crontick.crontick_wakeups").fetchone() == (True,)
 
 
 def test_the_delay_counts_from_the_databases_clock(database_url: str) -> None:
