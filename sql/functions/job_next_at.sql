@@ -3,7 +3,8 @@
 -- (sql/functions/tick_probe.sql) and the record statement's (sql/functions/job_record_outcomes.sql,
 -- both paths) read it, and a tick's next_due_at, which precise wake-ups book (crontick.tick.wakeups_duty),
 -- comes from them: a pause has no release time, so a paused job that counted here would be a
--- wake-up a minute for nothing (issue 35); resuming books at once (crontick.hooks.kick.after_resume).
+-- wake-up a minute for nothing (issue 35); the admin's resume starts a tick at once
+-- (crontick.admin.answer.kicking), which runs what is due and books what comes due later.
 -- With nothing paused (the usual case) it reads the first entry of jobs_pending_due, as before. With a
 -- type or group paused, the first 1,000 pending jobs in run_after order are looked at (a bounded read,
 -- as crontick_job_due_unpaused does); should all 1,000 be paused, the last one's time is returned, so
