@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,6 +12,7 @@ import psycopg
 
 from crontick import logs
 from crontick.db.connection import translated
+from crontick.jobs import shutdown
 from crontick.jobs.job import Outcome
 from crontick.reminders.window import ReminderCounts
 from crontick.schedules.registry import ScheduleCounts
@@ -139,9 +139,8 @@ async def run_tick(
         # The database's time when this tick began, by the offset its probe measured.
         began_at = pace.estimated_now() - timedelta(seconds=clock() - started)
         wait = follow_up_wait(result.more, result.next_due_at, began_at, pace.estimated_now(), budget_end - clock())
-        if wait is None:
+        if wait is None or not await shutdown.sleep(wait + FOLLOW_UP_LATE_SECONDS):  # no follow-up once exiting
             break
-        await asyncio.sleep(wait + FOLLOW_UP_LATE_SECONDS)
         started = clock()
         more = await _tick_once(conn, settings, now=None, jobs_due=False, deadline=budget_end, **once)
         result = result + more
