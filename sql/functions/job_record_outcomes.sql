@@ -65,6 +65,7 @@ as $$
 #variable_conflict use_column
 declare
     _r record;
+    _group_at timestamptz;  -- when the next job of a group this statement moved on comes due
 begin
 -- flow: the statement's grouped rows are not noted by the row trigger (jobs_group_update,
 -- sql/migrations/0022_record_settles_groups.sql); their groups are settled after it, at the end.
@@ -123,29 +124,21 @@ if json_array_length(_others) = 0 then
             coalesce(cardinality(_done_ids), 0) - count(*) as fenced, 0::bigint as snoozed, 0::bigint as yielded
         from written
     ), next_job as (
-        -- steps: a waiting job's deadline counts too. flow: a grouped job that ended here lets its
-        -- group's next job start (unheld by the settle after this statement): due now.
-        select least((select min(run_after) from {schema}.jobs where status = 'pending' and not held),
-                     (select min(run_after) from {schema}.jobs where status = 'waiting'),
-                     (select _now from written w where w.group_key is not null limit 1)) as at
+        -- steps: a waiting job's deadline counts too. flow: the groups this statement moved on are
+        -- read once the settle after it has unheld their next jobs (at the end).
+        select least({schema}.crontick_job_next_at(),
+                     (select min(run_after) from {schema}.jobs where status = 'waiting')) as at
     -- twin begin log_and_answer
-    ), logged as (
-        insert into {schema}.crontick_ticks (started_at, finished_at, source, summary)
-        select _started_at, _now, _source,
-            _summary || jsonb_build_object('jobs', _jobs || to_jsonb(c), 'next_due_at', least(n.at, _next_other_at))
-        from counts c, next_job n
-        where _log
     )
     select array(select w.id from written w) as written,
-        c.succeeded, c.retried, c.failed, c.released, c.fenced,
+        c.succeeded, c.retried, c.failed, c.released, c.fenced, to_jsonb(c) as counts,
     -- twin end log_and_answer
-        -- Pending jobs or waits due, or a group moved on (next_job); with a type or group paused, its
-        -- due jobs do not count (as in the statement below).
+        -- Pending jobs or waits due (next_job); with a type or group paused, its due jobs do not count
+        -- (as in the statement below). A group moved on is looked at after the settle (at the end).
         case when not exists (select 1 from {schema}.crontick_pauses p where p.kind in ('type', 'group'))
             then coalesce(n.at <= _now, false)
             else {schema}.crontick_job_due_unpaused(_now)
                 or coalesce((select min(run_after) from {schema}.jobs where status = 'waiting') <= _now, false)
-                or exists (select 1 from written w where w.group_key is not null)
         end or exists (select 1 from woken) as jobs_due,
         n.at as next_job_at,
         c.snoozed,
@@ -280,34 +273,26 @@ with outcome as materialized (
     -- For the summary's next_due_at: the snapshot does not see this statement's own writes,
     -- so the batch's retries (and releases, due now) are counted from the outcomes.
     select least(
-        (select min(run_after) from {schema}.jobs where status = 'pending' and not held),
+        {schema}.crontick_job_next_at(),
         (select min(coalesce(o.run_after, _now)) from outcome o where o.status in ('pending', 'waiting')),
-        (select min(run_after) from {schema}.jobs where status = 'waiting'),  -- steps: a wait's deadline
-        -- A grouped job that ended here lets its group's next job start (see the shorter path above).
-        (select _now from written w where w.group_key is not null and w.status in ('done', 'failed') limit 1)
+        (select min(run_after) from {schema}.jobs where status = 'waiting')  -- steps: a wait's deadline
+        -- A grouped job that ended here lets its group's next job start: read after the settle (at the end).
     ) as at
 -- twin begin log_and_answer
-), logged as (
-    insert into {schema}.crontick_ticks (started_at, finished_at, source, summary)
-    select _started_at, _now, _source,
-        _summary || jsonb_build_object('jobs', _jobs || to_jsonb(c), 'next_due_at', least(n.at, _next_other_at))
-    from counts c, next_job n
-    where _log
 )
 select array(select w.id from written w) as written,
-    c.succeeded, c.retried, c.failed, c.released, c.fenced,
+    c.succeeded, c.retried, c.failed, c.released, c.fenced, to_jsonb(c) as counts,
 -- twin end log_and_answer
     -- Whether the caller has more to do: pending jobs due now (the first entry of a partial index;
-    -- with a type or group paused, those no pause holds back: sql/functions/job_due_unpaused.sql),
-    -- or a group this statement moved on.
+    -- with a type or group paused, those no pause holds back: sql/functions/job_due_unpaused.sql).
+    -- A group this statement moved on is read after the settle (at the end).
     case when not exists (select 1 from {schema}.crontick_pauses p where p.kind in ('type', 'group'))
         then coalesce((select min(run_after) from {schema}.jobs where status = 'pending' and not held) <= _now, false)
         else {schema}.crontick_job_due_unpaused(_now)
     end
         -- steps: woken waits, and waits that began on a kept signal, are due now.
         or exists (select 1 from woken)
-        or exists (select 1 from outcome o where o.park is not null and o.status = 'pending' and o.run_after <= _now)
-        or exists (select 1 from written w where w.group_key is not null and w.status in ('done', 'failed')) as jobs_due,
+        or exists (select 1 from outcome o where o.park is not null and o.status = 'pending' and o.run_after <= _now) as jobs_due,
     (select n.at from next_job n) as next_job_at,
     c.snoozed,
     -- crontick.alerts: whether to send now, from what this statement wrote or the first entry of
@@ -329,6 +314,21 @@ end if;
 perform set_config('crontick.group_settle', '', true);
 if cardinality(_r.groups) > 0 then
     perform {schema}.crontick_job_groups_settle(_r.groups, _r.pending, null);
+    -- A group moved on: its next job, unheld by the settle, is due when its run_after comes (a retry's
+    -- backoff, a snooze), and not at all while its type or group is paused (issue 35: `more` only when
+    -- due work is really left, and no booking for work held back). One read of the groups' own rows.
+    select min(j.run_after) into _group_at from {schema}.jobs j
+    where j.group_key = any(_r.groups) and j.status = 'pending' and not j.held
+      and j.type <> all(array(select p.name from {schema}.crontick_pauses p where p.kind = 'type'))
+      and j.group_key <> all(array(select p.name from {schema}.crontick_pauses p where p.kind = 'group'));
+    _r.next_job_at := least(_r.next_job_at, _group_at);
+    _r.jobs_due := _r.jobs_due or coalesce(_group_at <= _now, false);
+end if;
+-- The tick's log row, once the groups are settled, so that its next_due_at is the answer's.
+if _log then
+    insert into {schema}.crontick_ticks (started_at, finished_at, source, summary)
+    values (_started_at, _now, _source,
+            _summary || jsonb_build_object('jobs', _jobs || _r.counts, 'next_due_at', least(_r.next_job_at, _next_other_at)));
 end if;
 return query select _r.written, _r.succeeded, _r.retried, _r.failed, _r.released, _r.fenced, _r.jobs_due,
     _r.next_job_at, _r.snoozed, _r.alerts_due;

@@ -15,11 +15,13 @@ VIEWER = {"Authorization": f"Bearer {API_VIEWER_SECRET}"}
 
 
 def api_settings(database_url: str, **changes: Any) -> Settings:
+    """Kicks off unless asked for, as tests/support/admin_pages.settings_for says why."""
     base = Settings(
         database_url=database_url,
         cron_secret=TEST_SECRET,
         admin_secret=API_ADMIN_SECRET,
         admin_viewer_secret=API_VIEWER_SECRET,
+        kick="off",
     )
     return dataclasses.replace(base, **changes)
 

@@ -29,8 +29,14 @@ _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 
 
 def settings_for(database_url: str, **changes: Any) -> Settings:
+    """Kicks off unless asked for: these tests read what an action wrote, which a tick started by Retry or Run now
+    (crontick.admin.answer.kicking) would change under them; tests/admin/test_answer_kicks.py turns them on."""
     base = Settings(
-        database_url=database_url, cron_secret=TEST_SECRET, admin_secret=ADMIN_SECRET, admin_viewer_secret=VIEWER_SECRET
+        database_url=database_url,
+        cron_secret=TEST_SECRET,
+        admin_secret=ADMIN_SECRET,
+        admin_viewer_secret=VIEWER_SECRET,
+        kick="off",
     )
     return dataclasses.replace(base, **changes)
 

@@ -77,9 +77,24 @@ def not_found_job(request: Request) -> Response:
     return error(request, 404, "not_found", f"expected an existing job id, got: {shown} (no such job)")
 
 
-def action(request: Request, result: ActionResult) -> Response:
-    """An API action's answer: the row it changed, or its refusal (404 not_found, 409 conflict or key_taken)."""
+def action(request: Request, result: ActionResult, *, kick: bool = False) -> Response:
+    """An API action's answer: the row it changed, or its refusal (404 not_found, 409 conflict or key_taken).
+    `kick`: the action made work due (retry, run now, resume), so a tick starts once it is answered."""
     if not result.ok:
         code = result.error or "conflict"
         return error(request, ACTION_STATUS.get(code, 404), code, result.detail)
-    return api(result.row)
+    response = api(result.row)
+    return kicking(request, response) if kick else response
+
+
+def kicking(request: Request, response: Response) -> Response:
+    """`response`, which starts a tick once it is sent, as an inbound event's answer does (crontick.hooks.kick,
+    CRONTICK_KICK): for the actions that make work due now (Retry, Run now, a resumed pause). Every admin action's
+    transaction has committed before its answer is sent, so the tick finds the work; without this it waited for the
+    scheduler (job 1675 was still pending 12 s after Retry, issue 35)."""
+    from starlette.background import BackgroundTask
+
+    from crontick.hooks.kick import after_commit
+
+    response.background = BackgroundTask(after_commit, request.app.state.runtime)
+    return response

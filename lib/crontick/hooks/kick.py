@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from crontick import logs
 from crontick.db import query
 from crontick.errors import CrontickError
+from crontick.jobs import shutdown
 
 if TYPE_CHECKING:
     from crontick.runtime import Runtime
@@ -25,6 +26,9 @@ MIN_KICK_INTERVAL_SECONDS = 0.25
 # The http kick waits this long for the tick's answer, then lets it run on without us: the
 # webhook that caused it must answer fast, and on Lambda Mangum holds the answer until we return.
 HTTP_KICK_WAIT_SECONDS = 1.0
+# At interpreter exit a kick thread still running gets its tick's budget plus this long to finish (its record
+# statement, the wake-up booking) before the process goes on exiting without it.
+EXIT_MARGIN_SECONDS = 5.0
 
 
 class Coalescer:
@@ -104,7 +108,7 @@ async def _coalesced(one_round: Callable[[], Awaitable[bool]], mode: str) -> Non
             rounds += 1
             started = loop.time()
             more = await one_round()
-            if rounds >= MAX_TICKS_PER_KICK:
+            if rounds >= MAX_TICKS_PER_KICK or shutdown.begun():  # exiting: no next round (crontick.jobs.shutdown)
                 coalescer.end()
                 return
             if more:  # a full batch: a backlog is waiting, take the next batch now
@@ -225,7 +229,50 @@ def _in_thread(rt: Runtime, after: AfterCommit | None) -> None:
     thread = threading.Thread(target=run, name="crontick-kick", daemon=True)
     with _threads_lock:
         _threads.add(thread)
+    _finish_at_exit(rt.settings.time_budget_seconds + EXIT_MARGIN_SECONDS)
     thread.start()
+
+
+_exit_wait_seconds: float | None = None  # set once _at_exit is registered
+
+
+def _finish_at_exit(seconds: float) -> None:
+    """Have the interpreter's exit wait for the kick threads, at most `seconds` (the longest asked for).
+
+    A kick thread is a daemon, which the interpreter stops wherever it is once the main thread has
+    returned: a script that enqueued 200 jobs, kicked and exited 0.5 s later left 100 of them `running` with
+    an attempt spent, until their lease ran out (issue 35). At exit, before the thread pools a batch runs
+    its sync handlers on are shut down (threading's own exit hooks run last registered first, and
+    concurrent.futures registers its hook at import, below), _at_exit tells the batch to start no further
+    job (crontick.jobs.shutdown): the jobs running finish and are recorded, those not started go back
+    pending without spending an attempt, and no follow-up or further round runs.
+    """
+    global _exit_wait_seconds
+    with _threads_lock:
+        registered = _exit_wait_seconds is not None
+        _exit_wait_seconds = max(seconds, _exit_wait_seconds or 0.0)
+    if registered:
+        return
+    import concurrent.futures.thread  # noqa: F401  registers its exit hook first, so that ours runs before it
+
+    # CPython's hook for "before the threads are joined" (concurrent.futures uses it); atexit runs too late for us.
+    register = getattr(threading, "_register_atexit", None)
+    if register is None:  # not CPython: the later, plain exit hook still waits for the batch
+        import atexit
+
+        register = atexit.register
+    register(_at_exit)
+
+
+def _at_exit() -> None:
+    """The interpreter is exiting: start no further job, and wait (bounded) for the kick threads to record theirs."""
+    shutdown.begin()
+    with _threads_lock:
+        running = bool(_threads)
+        seconds = _exit_wait_seconds or 0.0
+    if running:
+        logs.info("kick_exit_wait", detail="the process is exiting: the kick's batch finishes, nothing more starts")
+        wait_for_threads(seconds)
 
 
 async def _with_close(rt: Runtime, after: AfterCommit | None = None) -> None:

@@ -19,7 +19,7 @@ import psycopg
 
 from crontick import logs, retry, tracing
 from crontick.errors import PermanentError, RetryableError, Snooze
-from crontick.jobs import builtin, decision, registry
+from crontick.jobs import builtin, decision, registry, shutdown
 from crontick.jobs.decision import SUCCEEDED, Ended
 from crontick.jobs.job import Job, Outcome, UndecodablePayload
 from crontick.jobs.registry import Handler
@@ -49,8 +49,9 @@ async def run_batch(
 ) -> list[Outcome]:
     """Run each job at most `concurrency` at a time and return one Outcome per job, in order.
 
-    A job not yet started when the deadline passes is released (pending again, its attempt
-    not counted). A running handler is cancelled at the deadline and counts as a failure.
+    A job not yet started when the deadline passes, or once the process is exiting
+    (crontick.jobs.shutdown), is released (pending again, its attempt not counted). A running
+    handler is cancelled at the deadline and counts as a failure.
     Sync (`def`) handlers run in worker threads, several jobs per thread hop (see _ThreadRun).
     `settings` are the tick's: their secrets are scrubbed from each error, and the built-in job
     types read them (crontick.jobs.builtin.SETTINGS, set for the batch); None: the defaults.
@@ -146,7 +147,8 @@ class _Batch:
         running: Running | _ThreadRun | None = None
         try:
             async with asyncio.timeout_at(self.budget_end):
-                while clock() < deadline and (item := pending.take()) is not None:
+                # shutdown: once the process is exiting no job starts; outcomes_in_order releases the rest.
+                while clock() < deadline and not shutdown.begun() and (item := pending.take()) is not None:
                     index, job = item
                     if not self.fits(job):  # released by outcomes_in_order: a later tick starts it
                         continue
@@ -172,7 +174,8 @@ class _Batch:
                 self.finish(index, job, Ended(text, budget_stopped=True, new_steps=new_steps))
 
     def outcomes_in_order(self) -> list[Outcome]:
-        """One outcome per job: whatever no worker reached before the deadline goes back, its attempt not counted."""
+        """One outcome per job: whatever no worker reached before the deadline (or the process's exit) goes back, its
+        attempt not counted."""
         outcomes = self.outcomes
         return [
             outcomes.get(i) or Outcome(job.id, job.attempt, "pending", job.attempt - 1)
@@ -253,7 +256,8 @@ class _ThreadRun:
                     return
                 self.current = None
                 self.finish(index, job, ended)
-            item = self.pending.take(thread_run_only=True) if self.clock() < self.deadline else None
+            going_on = self.clock() < self.deadline and not shutdown.begun()
+            item = self.pending.take(thread_run_only=True) if going_on else None
 
     def halted(self) -> bool:
         """Whether stop() was called (read under `lock`; the loop's thread sets it)."""

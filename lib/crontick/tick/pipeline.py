@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,6 +12,7 @@ import psycopg
 
 from crontick import logs
 from crontick.db.connection import translated
+from crontick.jobs import shutdown
 from crontick.jobs.job import Outcome
 from crontick.reminders.window import ReminderCounts
 from crontick.schedules.registry import ScheduleCounts
@@ -148,9 +148,9 @@ async def run_tick(
         if result.follow_up_in is None or result.next_due_at is None:
             break
         # Decided by the tick before its duties after the record ran: wait what is left of that.
-        await asyncio.sleep(
-            max((result.next_due_at - pace.estimated_now()).total_seconds(), 0.0) + FOLLOW_UP_LATE_SECONDS
-        )
+        wait = max((result.next_due_at - pace.estimated_now()).total_seconds(), 0.0) + FOLLOW_UP_LATE_SECONDS
+        if not await shutdown.sleep(wait):  # no follow-up once the process is exiting
+            break
         more = await _tick_once(conn, settings, now=None, jobs_due=False, deadline=budget_end, follow_ups=left, **once)
         result = result + more
     return result

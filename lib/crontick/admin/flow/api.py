@@ -35,7 +35,8 @@ async def pause(request: Request, conn: tx.Conn, role: str) -> Response:
 
 async def resume(request: Request, conn: tx.Conn, role: str) -> Response:
     kind, name = _named(request)
-    return answer.action(request, await store.resume(conn, kind, name, role=role))
+    # What the pause held back is due again: a tick now runs it (or books its wake-up), since none was booked for it.
+    return answer.action(request, await store.resume(conn, kind, name, role=role), kick=True)
 
 
 def _named(request: Request) -> tuple[str, str]:

@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from crontick.admin import gate, inputs
-from crontick.admin.answer import error
+from crontick.admin.answer import error, kicking
 from crontick.admin.flow import END_CHUNK, ENDINGS, store
 from crontick.admin.params import name_problem
 from crontick.admin.return_to import safe_back
@@ -73,7 +73,8 @@ async def flow_action(request: Request) -> Response:
         label = kind.replace("_", " ")
         if not result.ok:
             return view.done(f"The {label} {name} was not changed: {result.detail}", back)
-        return view.done(f"The {label} {name} is {'paused' if verb == 'pause' else 'running again'}.", back)
+        done = view.done(f"The {label} {name} is {'paused' if verb == 'pause' else 'running again'}.", back)
+        return kicking(view.request, done) if verb == "resume" else done  # what it held back is due: a tick starts
 
     return await gate.page(request, act, action=True)
 

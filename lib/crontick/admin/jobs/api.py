@@ -63,7 +63,7 @@ async def retry(request: Request, conn: tx.Conn, role: str) -> Response:
     job_id = inputs.job_id(request)
     if job_id is None:
         return answer.not_found_job(request)
-    return answer.action(request, await store.retry_job(conn, job_id, role=role))
+    return answer.action(request, await store.retry_job(conn, job_id, role=role), kick=True)
 
 
 async def cancel(request: Request, conn: tx.Conn, role: str) -> Response:
@@ -84,7 +84,7 @@ async def run_now(request: Request, conn: tx.Conn, role: str) -> Response:
     job_id = inputs.job_id(request)
     if job_id is None:
         return answer.not_found_job(request)
-    return answer.action(request, await store.run_now_job(conn, job_id, role=role))
+    return answer.action(request, await store.run_now_job(conn, job_id, role=role), kick=True)
 
 
 async def signal(request: Request, conn: tx.Conn, role: str) -> Response:
@@ -93,7 +93,9 @@ async def signal(request: Request, conn: tx.Conn, role: str) -> Response:
     if job_id is None:
         return answer.not_found_job(request)
     body = await inputs.body(request)
-    return answer.action(request, await store.signal_job(conn, job_id, payload=body.get("payload"), role=role))
+    return answer.action(
+        request, await store.signal_job(conn, job_id, payload=body.get("payload"), role=role), kick=True
+    )
 
 
 async def bulk_retry(request: Request, conn: tx.Conn, role: str) -> Response:
@@ -107,7 +109,8 @@ async def bulk_retry(request: Request, conn: tx.Conn, role: str) -> Response:
     retried, skipped, next_after = await store.bulk_retry(
         conn, status=status, type=type_, payload_contains=payload, max_id=max_id, after_id=after_id, role=role
     )
-    return answer.api({"retried": retried, "skipped_key_taken": skipped, "max_id": max_id, "next_after_id": next_after})
+    body = {"retried": retried, "skipped_key_taken": skipped, "max_id": max_id, "next_after_id": next_after}
+    return answer.kicking(request, answer.api(body)) if retried else answer.api(body)
 
 
 async def bulk_run_now(request: Request, conn: tx.Conn, role: str) -> Response:
@@ -117,4 +120,5 @@ async def bulk_run_now(request: Request, conn: tx.Conn, role: str) -> Response:
     moved, next_after = await store.bulk_run_now(
         conn, type=type_, payload_contains=payload, max_id=max_id, after_id=after_id, role=role
     )
-    return answer.api({"moved": moved, "max_id": max_id, "next_after_id": next_after})
+    body = {"moved": moved, "max_id": max_id, "next_after_id": next_after}
+    return answer.kicking(request, answer.api(body)) if moved else answer.api(body)

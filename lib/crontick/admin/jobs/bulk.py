@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from crontick.admin import gate, inputs, params, render, session, tx
-from crontick.admin.answer import error, finish
+from crontick.admin.answer import error, finish, kicking
 from crontick.admin.jobs import BULK_CHUNK, search, store
 from crontick.admin.jobs.page import PAYLOAD_MAX_CHARS, parse_payload
 from crontick.admin.return_to import safe_back
@@ -156,7 +156,7 @@ async def _bulk_step(view: View, state: dict[str, Any]) -> Response:
     state = {**state, "done": state["done"] + done, "skipped": state["skipped"] + skipped}
     if next_after is None:
         note = f" ({state['skipped']:,} skipped: their key is held by another active job)" if state["skipped"] else ""
-        return view.done(f"Retried {state['done']:,} failed jobs{note}.", state["back"])
+        return kicking(view.request, view.done(f"Retried {state['done']:,} failed jobs{note}.", state["back"]))
     state = {**state, "after": next_after, "hop": state["hop"] + 1}
     packed = _pack(state)
     url = render.link(
@@ -194,7 +194,7 @@ async def bulk_run_now(request: Request) -> Response:
                 n, after = await _chunk(conn, job_type, contains, max_id, after, view.session.role)
                 moved += n
                 if after is None:
-                    return view.done(f"{moved:,} scheduled jobs are due now.", back)
+                    return kicking(view.request, view.done(f"{moved:,} scheduled jobs are due now.", back))
         return view.confirm(
             heading=f"{moved:,} jobs are due now; continue?",
             question="More scheduled jobs match the filter. Continue with the next ones.",

@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from crontick.admin import gate, inputs, params
-from crontick.admin.answer import error, finish
+from crontick.admin.answer import error, finish, kicking
 from crontick.admin.jobs import ERROR_TEXT_MAX_CHARS, ERROR_WINDOW_JOBS, PENDING_SPLIT, search, store
 from crontick.admin.params import BadParameter
 from crontick.admin.reminders.store import list_reminders
@@ -31,6 +31,8 @@ VERBS = {
 }
 ACTS = {"retry": store.retry_job, "cancel": store.cancel_job, "delete": store.delete_job, "run-now": store.run_now_job}
 DONE = {"retry": "is pending again", "cancel": "is cancelled", "delete": "is deleted", "run-now": "is due now"}
+# The actions that make their job due now: a tick starts once they are answered (crontick.admin.answer.kicking).
+KICKS = frozenset({"retry", "run-now"})
 
 
 async def failed(request: Request) -> Response:
@@ -220,7 +222,8 @@ async def job_action(request: Request) -> Response:
             return view.done(f"Job #{job_id} was not changed: {result.detail}", back)
         if verb == "delete" and back.partition("?")[0] == view.url(f"/admin/jobs/{job_id}"):
             back = view.url("/admin/jobs")  # the deleted job's own page is gone
-        return view.done(f"Job #{job_id} {DONE[verb]}.", back)
+        done = view.done(f"Job #{job_id} {DONE[verb]}.", back)
+        return kicking(view.request, done) if verb in KICKS else done
 
     return await gate.page(request, act, action=True)
 

@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from crontick.admin import gate, inputs, params
-from crontick.admin.answer import error
+from crontick.admin.answer import error, kicking
 from crontick.admin.return_to import safe_back
 from crontick.admin.schedules import store
 from crontick.admin.view import View
@@ -86,6 +86,7 @@ async def schedule_action(request: Request) -> Response:
             "pause": f"Schedule {name} is paused: its slots are recorded as skipped (paused).",
             "resume": f"Schedule {name} is resumed ({row.get('skipped_slots', 0)} slot(s) missed while paused).",
         }[verb]
-        return view.done(message, back)
+        done = view.done(message, back)
+        return kicking(view.request, done) if verb == "enqueue" else done  # run now: a tick starts once answered
 
     return await gate.page(request, act, action=True)
