@@ -232,12 +232,7 @@ def enqueue_many(
     types = {r[0] for r in rows}
     for type in types:
         _check_type(type, "enqueue_many")
-    keys = [r[2] if len(r) == 3 else None for r in rows]  # type: ignore[misc]  # a 3-tuple's key
-    keyed = any(k is not None for k in keys)
-    if keyed:
-        for i, key in enumerate(keys):
-            if problem := text_problem("key", key):
-                raise CrontickError(f"enqueue_many: job {i} ({rows[i][0]!r}): {problem}")
+    keyed = _keyed(rows)
     declared = {} if priority is not None else {t: p for t in types if (p := _declared_priority(t))}
     attempts = {} if max_attempts is not None else {t: m for t in types if (m := _declared_max_attempts(t))}
     # One JSON document for the whole list (each (type, payload) pair becomes an array),
@@ -276,6 +271,17 @@ def enqueue_many(
         for i, job_id in zip(missing, again, strict=True):
             ids[i] = job_id
     return [int(job_id) for job_id in ids if job_id is not None]
+
+
+def _keyed(rows: list[Any]) -> bool:
+    """Whether some job of enqueue_many's list has a key ((type, payload, key)), each key checked."""
+    keys = [r[2] if len(r) == 3 else None for r in rows]  # a 3-tuple's key
+    if all(k is None for k in keys):
+        return False
+    for i, key in enumerate(keys):
+        if problem := text_problem("key", key):
+            raise CrontickError(f"enqueue_many: job {i} ({rows[i][0]!r}): {problem}")
+    return True
 
 
 def _check_row(row: Any) -> None:
