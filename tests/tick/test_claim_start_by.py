@@ -123,3 +123,18 @@ def test_an_expired_job_costs_the_tick_no_statement(database_url: str, conn: psy
     assert result.jobs.succeeded == 1 and not result.more
     assert ran == ["due", "due again"]
     assert conn.execute("select count(*) from jobs where status = 'cancelled'").fetchone() == (20,)
+
+
+def test_the_flow_controlled_claim_expires_too_even_a_job_of_a_paused_type(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    """A pause sends the claim down its flow-control body, whose `expire` part is the plain body's twin."""
+    conn.execute("insert into crontick_pauses (kind, name) values ('type', 't_start_by.paused')")
+    paused = crontick.enqueue(conn, "t_start_by.paused", {}, start_by=600)
+    late = crontick.enqueue(conn, "t_start_by.reply", {"n": "late"}, start_by=600)
+    timely = crontick.enqueue(conn, "t_start_by.reply", {"n": "timely"})
+    _expire(conn, paused)
+    _expire(conn, late)
+    tick(database_url)
+    assert ran == ["timely"]
+    assert [job_row(conn, i)["status"] for i in (paused, late, timely)] == ["cancelled", "cancelled", "done"]
