@@ -92,9 +92,11 @@ select coalesce(pg_catalog.max(id), 0) + 1 from {schema}.jobs;
 
 -- name: admin_job_get
 -- store.get_job: one job, whole (payload, a debounced job's merged payloads, error); with the schedule and slot it was enqueued
--- for (a manual "enqueue now" has a schedule and no slot) and its snoozes (issue 23).
+-- for (a manual "enqueue now" has a schedule and no slot) and its snoozes (issue 23); its start_by (a job not started by
+-- then never starts) and, for a running job crontick.cancel asked to stop, when it was asked (issue 36).
 select id, type, payload, payloads, status, attempts, max_attempts, run_after, last_error, key,
-    created_at, updated_at, finished_at, locked_until, schedule, scheduled_for, snoozes, group_key, priority, held
+    created_at, updated_at, finished_at, locked_until, schedule, scheduled_for, snoozes, group_key, priority, held,
+    start_by, cancel_requested_at
 from {schema}.jobs
 where id = %(id)s;
 
@@ -237,18 +239,19 @@ returning id, type, payload, status, attempts, max_attempts, run_after, last_err
     created_at, updated_at, finished_at, locked_until;
 
 -- name: admin_job_cancel
--- store.cancel_job and `crontick cancel`: a pending job will not run; nor a waiting one (job.wait_for,
--- durable steps: a later signal on its key then wakes another waiter or is kept).
-update {schema}.jobs set status = 'cancelled', locked_until = null, finished_at = now(), updated_at = now()
-where id = %(id)s and status in ('pending', 'waiting')
-returning id, type, payload, status, attempts, max_attempts, run_after, last_error, key,
-    created_at, updated_at, finished_at, locked_until;
+-- store.cancel_job and `crontick cancel`: crontick.cancel (sql/functions/cancel.sql, the one definition of a cancel),
+-- in the action's transaction. A pending (or sleeping) job will not run; nor a waiting one (job.wait_for, job.join:
+-- a later signal on its key then wakes another waiter or is kept); a running one is asked to stop (its
+-- cancel_requested_at), and ends cancelled at its next step. Its unended children (job.spawn) are cancelled with it.
+select {schema}.{api_cancel}(%(id)s::bigint) as cancelled;
 
--- name: admin_job_cancel_children
--- store.cancel_job and `crontick cancel`, after admin_job_cancel in the same transaction: the cancelled job's
--- unended children (job.spawn) are cancelled with it, as crontick.cancel does (sql/functions/cancel.sql).
-select pg_catalog.count({schema}.{api_cancel}(c.id)) from {schema}.jobs c
-where c.parent_id = %(id)s and c.status in ('pending', 'waiting', 'running');
+-- name: admin_job_cancelled
+-- store.cancel_job, after admin_job_cancel in the same transaction: the job as the cancel left it (a statement of
+-- its own: admin_job_cancel's snapshot predates the function's update).
+select id, type, payload, status, attempts, max_attempts, run_after, last_error, key,
+    created_at, updated_at, finished_at, locked_until, start_by, cancel_requested_at
+from {schema}.jobs
+where id = %(id)s;
 
 -- name: admin_job_delete
 -- store.delete_job: a finished job and (by cascade) its attempts.

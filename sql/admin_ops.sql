@@ -252,10 +252,11 @@ select (select count(*) from gone) as resumed, (select coalesce(pg_catalog.sum(s
 -- name: admin_schedule_enqueue
 -- schedule_control.enqueue_now: one job of the schedule, due now, outside its slots: no slot
 -- row (the at-most-once key of real slots is untouched), `schedule` set and `scheduled_for`
--- null, and the schedule's row remembers it as its latest manual run.
+-- null, and the schedule's row remembers it as its latest manual run. `max_attempts`: its
+-- handler's max_attempts= (null: the default), as a slot's job gets.
 with job as (
     select i.id from {schema}.crontick_job_insert_many(array[%(job_type)s::text], array[%(payload)s::jsonb],
-        _schedules => array[%(name)s::text]) i(id)
+        _max_attempts => array[%(max_attempts)s::int], _schedules => array[%(name)s::text]) i(id)
 ), manual as (
     update {schema}.crontick_schedules set manual_job_id = (select id from job), manual_at = now()
     where name = %(name)s

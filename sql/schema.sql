@@ -33,6 +33,7 @@ CREATE TABLE crontick.jobs (
     traceparent text,
     cancel_requested_at timestamp with time zone,
     parent_id bigint,
+    start_by timestamp with time zone,
     CONSTRAINT jobs_pkey PRIMARY KEY (id),
     CONSTRAINT jobs_attempts_non_negative CHECK (attempts >= 0),
     CONSTRAINT jobs_debounce_key_not_empty CHECK (debounce_key <> ''::text),
@@ -56,6 +57,7 @@ CREATE INDEX jobs_pending_claim ON crontick.jobs USING btree (priority, run_afte
 CREATE INDEX jobs_pending_due ON crontick.jobs USING btree (run_after, id) WHERE ((status = 'pending'::text) AND (NOT held));
 CREATE INDEX jobs_pending_type_id ON crontick.jobs USING btree (type, id) WHERE ((status = 'pending'::text) AND (NOT held));
 CREATE INDEX jobs_running_lease ON crontick.jobs USING btree (locked_until) WHERE (status = 'running'::text);
+CREATE INDEX jobs_start_by ON crontick.jobs USING btree (start_by) WHERE ((start_by IS NOT NULL) AND (status = 'pending'::text));
 CREATE INDEX jobs_status_updated ON crontick.jobs USING btree (status, updated_at DESC) WHERE (status = ANY (ARRAY['done'::text, 'failed'::text, 'cancelled'::text]));
 CREATE INDEX jobs_type_status_id ON crontick.jobs USING btree (type, status, id) WHERE ((status <> 'running'::text) AND ((status <> 'pending'::text) OR held));
 CREATE INDEX jobs_waiting_until ON crontick.jobs USING btree (run_after, id) WHERE (status = 'waiting'::text);

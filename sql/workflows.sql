@@ -5,8 +5,9 @@
 -- crontick.workflows.steps.StepBatch, when a handler of the batch first calls job.step, job.sleep
 -- or job.wait_for: the recorded steps of every job of the batch with that handler's type, in one
 -- statement (a batch whose handlers use no step sends none). Results travel as JSON text, decoded
--- step by step when asked for.
-select job_id, name, kind, status, result::text
+-- step by step when asked for; a wait's wait_until is when it timed out, or would have (job.join
+-- bounds its later waits by its first one's).
+select job_id, name, kind, status, result::text, wait_until
 from {schema}.job_steps
 where job_id = any(%(ids)s::bigint[]);
 

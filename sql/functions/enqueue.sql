@@ -6,6 +6,9 @@
 --   select crontick.enqueue('send_email', '{"to": "ada@example.com"}', key => 'welcome:42');
 --   select crontick.enqueue('whatsapp_reply', '{"text": "hi"}', group_key => 'conv:42', priority => -10,
 --                           debounce_key => 'reply:42', debounce_seconds => 3, debounce_max_seconds => 20);
+-- With `start_by`, a job not started by then never starts: a tick that finds it ends it `cancelled`, its
+-- last_error beginning with `expired` (sql/functions/job_claim_due.sql), no attempt spent, no alert:
+--   select crontick.enqueue('whatsapp_reply', '{"text": "hi"}', start_by => now() + interval '10 minutes');
 -- With `key`, a job already pending, running or waiting with that key wins and its id is returned (the
 -- partial unique index jobs_key_active). With `debounce_key` (and debounce_seconds), a job of the
 -- same type with that key that has not started (pending, never claimed: jobs_debounce_open) takes
@@ -25,7 +28,8 @@ create or replace function {schema}.{api_enqueue}(
     priority integer default null,
     debounce_key text default null,
     debounce_seconds double precision default null,
-    debounce_max_seconds double precision default null
+    debounce_max_seconds double precision default null,
+    start_by timestamptz default null
 ) returns bigint
 language plpgsql
 security definer  -- runs as crontick's role: EXECUTE alone lets another role call it (docs/security.md)
@@ -51,6 +55,10 @@ begin
         raise exception 'crontick.enqueue(%): expected max_attempts >= 1, got %', _job, {api_enqueue}.max_attempts
             using errcode = '22023';
     end if;
+    if {api_enqueue}.start_by is not null and {api_enqueue}.run_after > {api_enqueue}.start_by then
+        raise exception 'crontick.enqueue(%): expected run_after at or before start_by (it could never start), got run_after % and start_by %',
+            _job, {api_enqueue}.run_after, {api_enqueue}.start_by using errcode = '22023';
+    end if;
     if {api_enqueue}.group_key = '' then
         raise exception 'crontick.enqueue(%): expected a non-empty group_key or null, got %', _job, quote_literal('')
             using errcode = '22023';
@@ -74,7 +82,8 @@ begin
         return {schema}.crontick_job_debounce(
             {api_enqueue}.type, {api_enqueue}.payload, {api_enqueue}.run_after,
             {api_enqueue}.max_attempts, {api_enqueue}.key, {api_enqueue}.group_key, {api_enqueue}.priority,
-            {api_enqueue}.debounce_key, {api_enqueue}.debounce_seconds, {api_enqueue}.debounce_max_seconds);
+            {api_enqueue}.debounce_key, {api_enqueue}.debounce_seconds, {api_enqueue}.debounce_max_seconds,
+            {api_enqueue}.start_by);
     end if;
     -- Twice at most: the job holding the key may finish between the insert that yields to it and
     -- the select that looks for it; the second insert then succeeds.
@@ -84,6 +93,7 @@ begin
         from {schema}.crontick_job_insert_many(array[{api_enqueue}.type], array[{api_enqueue}.payload],
             _run_after => array[{api_enqueue}.run_after], _max_attempts => array[{api_enqueue}.max_attempts],
             _priorities => array[{api_enqueue}.priority], _group_keys => array[{api_enqueue}.group_key],
+            _start_by => case when {api_enqueue}.start_by is not null then array[{api_enqueue}.start_by] end,
             -- No key: no array, so the row goes in without ON CONFLICT and its cost.
             _keys => case when {api_enqueue}.key is not null then array[{api_enqueue}.key] end) i(id);
         if _id is not null then

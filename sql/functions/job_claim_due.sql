@@ -50,6 +50,10 @@
 -- is left claimed, and this claim's starts appended: jobs over the limit stay pending, unlocked
 -- after this statement, untouched. `throttled_until`: when the first exhausted limit with due jobs
 -- reopens (the tick's next_due_at).
+-- start_by (sql/migrations/0041_start_by.sql): in the same statement, every pending job past its start_by whose
+-- handler never ran ends `cancelled` (the `expire` part, the same in both bodies), and the claim skips it: an
+-- expired job costs no statement of its own and never starts. Read from jobs_start_by, empty while no job
+-- carries a start_by.
 -- The live definition: `crontick migrate` applies this file after the migrations, every time
 -- (lib/crontick/db/migrate.py says how a changed signature ships).
 create or replace function {schema}.crontick_job_claim_due(_now timestamptz, _limit int, _lease interval, _flow jsonb default null)
@@ -70,11 +74,34 @@ if _flow is null and not exists (select 1 from {schema}.crontick_pauses where ki
 return query
 with clock as (
     select coalesce(_now, now()) as now
+    -- twin begin expire
+), expire as materialized (
+    -- start_by: the pending jobs past it whose handler never ran (never claimed; or claimed and handed back
+    -- unstarted: no attempt spent, no snooze, no step recorded), all of them, so that none is left for the
+    -- claim below to start (it skips these ids). Skip locked, as the claim: one locked elsewhere waits.
+    select e.id from {schema}.jobs e
+    where e.start_by is not null and e.status = 'pending' and e.start_by <= (select k.now from clock k)
+      and (e.started_at is null
+           or e.attempts = 0 and e.snoozes = 0 and not exists (select 1 from {schema}.job_steps s where s.job_id = e.id))
+    for update skip locked
+), expired as (
+    -- Ended `cancelled`, no attempt spent; the record statement raises alerts only for what it writes `failed`.
+    update {schema}.jobs j set
+        status = 'cancelled',
+        locked_until = null,
+        finished_at = k.now,
+        updated_at = k.now,
+        last_error = 'expired: not started by its start_by (' || to_char(j.start_by at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+            || '), so never run'
+    from clock k
+    where j.id = any(array(select e.id from expire e))
+    -- twin end expire
 ), due as materialized (
     select d.id from {schema}.crontick_job_pending_priorities() as l(priority)
     cross join lateral (
         select j.id from {schema}.jobs j
         where j.status = 'pending' and not j.held and j.priority = l.priority and j.run_after <= (select k.now from clock k)
+          and j.id <> all(array(select e.id from expire e))
         order by j.run_after, j.id
         limit _limit
         for update skip locked
@@ -121,6 +148,28 @@ on conflict do nothing;
 return query
 with clock as (
     select coalesce(_now, now()) as now
+    -- twin begin expire
+), expire as materialized (
+    -- start_by: the pending jobs past it whose handler never ran (never claimed; or claimed and handed back
+    -- unstarted: no attempt spent, no snooze, no step recorded), all of them, so that none is left for the
+    -- claim below to start (it skips these ids). Skip locked, as the claim: one locked elsewhere waits.
+    select e.id from {schema}.jobs e
+    where e.start_by is not null and e.status = 'pending' and e.start_by <= (select k.now from clock k)
+      and (e.started_at is null
+           or e.attempts = 0 and e.snoozes = 0 and not exists (select 1 from {schema}.job_steps s where s.job_id = e.id))
+    for update skip locked
+), expired as (
+    -- Ended `cancelled`, no attempt spent; the record statement raises alerts only for what it writes `failed`.
+    update {schema}.jobs j set
+        status = 'cancelled',
+        locked_until = null,
+        finished_at = k.now,
+        updated_at = k.now,
+        last_error = 'expired: not started by its start_by (' || to_char(j.start_by at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+            || '), so never run'
+    from clock k
+    where j.id = any(array(select e.id from expire e))
+    -- twin end expire
 ), paused as materialized (
     select p.kind, p.name from {schema}.crontick_pauses p where p.kind in ('type', 'group', 'rate_limit')
 ), decl as (
@@ -146,6 +195,7 @@ with clock as (
     cross join lateral (
         select j.id, j.type, j.priority, j.run_after, j.group_key from {schema}.jobs j
         where j.status = 'pending' and not j.held and j.priority = l.priority and j.run_after <= (select k.now from clock k)
+          and j.id <> all(array(select e.id from expire e))
           and j.type <> all(array(select unnest(r.types) from room r where r.free = 0
                                   union all select p.name from paused p where p.kind = 'type'))
           and (j.group_key is null or j.group_key <> all(array(select p.name from paused p where p.kind = 'group')))
@@ -191,6 +241,7 @@ with clock as (
     join side s on s.id = j.id
     join wide w on w.type = j.type
     where j.status = 'pending' and j.held and s.rank <= w.n and s.clear and j.run_after <= (select k.now from clock k)
+      and j.id <> all(array(select e.id from expire e))
       and j.type <> all(array(select unnest(r.types) from room r where r.free = 0
                               union all select p.name from paused p where p.kind = 'type'))
       and j.group_key <> all(array(select p.name from paused p where p.kind = 'group'))

@@ -7,7 +7,7 @@
 -- of the same (type, key) while that job is pending and was never claimed merges into it: its payload
 -- becomes the newest, `payloads` appends it, and run_after moves to now + `_seconds`, never past
 -- debounce_until;
--- group_key, priority and max_attempts stay the first enqueue's. Concurrent enqueues of one key
+-- group_key, priority and max_attempts stay the first enqueue's; start_by becomes this one's. Concurrent enqueues of one key
 -- serialise on the index entry: one inserts, the others wait for it and then merge. A claim that
 -- locked the job first wins: the merging enqueue then finds no open job (the claimed row left the
 -- index) and inserts a new one, which (with a group_key) runs after the claimed one.
@@ -24,7 +24,8 @@ create or replace function {schema}.crontick_job_debounce(
     _priority integer,
     _debounce_key text,
     _seconds double precision,
-    _max_seconds double precision
+    _max_seconds double precision,
+    _start_by timestamptz default null
 ) returns bigint
 language plpgsql
 as $$
@@ -65,7 +66,8 @@ begin
             _run_after => array[pg_catalog.now() + pg_catalog.make_interval(secs => _seconds)],
             _max_attempts => array[_max_attempts], _priorities => array[_priority], _group_keys => array[_group_key],
             _debounce_keys => array[_debounce_key],
-            _debounce_until => array[pg_catalog.now() + pg_catalog.make_interval(secs => _max_seconds)]) i(id);
+            _debounce_until => array[pg_catalog.now() + pg_catalog.make_interval(secs => _max_seconds)],
+            _start_by => array[_start_by]) i(id);
         if _id is not null then
             return _id;
         end if;

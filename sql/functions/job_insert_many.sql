@@ -11,7 +11,7 @@
 -- next of the jobs' identity (schedules and hooks draw theirs first, for the row that points at the
 -- job), the payload {}, run_after now, max_attempts 4 (the column's default too, for an app's own
 -- INSERT: tests/jobs/test_queue_job_insert.py holds the two equal), priority 0 (the enqueue paths pass the
--- handler's declared priority= when it has one).
+-- handler's declared priority= when it has one), start_by null (no deadline: see sql/migrations/0041_start_by.sql).
 -- Rows are inserted in array order, and their ids come back in that order. A row whose `key` an
 -- active (pending, running or waiting) job holds is not inserted and returns nothing: the caller looks
 -- up the holder (crontick.enqueue does). With `_debounce_keys`, every row is a debounce (the caller,
@@ -23,6 +23,7 @@
 --             MAX_PAYLOADS and MAX_PAYLOADS_BYTES), dropping the oldest first: each merge rewrites
 --             the row, so a burst of large events costs at most 16 MiB a merge, not 100 of them;
 --   run_after moves to the row's, never past the open job's debounce_until;
+--   start_by   becomes the row's (null: none), the newest enqueue's deadline;
 -- its group_key, priority and max_attempts stay. Nothing returns when the open job changed between the
 -- conflict and its lock; crontick_job_debounce then calls again. Keys are no arbiter in a debounce.
 create or replace function {schema}.crontick_job_insert_many(
@@ -37,7 +38,8 @@ create or replace function {schema}.crontick_job_insert_many(
     _scheduled_for timestamptz[] default null,
     _schedules text[] default null,
     _debounce_keys text[] default null,
-    _debounce_until timestamptz[] default null
+    _debounce_until timestamptz[] default null,
+    _start_by timestamptz[] default null
 ) returns setof bigint
 language plpgsql
 as $$
@@ -56,51 +58,54 @@ begin
     if _keys is null and _debounce_keys is null then
         return query
         insert into {schema}.jobs as j (id, type, payload, run_after, max_attempts, priority, key, group_key,
-                                        scheduled_for, schedule, debounce_key, debounce_until)
+                                        scheduled_for, schedule, debounce_key, debounce_until, start_by)
         select coalesce(r.id, pg_catalog.nextval(_sequence)), r.type, coalesce(r.payload, _default_payload),
             coalesce(r.run_after, pg_catalog.now()), coalesce(r.max_attempts, _default_max_attempts),
             coalesce(r.priority, _default_priority), r.key, r.group_key, r.scheduled_for, r.schedule, r.debounce_key,
-            r.debounce_until
+            r.debounce_until, r.start_by
         from rows from (pg_catalog.unnest(_types), pg_catalog.unnest(_payloads), pg_catalog.unnest(_ids),
                         pg_catalog.unnest(_run_after), pg_catalog.unnest(_max_attempts), pg_catalog.unnest(_priorities),
                         pg_catalog.unnest(_keys), pg_catalog.unnest(_group_keys), pg_catalog.unnest(_scheduled_for),
-                        pg_catalog.unnest(_schedules), pg_catalog.unnest(_debounce_keys), pg_catalog.unnest(_debounce_until))
+                        pg_catalog.unnest(_schedules), pg_catalog.unnest(_debounce_keys), pg_catalog.unnest(_debounce_until),
+                        pg_catalog.unnest(_start_by))
             with ordinality r(type, payload, id, run_after, max_attempts, priority, key, group_key, scheduled_for, schedule,
-                              debounce_key, debounce_until, n)
+                              debounce_key, debounce_until, start_by, n)
         returning j.id;
         return;
     end if;
     if _debounce_keys is null then
         return query
         insert into {schema}.jobs as j (id, type, payload, run_after, max_attempts, priority, key, group_key,
-                                        scheduled_for, schedule, debounce_key, debounce_until)
+                                        scheduled_for, schedule, debounce_key, debounce_until, start_by)
         select coalesce(r.id, pg_catalog.nextval(_sequence)), r.type, coalesce(r.payload, _default_payload),
             coalesce(r.run_after, pg_catalog.now()), coalesce(r.max_attempts, _default_max_attempts),
             coalesce(r.priority, _default_priority), r.key, r.group_key, r.scheduled_for, r.schedule, r.debounce_key,
-            r.debounce_until
+            r.debounce_until, r.start_by
         from rows from (pg_catalog.unnest(_types), pg_catalog.unnest(_payloads), pg_catalog.unnest(_ids),
                         pg_catalog.unnest(_run_after), pg_catalog.unnest(_max_attempts), pg_catalog.unnest(_priorities),
                         pg_catalog.unnest(_keys), pg_catalog.unnest(_group_keys), pg_catalog.unnest(_scheduled_for),
-                        pg_catalog.unnest(_schedules), pg_catalog.unnest(_debounce_keys), pg_catalog.unnest(_debounce_until))
+                        pg_catalog.unnest(_schedules), pg_catalog.unnest(_debounce_keys), pg_catalog.unnest(_debounce_until),
+                        pg_catalog.unnest(_start_by))
             with ordinality r(type, payload, id, run_after, max_attempts, priority, key, group_key, scheduled_for, schedule,
-                              debounce_key, debounce_until, n)
+                              debounce_key, debounce_until, start_by, n)
         on conflict (key) where key is not null and status in ('pending', 'running', 'waiting') do nothing
         returning j.id;
         return;
     end if;
     return query
     insert into {schema}.jobs as j (id, type, payload, run_after, max_attempts, priority, key, group_key,
-                                    scheduled_for, schedule, debounce_key, debounce_until)
+                                    scheduled_for, schedule, debounce_key, debounce_until, start_by)
     select coalesce(r.id, pg_catalog.nextval(_sequence)), r.type, coalesce(r.payload, _default_payload),
         coalesce(r.run_after, pg_catalog.now()), coalesce(r.max_attempts, _default_max_attempts),
         coalesce(r.priority, _default_priority), r.key, r.group_key, r.scheduled_for, r.schedule, r.debounce_key,
-        r.debounce_until
+        r.debounce_until, r.start_by
     from rows from (pg_catalog.unnest(_types), pg_catalog.unnest(_payloads), pg_catalog.unnest(_ids),
                     pg_catalog.unnest(_run_after), pg_catalog.unnest(_max_attempts), pg_catalog.unnest(_priorities),
                     pg_catalog.unnest(_keys), pg_catalog.unnest(_group_keys), pg_catalog.unnest(_scheduled_for),
-                    pg_catalog.unnest(_schedules), pg_catalog.unnest(_debounce_keys), pg_catalog.unnest(_debounce_until))
+                    pg_catalog.unnest(_schedules), pg_catalog.unnest(_debounce_keys), pg_catalog.unnest(_debounce_until),
+                        pg_catalog.unnest(_start_by))
         with ordinality r(type, payload, id, run_after, max_attempts, priority, key, group_key, scheduled_for, schedule,
-                          debounce_key, debounce_until, n)
+                          debounce_key, debounce_until, start_by, n)
     on conflict (type, debounce_key) where debounce_key is not null and status = 'pending' and started_at is null
     do update set
         payload = excluded.payload,
@@ -117,6 +122,8 @@ begin
                     from (select coalesce(j.payloads, pg_catalog.jsonb_build_array(j.payload))
                                  || pg_catalog.jsonb_build_array(excluded.payload) as merged) m),
         run_after = least(excluded.run_after, coalesce(j.debounce_until, 'infinity')),
+        -- The reply answers the newest message: its deadline is the newest enqueue's.
+        start_by = excluded.start_by,
         updated_at = pg_catalog.now()
     where j.status = 'pending' and j.started_at is null
     returning j.id;

@@ -232,3 +232,21 @@ def test_a_plan_made_before_the_pause_committed_applies_nothing(
     tick(database_url, now=db_now(conn))
     assert conn.execute("select outcome, slot_count from crontick_schedule_slots").fetchall() == [("paused", 2)]
     assert conn.execute("select count(*) from jobs where schedule = %(n)s", {"n": hourly}).fetchone() == (0,)
+
+
+@crontick.handler("t_ops.twice", max_attempts=2)
+def twice(payload: Any, job: crontick.Job) -> None:
+    pass
+
+
+def test_enqueue_now_gives_the_job_its_handlers_max_attempts(
+    live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    crontick.schedule("t-ops-twice", "0 * * * *", "t_ops.twice", {})
+    try:
+        with live_app(api_settings(database_url)) as base:
+            r = httpx.post(base + "/api/admin/schedules/t-ops-twice/enqueue", headers=ADMIN)
+        assert r.status_code == 200, r.text
+    finally:
+        registry.unregister("t-ops-twice")
+    assert job_row(conn, r.json()["job_id"])["max_attempts"] == 2

@@ -189,6 +189,35 @@ def test_failed_job_retry_then_tick_done(
     assert status_of(conn, job_id) == "done"
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("js", [True, False], ids=["js", "nojs"])
+def test_cancel_a_running_job_from_its_page(
+    browser: Browser, database_url: str, conn: psycopg.Connection[Any], js: bool
+) -> None:
+    job_id = crontick.enqueue(conn, "admin_browser_long", {}, start_by=600)
+    conn.execute(
+        "update jobs set status = 'running', attempts = 1, started_at = now(),"
+        " locked_until = now() + interval '5 minutes' where id = %(id)s",
+        {"id": job_id},
+    )
+    with running(settings_for(database_url)) as base:
+        page = _page(browser, js)
+        _login(page, base)
+        page.goto(f"{base}/admin/jobs/{job_id}")
+        assert page.locator("h1 .badge").inner_text() == "running"
+        assert page.get_by_text("Start by").is_visible()
+        page.click("button:text-is('Cancel')")
+        assert page.get_by_role("heading", name=f"Cancel job #{job_id}?").is_visible()
+        page.click("button:text-is('Cancel job')")  # the confirmation's button
+        assert page.url.endswith(f"/admin/jobs/{job_id}")
+        assert page.get_by_text(f"Job #{job_id} is asked to stop: it ends cancelled at its next step.").is_visible()
+        assert page.get_by_text("Cancel asked").is_visible()
+        assert page.locator("button:text-is('Cancel')").count() == 0
+        page.context.close()
+    row = conn.execute("select status, cancel_requested_at from jobs where id = %(id)s", {"id": job_id}).fetchone()
+    assert row is not None and row[0] == "running" and row[1] is not None
+
+
 def test_mounted_at_ops_in_a_host_app(browser: Browser, database_url: str, conn: psycopg.Connection[Any]) -> None:
     """Under a host app's Mount("/ops"): the browser never asks for anything outside /ops, and the
     cookie it keeps is on /ops/admin; sign in, the stylesheet, a job, its Retry and sign out all work."""

@@ -14,7 +14,7 @@ from crontick import db
 FUNCTIONS = Path(str(db.sql_dir())) / "functions"
 # Each file with twin parts, and their names: a part whose marks are lost fails here too.
 TWINS = {
-    "job_claim_due": {"lease", "returning", "answer"},
+    "job_claim_due": {"expire", "lease", "returning", "answer"},
     "job_record_outcomes": {"wake_waits", "type_rollup_head", "type_rollup_tail", "log_and_answer", "groups"},
 }
 MARK = re.compile(r"^\s*-- twin (begin|end) (\w+)\s*$", re.MULTILINE)

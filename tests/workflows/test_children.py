@@ -160,3 +160,34 @@ def test_a_handlers_return_value_is_kept_as_its_result_and_one_that_is_not_json_
     assert [job_row(conn, i)["status"] for i in (odd, fine)] == ["done", "done"]
     kept = conn.execute("select job_id, result from job_steps where name = 'crontick:result' order by job_id")
     assert kept.fetchall() == [(fine, {"ok": True})]
+
+
+def test_a_joins_timeout_bounds_the_whole_wait_not_each_wake(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    parent_id = crontick.enqueue(conn, "t_kids.sync_parent", {})
+    tick(database_url)  # two children due in an hour; the parent waits, its join's deadline an hour away
+    first = conn.execute(
+        "select wait_until from job_steps where job_id = %(p)s and name = 'kids-done#0'", {"p": parent_id}
+    ).fetchone()
+    assert first is not None and first[0] is not None
+    # A wake while both children are still pending (a stale signal on the join's key): the parent waits again.
+    with conn.transaction():
+        crontick.signal(conn, f"crontick.join:{parent_id}", {"stale": True})
+    tick(database_url)
+    again = conn.execute(
+        "select wait_until from job_steps where job_id = %(p)s and name = 'kids-done#1'", {"p": parent_id}
+    ).fetchone()
+    assert again is not None, "the parent did not wait a second time"
+    assert again[0] == first[0]  # ends with the first wait, not an hour after this one began
+    assert job_row(conn, parent_id)["status"] == "waiting"
+    assert job_row(conn, parent_id)["run_after"] == first[0]
+    # Once that deadline passes, the join returns the children as they are.
+    conn.execute("update jobs set run_after = now() - interval '1 second' where id = %(p)s", {"p": parent_id})
+    conn.execute(
+        "update job_steps set wait_until = now() - interval '1 second' where job_id = %(p)s and status = 'waiting'",
+        {"p": parent_id},
+    )
+    tick(database_url)
+    if parent_id not in joined:
+        tick(database_url)
+    assert [c["status"] for c in joined[parent_id]] == ["pending", "pending"]
+    assert job_row(conn, parent_id)["status"] == "done"

@@ -90,6 +90,17 @@ def _jobs() -> dict[str, Any]:
                 "schedule": TEXT_OR_NULL,
                 "scheduled_for": TIME_OR_NULL,
                 "snoozes": INT,
+                "start_by": {
+                    "type": ["string", "null"],
+                    "format": "date-time",
+                    "description": "Not started by then, the job never starts: it ends cancelled, its last_error "
+                    "beginning with `expired` (null: no deadline).",
+                },
+                "cancel_requested_at": {
+                    "type": ["string", "null"],
+                    "format": "date-time",
+                    "description": "When a cancel asked this running job to stop; it ends cancelled at its next step.",
+                },
             },
             [*common, "payload", "last_error", "locked_until"],
         ),

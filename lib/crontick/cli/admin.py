@@ -35,7 +35,7 @@ def add_parsers(sub: Any) -> None:
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=cmd_retry)
 
-    c = sub.add_parser("cancel", help="cancel a pending or waiting job")
+    c = sub.add_parser("cancel", help="cancel a pending, sleeping or waiting job, or ask a running one to stop")
     c.add_argument("job_id", type=int)
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_cancel)

@@ -36,6 +36,7 @@ def enqueue(
     priority: int | None = None,
     debounce: Debounce | None = None,
     kick: bool = True,
+    start_by: datetime | float | None = None,
 ) -> int:
     """Add a job on Django's default connection, inside its current transaction, and return the job's id.
 
@@ -43,7 +44,7 @@ def enqueue(
     psycopg 3 (Django's choice whenever it is installed, and crontick installs it) this is
     `crontick.enqueue` on the connection Django holds; on psycopg2 it is the SQL function
     `crontick.enqueue(...)` through Django's cursor. Both check the same things and return the same id.
-    `group_key`, `priority` and `debounce` are `crontick.enqueue`'s (see Flow control).
+    `group_key`, `priority` and `debounce` are `crontick.enqueue`'s (see Flow control), as is `start_by`.
     With `kick` (the default), `transaction.on_commit` starts a tick once the transaction commits
     (see `kick`); a rollback enqueues nothing and kicks nothing.
     """
@@ -67,10 +68,13 @@ def enqueue(
                 group_key=group_key,
                 priority=priority,
                 debounce=debounce,
+                start_by=start_by,
             )
         )
     else:  # psycopg2: the same statement, its payload sent as JSON text (psycopg2 cannot adapt psycopg's Jsonb)
-        params = queue.insert_params(type, payload, run_after, max_attempts, key, group_key, priority, debounce)
+        params = queue.insert_params(
+            type, payload, run_after, max_attempts, key, group_key, priority, debounce, start_by
+        )
         params["payload"] = json.dumps(params["payload"].obj)
         with connection.cursor() as cursor:
             cursor.execute(query("job_insert"), params)

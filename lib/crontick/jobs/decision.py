@@ -12,7 +12,6 @@ from typing import NamedTuple
 from crontick import retry
 from crontick.jobs.job import Job, Outcome
 from crontick.text import TRACEBACK_MAX_CHARS, scrub, storable
-from crontick.workflows import steps
 from crontick.workflows.parked import Parked
 
 # How soon a job of a type this process does not know is claimed again (by whichever process comes next).
@@ -62,7 +61,7 @@ def decide(job: Job, ended: Ended, finished: datetime, rand: float, policy: retr
     Snoozes, throttles, parks and an unknown type's put-back hand the attempt back (attempts - 1).
     """
     if ended.parked is not None:  # durable steps: pending (a sleep) or waiting, the attempt handed back
-        until = steps.until_of(finished, ended.parked.seconds)
+        until = ended.parked.until(finished)
         park = ended.parked.park(until)
         return Outcome(job.id, job.attempt, ended.parked.status, job.attempt - 1, until, None, True, None, park)
     if yields(ended):  # pending, due at once, its attempt handed back and its recorded steps kept

@@ -23,7 +23,7 @@ STATUSES = (
     "failed",
     "cancelled",
     "waiting",
-)  # cancelled: set only by an admin; waiting: job.wait_for
+)  # cancelled: an admin, crontick.cancel or an expired start_by; waiting: job.wait_for, job.join
 
 
 def insert_params(
@@ -35,6 +35,7 @@ def insert_params(
     group_key: str | None = None,
     priority: int | None = None,
     debounce: Debounce | None = None,
+    start_by: datetime | float | None = None,
 ) -> dict[str, Any]:
     """The checked parameters of `job_insert` (crontick.django sends them through Django's psycopg2 cursor).
 
@@ -44,6 +45,7 @@ def insert_params(
     _check_type(type, "enqueue")
     where = f"enqueue({type!r})"
     _check_options(where, run_after, max_attempts)
+    deadline = start_by_params(where, start_by, run_after)
     _check_flow(where, group_key, priority)
     if problem := text_problem("key", key):
         raise CrontickError(f"{where}: {problem}")
@@ -67,6 +69,7 @@ def insert_params(
         "group_key": group_key,
         "priority": priority,
         **(debounce.params() if debounce is not None else _NO_DEBOUNCE),
+        **deadline,
     }
 
 
@@ -92,6 +95,37 @@ def payload_param(where: str, payload: Any) -> Jsonb:
     if problem := json_problem(text):
         raise CrontickError(f"{where}: payload: {problem}")
     return Jsonb(payload, dumps=lambda _: text)
+
+
+# The longest start_by given in seconds (a year): a deadline is about the near future, and a bound keeps the
+# database's interval arithmetic far from its limits.
+START_BY_MAX_SECONDS = 365 * 86400
+
+
+def start_by_params(where: str, start_by: Any, run_after: datetime | None = None) -> dict[str, Any]:
+    """`start_by` (a timezone-aware datetime, or seconds from now by the database's clock) as the `start_by` and
+    `start_by_seconds` parameters of the insert statements, checked: a job not started by then never starts."""
+    if start_by is None:
+        return {"start_by": None, "start_by_seconds": None}
+    if isinstance(start_by, datetime):
+        if start_by.tzinfo is None:
+            raise CrontickError(f"{where}: expected a timezone-aware start_by, got naive {start_by.isoformat()}")
+        if run_after is not None and run_after > start_by:
+            raise CrontickError(
+                f"{where}: expected run_after at or before start_by (it could never start), got run_after "
+                f"{run_after.isoformat()} and start_by {start_by.isoformat()}"
+            )
+        return {"start_by": start_by, "start_by_seconds": None}
+    if (
+        isinstance(start_by, bool)
+        or not isinstance(start_by, int | float)
+        or not 0 < start_by <= START_BY_MAX_SECONDS  # NaN fails this too
+    ):
+        raise CrontickError(
+            f"{where}: expected start_by as a timezone-aware datetime or seconds from now (above 0, at most "
+            f"{START_BY_MAX_SECONDS}), got: {start_by!r:.80}"
+        )
+    return {"start_by": None, "start_by_seconds": float(start_by)}
 
 
 def _check_options(where: str, run_after: datetime | None, max_attempts: int | None) -> None:
@@ -123,6 +157,7 @@ def enqueue(
     group_key: str | None = None,
     priority: int | None = None,
     debounce: Debounce | None = None,
+    start_by: datetime | float | None = None,
 ) -> Any:
     """Add a job inside the caller's transaction and return its id (awaitable for an AsyncConnection).
 
@@ -131,8 +166,10 @@ def enqueue(
     `priority`: smaller is claimed first; None takes the handler's `priority=` (else 0).
     `debounce` (`crontick.Debounce`): merge into the job of this type with that debounce key that has
     not started yet, and return its id (see crontick.Debounce).
+    `start_by` (a datetime, or seconds from now): a job not started by then never starts; it ends `cancelled`,
+    its last_error beginning with `expired`, no attempt spent and no alert (a debounced merge takes the newest).
     """
-    params = insert_params(type, payload, run_after, max_attempts, key, group_key, priority, debounce)
+    params = insert_params(type, payload, run_after, max_attempts, key, group_key, priority, debounce, start_by)
     if isinstance(conn, psycopg.AsyncConnection):
         return _enqueue_async(conn, params)
     row = conn.execute(query("job_insert"), params).fetchone()
@@ -172,9 +209,11 @@ def enqueue_many(
     max_attempts: int | None = None,
     group_key: str | None = None,
     priority: int | None = None,
+    start_by: datetime | float | None = None,
 ) -> list[int]:
     """Add many (type, payload) or (type, payload, key) jobs in one statement; returns their ids in order.
 
+    `start_by` gives every job that deadline (a datetime, or seconds from now), as `enqueue`'s does for one.
     `group_key` and `priority` apply to every job (a group's jobs run in list order); `priority`
     None gives each job its handler's `priority=` (else 0), and `max_attempts` None its handler's
     `max_attempts=` (else 4), as `enqueue` does. A job's `key` dedupes as `enqueue`'s does: a job
@@ -183,6 +222,7 @@ def enqueue_many(
     """
     _check_options("enqueue_many", run_after, max_attempts)
     _check_flow("enqueue_many", group_key, priority)
+    deadline = start_by_params("enqueue_many", start_by, run_after)
     rows = jobs if isinstance(jobs, list) else list(jobs)
     for row in rows:
         if len(row) not in (2, 3) or not isinstance(row[0], str) or not row[0]:
@@ -192,12 +232,7 @@ def enqueue_many(
     types = {r[0] for r in rows}
     for type in types:
         _check_type(type, "enqueue_many")
-    keys = [r[2] if len(r) == 3 else None for r in rows]  # type: ignore[misc]  # a 3-tuple's key
-    keyed = any(k is not None for k in keys)
-    if keyed:
-        for i, key in enumerate(keys):
-            if problem := text_problem("key", key):
-                raise CrontickError(f"enqueue_many: job {i} ({rows[i][0]!r}): {problem}")
+    keyed = _keyed(rows)
     declared = {} if priority is not None else {t: p for t in types if (p := _declared_priority(t))}
     attempts = {} if max_attempts is not None else {t: m for t in types if (m := _declared_max_attempts(t))}
     # One JSON document for the whole list (each (type, payload) pair becomes an array),
@@ -217,6 +252,7 @@ def enqueue_many(
         "priority": priority,
         "priorities": Jsonb(declared),
         "attempts": Jsonb(attempts),
+        **deadline,
     }
     if not keyed:
         return [r[0] for r in conn.execute(query("job_insert_many"), params, binary=True).fetchall()]
@@ -230,10 +266,22 @@ def enqueue_many(
             max_attempts=max_attempts,
             group_key=group_key,
             priority=priority,
+            start_by=start_by,
         )
         for i, job_id in zip(missing, again, strict=True):
             ids[i] = job_id
     return [int(job_id) for job_id in ids if job_id is not None]
+
+
+def _keyed(rows: list[Any]) -> bool:
+    """Whether some job of enqueue_many's list has a key ((type, payload, key)), each key checked."""
+    keys = [r[2] if len(r) == 3 else None for r in rows]  # a 3-tuple's key
+    if all(k is None for k in keys):
+        return False
+    for i, key in enumerate(keys):
+        if problem := text_problem("key", key):
+            raise CrontickError(f"enqueue_many: job {i} ({rows[i][0]!r}): {problem}")
+    return True
 
 
 def _check_row(row: Any) -> None:

@@ -27,7 +27,7 @@ __all__ = ["advance", "drain", "enqueued"]
 # The columns of each job enqueued() returns.
 JOB_COLUMNS = (
     "id", "type", "payload", "status", "attempts", "max_attempts", "run_after", "key", "group_key", "priority",
-    "last_error", "created_at",
+    "last_error", "created_at", "start_by",
 )  # fmt: skip
 # advance() moves every stored time back in two steps, the first this much further, so that no row
 # lands on a time another row still holds (a slot's primary key, an alert's unique occurrence).

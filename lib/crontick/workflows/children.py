@@ -7,7 +7,8 @@
   the parent in a job.wait_for on the key 'crontick.join:<parent id>', which the last child to
   end signals (sql/functions/job_child_ended.sql, a trigger), so no tick polls. Every wake reads
   the children again (a wait named `name#0`, `name#1`, ... each time), and once all have ended
-  their statuses and results are recorded as the step `name`.
+  their statuses and results are recorded as the step `name`. timeout_seconds bounds the whole
+  join: every wait after the first ends when the first would have (its wait_until).
 - A handler's return value (not None) is recorded as its job's step 'crontick:result' (JSON, at
   most crontick.workflows.steps.STEP_RESULT_MAX_BYTES), which job.join returns as `result`.
 - check_cancel: job.step, job.sleep and job.wait_for raise crontick.Cancelled once crontick.cancel
@@ -22,6 +23,7 @@ import json
 import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from psycopg.types.json import Jsonb
@@ -31,7 +33,7 @@ from crontick.db import query
 from crontick.errors import Cancelled, StepError, StepFenced
 from crontick.text import json_problem, text_problem, type_problem
 from crontick.workflows import calls, steps
-from crontick.workflows.steps import StepBatch
+from crontick.workflows.steps import Recorded, StepBatch
 
 if TYPE_CHECKING:
     from crontick.workflows.steps import StepJob as Job
@@ -60,7 +62,7 @@ _WATCHES: weakref.WeakKeyDictionary[StepBatch, _Watch] = weakref.WeakKeyDictiona
 
 def check_cancel(job: Job) -> None:
     """Raise crontick.Cancelled when crontick.cancel asked `job` to stop (as last read for its batch)."""
-    batch = steps._BATCH.get()
+    batch = steps.current_batch()
     if batch is None:
         return  # outside a tick: the step itself says so
     if batch.budget.time_left(job) <= 0:
@@ -90,7 +92,7 @@ async def _read(batch: StepBatch, watch: _Watch) -> None:
 
 def spawn(job: Job, name: str, type: str, payloads: Iterable[Any], options: dict[str, Any]) -> Any:
     """job.spawn: the children's ids, enqueued and recorded once (awaitable in an async handler)."""
-    batch = steps._batch(job, "job.spawn")
+    batch = steps.batch_of(job, "job.spawn")
     batch.use_name(job, name, "job.spawn")
     params = _spawn_params(job, name, type, list(payloads), options)
     if steps.on_loop():
@@ -161,31 +163,46 @@ def join(job: Job, name: str, ids: Sequence[int], timeout_seconds: float) -> Any
     ids = _ids(job, name, ids)
     if steps.on_loop():
         return _join(job, name, ids, timeout_seconds)
-    batch = steps._batch(job, "job.join")
-    recorded = batch.blocking(batch.recorded(job)).get(name)
-    if recorded is not None:
-        return steps._replayed(job, name, recorded)
+    batch = steps.batch_of(job, "job.join")
+    recorded = batch.blocking(batch.recorded(job))
+    if name in recorded:
+        return steps.replayed(job, name, recorded[name])
+    deadline = _deadline(recorded, name)
     for n in range(MAX_JOIN_WAKES):
         children = batch.blocking(_children(batch, job, name, ids))
         if all(c["status"] in ENDED for c in children):
             break
-        if steps.wait_for(job, f"{name}#{n}", JOIN_KEY_PREFIX + str(job.id), timeout_seconds) is None:
+        if (
+            steps.wait_for(job, f"{name}#{n}", JOIN_KEY_PREFIX + str(job.id), timeout_seconds, deadline=deadline)
+            is None
+        ):
             break  # timed out: the children as they are
     return steps.step(job, name, lambda: children, (), {})
 
 
 async def _join(job: Job, name: str, ids: list[int], timeout_seconds: float) -> Any:
-    batch = steps._batch(job, "job.join")
-    recorded = (await batch.recorded(job)).get(name)
-    if recorded is not None:
-        return steps._replayed(job, name, recorded)
+    batch = steps.batch_of(job, "job.join")
+    recorded = await batch.recorded(job)
+    if name in recorded:
+        return steps.replayed(job, name, recorded[name])
+    deadline = _deadline(recorded, name)
     for n in range(MAX_JOIN_WAKES):
         children = await _children(batch, job, name, ids)
         if all(c["status"] in ENDED for c in children):
             break
-        if await steps.wait_for(job, f"{name}#{n}", JOIN_KEY_PREFIX + str(job.id), timeout_seconds) is None:
+        if (
+            await steps.wait_for(job, f"{name}#{n}", JOIN_KEY_PREFIX + str(job.id), timeout_seconds, deadline=deadline)
+            is None
+        ):
             break
     return await steps.step(job, name, lambda: children, (), {})
+
+
+def _deadline(recorded: dict[str, Recorded], name: str) -> datetime | None:
+    """When the join's first wait ends (None before it began): every later wake waits only until then, so
+    timeout_seconds bounds the whole join, not each wait."""
+    first = recorded.get(f"{name}#0")
+    return None if first is None else first.until
 
 
 def _ids(job: Job, name: str, ids: Sequence[int]) -> list[int]:
@@ -211,7 +228,7 @@ def keep_result(job: Job, value: Any) -> Any:
     """A handler's return value, recorded as its job's result (job.join returns it): awaitable on the loop, done in
     a sync handler's thread. One that is not JSON or is too big is left out, with a warning: returning a value
     never fails a job (handlers written before results existed return whatever they like)."""
-    batch = steps._BATCH.get()
+    batch = steps.current_batch()
     if batch is None:
         return _nothing() if steps.on_loop() else None
     try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 
@@ -13,10 +13,21 @@ class Parked(BaseException):
     """
 
     def __init__(
-        self, name: str, kind: str, seconds: float, event_key: str | None = None, since: datetime | None = None
+        self,
+        name: str,
+        kind: str,
+        seconds: float,
+        event_key: str | None = None,
+        since: datetime | None = None,
+        deadline: datetime | None = None,
     ) -> None:
         super().__init__(f"{kind} {name!r} for {seconds:g} s")
         self.name, self.kind, self.seconds, self.event_key, self.since = name, kind, seconds, event_key, since
+        self.deadline = deadline  # when given, the park ends then, not `seconds` after it begins
+
+    def until(self, now: datetime) -> datetime:
+        """When the park that begins at `now` (the tick's time) ends."""
+        return self.deadline if self.deadline is not None else now + timedelta(seconds=self.seconds)
 
     @property
     def status(self) -> str:

@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from contextvars import ContextVar, Token
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
 import psycopg
@@ -70,6 +70,7 @@ class Recorded(NamedTuple):
     kind: str  # step | sleep | wait
     status: str  # done | waiting | signalled | timed_out
     result: str | None  # JSON text
+    until: datetime | None = None  # a wait's end (its timeout), else None
 
 
 def step_key(job: StepJob, name: str) -> str:
@@ -112,12 +113,12 @@ def end(batch: StepBatch) -> None:
 
 def time_left(job: StepJob) -> float:
     """job.time_left: seconds left to this run (its timeout's end, else the budget's); 0 once the budget stopped it."""
-    return _batch(job, "job.time_left").budget.time_left(job)
+    return batch_of(job, "job.time_left").budget.time_left(job)
 
 
 def step(job: StepJob, name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """job.step: the recorded result of step `name`, else fn's, recorded (awaitable in an async handler)."""
-    batch = _batch(job, "job.step")
+    batch = batch_of(job, "job.step")
     if not callable(fn):
         raise StepError(f"job {job.id} ({job.type}) step {name!r}: expected a function to call, got {fn!r}")
     batch.use_name(job, name)
@@ -131,11 +132,19 @@ def sleep(job: StepJob, name: str, seconds: float) -> Any:
     return _park(job, Parked(name, "sleep", _seconds(job, name, seconds, "job.sleep")))
 
 
-def wait_for(job: StepJob, name: str, event_key: str, timeout_seconds: float, since: Any = SINCE_JOB) -> Any:
+def wait_for(
+    job: StepJob,
+    name: str,
+    event_key: str,
+    timeout_seconds: float,
+    since: Any = SINCE_JOB,
+    deadline: datetime | None = None,
+) -> Any:
     """job.wait_for: park the job until a signal on `event_key` or the timeout; then the payload, or None.
 
     A signal kept from before the wait began counts only when it was sent at or after `since` (crontick.Job.wait_for
-    says which values it takes)."""
+    says which values it takes). `deadline`: the wait times out then instead of `timeout_seconds` after it begins
+    (job.join's later waits end with its first)."""
     if not isinstance(event_key, str) or not event_key:
         raise StepError(
             f"job {job.id} ({job.type}) job.wait_for({name!r}): expected a non-empty event key, got {event_key!r}"
@@ -145,7 +154,7 @@ def wait_for(job: StepJob, name: str, event_key: str, timeout_seconds: float, si
         raise StepError(f"job {job.id} ({job.type}) job.wait_for({name!r}): {problem}")
     seconds = _seconds(job, name, timeout_seconds, "job.wait_for timeout_seconds")
     # The key is indexed (job_steps_waiting): one over the bound becomes its stable digest, as crontick.signal's does.
-    return _park(job, Parked(name, "wait", seconds, fit_key(event_key), _since(job, name, since)))
+    return _park(job, Parked(name, "wait", seconds, fit_key(event_key), _since(job, name, since), deadline))
 
 
 def _since(job: StepJob, name: str, since: Any) -> datetime | None:
@@ -161,7 +170,7 @@ def _since(job: StepJob, name: str, since: Any) -> datetime | None:
 
 def _park(job: StepJob, parked: Parked) -> Any:
     what = f"job.{'sleep' if parked.kind == 'sleep' else 'wait_for'}"
-    batch = _batch(job, what)
+    batch = batch_of(job, what)
     batch.use_name(job, parked.name, what)
     if on_loop():
         return batch.resume(job, parked)
@@ -215,7 +224,7 @@ class StepBatch:
         recorded = await self.recorded(job)
         hit = recorded.get(name)
         if hit is not None:
-            return _replayed(job, name, hit)
+            return replayed(job, name, hit)
         value = await calls.call(self, job, name, fn, args, kwargs, recorded)
         text = calls.encoded(job, name, value)
         await self.record(job, name, text)
@@ -234,7 +243,7 @@ class StepBatch:
             recorded = self.blocking(self.recorded(job))
         hit = recorded.get(name)
         if hit is not None:
-            return _replayed(job, name, hit)
+            return replayed(job, name, hit)
         value = calls.call_in_thread(self, job, name, fn, args, kwargs, recorded)
         text = calls.encoded(job, name, value)
         self.budget.check_running(job, name)  # stopped while fn ran: its result is not recorded
@@ -271,8 +280,8 @@ class StepBatch:
         ids = "{" + ",".join(str(j.id) for j in self.jobs if j.type == type) + "}"
         cur = await self.conn.execute(query("job_steps_load"), {"ids": ids})
         found: dict[int, dict[str, Recorded]] = {}
-        for job_id, name, kind, status, result in await cur.fetchall():
-            found.setdefault(job_id, {})[name] = Recorded(kind, status, result)
+        for job_id, name, kind, status, result, until in await cur.fetchall():
+            found.setdefault(job_id, {})[name] = Recorded(kind, status, result, until)
         return found
 
     async def record(self, job: StepJob, name: str, text: str) -> None:
@@ -322,12 +331,9 @@ def _written_or_fenced(written: bool, job: StepJob, name: str) -> None:
         )
 
 
-def until_of(now: datetime, seconds: float) -> datetime:
-    """When a park of `seconds` from `now` (the tick's time: the database's clock) ends."""
-    return now + timedelta(seconds=seconds)
-
-
-def _batch(job: StepJob, what: str) -> StepBatch:
+def batch_of(job: StepJob, what: str) -> StepBatch:
+    """The running batch `job`'s handler records on, for `what` (job.step, job.spawn, ...); outside a tick, a
+    CrontickError saying so."""
     batch = _BATCH.get()
     if batch is None:
         raise CrontickError(
@@ -339,7 +345,12 @@ def _batch(job: StepJob, what: str) -> StepBatch:
 
 def claim_name(job: StepJob, name: str, what: str) -> None:
     """Claim `name` for this run of `job`'s handler (job.map's own name), as a step's is."""
-    _batch(job, what).use_name(job, name, what)
+    batch_of(job, what).use_name(job, name, what)
+
+
+def current_batch() -> StepBatch | None:
+    """The batch whose handlers run in this context (the tick's loop or a sync handler's thread), else None."""
+    return _BATCH.get()
 
 
 def on_loop() -> bool:
@@ -351,7 +362,7 @@ def on_loop() -> bool:
     return True
 
 
-def _replayed(job: StepJob, name: str, hit: Recorded) -> Any:
+def replayed(job: StepJob, name: str, hit: Recorded) -> Any:
     """A step recorded by an earlier run: its result, decoded."""
     if hit.kind != "step":
         raise StepError(f"job {job.id} ({job.type}): {name!r} is a {hit.kind}'s name, called as a step")

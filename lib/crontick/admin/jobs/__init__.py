@@ -127,7 +127,7 @@ def _actions() -> list[ApiRoute]:
     """POST /api/admin/jobs/{id}/<verb>: one job's retry, cancel, signal and delete."""
     said = {
         "retry": ("Run a done, failed or cancelled job again; attempts and history are kept", "Job", "The job, now pending."),
-        "cancel": ("Cancel a pending or waiting job", "Job", "The job, now cancelled."),
+        "cancel": ("Cancel a pending, sleeping or waiting job at once, or ask a running one to stop at its next step", "Job", "The job, now cancelled (a running one: still running, its cancel_requested_at set)."),
         "signal": ("Wake a waiting job (job.wait_for) with a payload, as crontick.signal would", "Job", "The job, now pending and due."),
         "delete": ("Delete a done, failed or cancelled job and its attempts", "Deleted", "Deleted."),
     }  # fmt: skip

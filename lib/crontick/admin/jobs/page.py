@@ -25,7 +25,7 @@ PAYLOAD_MAX_CHARS = 4096
 FILTER_STATUSES = (*STATUSES, *PENDING_SPLIT)
 VERBS = {
     "retry": ("Retry", "primary", "run it again (it keeps its attempt history and gets at least one more attempt)"),
-    "cancel": ("Cancel job", "danger", "cancel it: it will not run"),
+    "cancel": ("Cancel job", "danger", "cancel it: it will not run (a running job stops at its next step)"),
     "delete": ("Delete job", "danger", "delete it and its attempt history for good"),
     "run-now": ("Run now", "primary", "make it due now (its attempts are untouched)"),
 }
@@ -33,6 +33,8 @@ ACTS = {"retry": store.retry_job, "cancel": store.cancel_job, "delete": store.de
 DONE = {"retry": "is pending again", "cancel": "is cancelled", "delete": "is deleted", "run-now": "is due now"}
 # The actions that make their job due now: a tick starts once they are answered (crontick.admin.answer.kicking).
 KICKS = frozenset({"retry", "run-now"})
+# A running job is not cancelled at once: it is asked to stop, and ends cancelled at its next step.
+ASKED = "is asked to stop: it ends cancelled at its next step"
 
 
 async def failed(request: Request) -> Response:
@@ -206,7 +208,7 @@ async def job_action(request: Request) -> Response:
         label, style, what = VERBS[verb]
         if fields.get("confirm") != "yes":
             return view.confirm(
-                heading=f"{label} job #{job_id}?",
+                heading=f"{label.removesuffix(' job')} job #{job_id}?",  # "Cancel job #7?", not "Cancel job job #7?"
                 question=f"This will {what}.",
                 action_url=view.url(f"/admin/jobs/{job_id}/{verb}"),
                 fields={"back": back},
@@ -222,7 +224,8 @@ async def job_action(request: Request) -> Response:
             return view.done(f"Job #{job_id} was not changed: {result.detail}", back)
         if verb == "delete" and back.partition("?")[0] == view.url(f"/admin/jobs/{job_id}"):
             back = view.url("/admin/jobs")  # the deleted job's own page is gone
-        done = view.done(f"Job #{job_id} {DONE[verb]}.", back)
+        running = verb == "cancel" and (result.row or {}).get("status") == "running"
+        done = view.done(f"Job #{job_id} {ASKED if running else DONE[verb]}.", back)
         return kicking(view.request, done) if verb in KICKS else done
 
     return await gate.page(request, act, action=True)

@@ -10,8 +10,9 @@ from crontick.db import query
 # The most steps shown, and each result's preview (never the whole value).
 STEPS_SHOWN = 200
 STEP_PREVIEW_CHARS = 200
-# What an admin may cancel: a job not yet run, or parked by job.wait_for (a later signal then wakes another waiter).
-CANCELLABLE = ("pending", "waiting")
+# What an admin may cancel (crontick.cancel): a pending job (not yet run, or sleeping), one parked by job.wait_for or
+# job.join (a later signal then wakes another waiter), or a running one, asked to stop at its next step.
+CANCELLABLE = ("pending", "waiting", "running")
 
 
 async def add_steps(cur: Any, job: dict[str, Any]) -> None:

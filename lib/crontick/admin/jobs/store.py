@@ -161,17 +161,19 @@ async def _retry_job(conn: Conn, job_id: int, role: str) -> ActionResult:
 
 
 async def cancel_job(conn: Conn, job_id: int, *, role: str) -> ActionResult:
-    """A pending or waiting job becomes cancelled and never runs; any other status is a conflict."""
+    """crontick.cancel, audited: a pending (sleeping) or waiting job becomes cancelled and never runs; a running one
+    is asked to stop (cancel_requested_at) and ends cancelled at its next step; its unended children go with it.
+    A job that has ended is a conflict."""
     check_role(role)
     async with action(conn, f"cancel job {job_id}") as cur:
         lock = await locked_job(
-            cur, job_id, steps.CANCELLABLE, "a pending or waiting job", "only a job not yet run can be cancelled"
+            cur, job_id, steps.CANCELLABLE, "a pending, sleeping, waiting or running job", "it has ended already"
         )
         if isinstance(lock, ActionResult):
             return lock
         await cur.execute(query("admin_job_cancel"), {"id": job_id})
+        await cur.execute(query("admin_job_cancelled"), {"id": job_id})
         row = await cur.fetchone()
-        await cur.execute(query("admin_job_cancel_children"), {"id": job_id})  # as crontick.cancel does
         await record(cur, role, "cancel_job", {"job_id": job_id}, 1)
     return ActionResult(True, row=row)
 

@@ -19,6 +19,7 @@ from psycopg.types.json import Jsonb
 from crontick.admin.audit.store import record
 from crontick.admin.tx import ActionResult, Conn, action, check_role, read
 from crontick.db import query
+from crontick.jobs.registry import declared_max_attempts
 from crontick.schedules import listing, registry
 
 
@@ -48,7 +49,12 @@ async def enqueue_now(conn: Conn, name: str, *, role: str) -> ActionResult:
     declared = registry.get(name)
     if declared is None:
         return _unknown(name)
-    params = {"name": name, "job_type": declared.job_type, "payload": Jsonb(declared.payload)}
+    params = {
+        "name": name,
+        "job_type": declared.job_type,
+        "payload": Jsonb(declared.payload),
+        "max_attempts": declared_max_attempts(declared.job_type),  # as the schedule's slots take it
+    }
     async with action(conn, f"enqueue schedule {name}") as cur:
         await cur.execute(query("admin_schedule_enqueue"), params)
         row = await cur.fetchone()
