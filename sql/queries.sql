@@ -10,7 +10,8 @@
 select {schema}.{api_enqueue}(type => %(type)s, payload => %(payload)s, run_after => %(run_after)s::timestamptz,
     max_attempts => %(max_attempts)s::int, key => %(key)s::text, group_key => %(group_key)s::text,
     priority => %(priority)s::int, debounce_key => %(debounce_key)s::text,
-    debounce_seconds => %(debounce_seconds)s::float8, debounce_max_seconds => %(debounce_max_seconds)s::float8);
+    debounce_seconds => %(debounce_seconds)s::float8, debounce_max_seconds => %(debounce_max_seconds)s::float8,
+    traceparent => %(traceparent)s::text);
 
 -- name: job_insert_many
 -- crontick.enqueue_many: a whole list of jobs in one statement. The list arrives as one JSON
@@ -33,7 +34,8 @@ cross join lateral {schema}.crontick_job_insert_many(a.types, a.payloads,
     _run_after => case when %(run_after)s::timestamptz is not null then pg_catalog.array_fill(%(run_after)s::timestamptz, array[a.n]) end,
     _max_attempts => case when %(max_attempts)s::int is not null or %(attempts)s::jsonb <> '{{}}'::jsonb then a.max_attempts end,
     _group_keys => case when %(group_key)s::text is not null then pg_catalog.array_fill(%(group_key)s::text, array[a.n]) end,
-    _priorities => case when %(priority)s::int is not null or %(priorities)s::jsonb <> '{{}}'::jsonb then a.priorities end) i(id);
+    _priorities => case when %(priority)s::int is not null or %(priorities)s::jsonb <> '{{}}'::jsonb then a.priorities end,
+    _traceparents => case when %(traceparent)s::text is not null then pg_catalog.array_fill(%(traceparent)s::text, array[a.n]) end) i(id);
 
 -- name: job_insert_many_keyed
 -- crontick.enqueue_many when some job of the list has a key ([type, payload, key]): as
@@ -57,7 +59,8 @@ with e as materialized (
     from a cross join lateral {schema}.crontick_job_insert_many(a.types, a.payloads, _ids => a.ids, _keys => a.keys,
         _run_after => case when %(run_after)s::timestamptz is not null then pg_catalog.array_fill(%(run_after)s::timestamptz, array[a.n]) end,
         _max_attempts => a.max_attempts, _priorities => a.priorities,
-        _group_keys => case when %(group_key)s::text is not null then pg_catalog.array_fill(%(group_key)s::text, array[a.n]) end) i(id)
+        _group_keys => case when %(group_key)s::text is not null then pg_catalog.array_fill(%(group_key)s::text, array[a.n]) end,
+        _traceparents => case when %(traceparent)s::text is not null then pg_catalog.array_fill(%(traceparent)s::text, array[a.n]) end) i(id)
 )
 select coalesce(
     (select x.id from inserted x where x.id = e.id),

@@ -24,7 +24,8 @@ create or replace function {schema}.crontick_job_debounce(
     _priority integer,
     _debounce_key text,
     _seconds double precision,
-    _max_seconds double precision
+    _max_seconds double precision,
+    _traceparent text default null
 ) returns bigint
 language plpgsql
 as $$
@@ -65,7 +66,8 @@ begin
             _run_after => array[pg_catalog.now() + pg_catalog.make_interval(secs => _seconds)],
             _max_attempts => array[_max_attempts], _priorities => array[_priority], _group_keys => array[_group_key],
             _debounce_keys => array[_debounce_key],
-            _debounce_until => array[pg_catalog.now() + pg_catalog.make_interval(secs => _max_seconds)]) i(id);
+            _debounce_until => array[pg_catalog.now() + pg_catalog.make_interval(secs => _max_seconds)],
+            _traceparents => case when _traceparent is not null then array[_traceparent] end) i(id);
         if _id is not null then
             return _id;
         end if;

@@ -67,6 +67,7 @@ def insert_params(
         "group_key": group_key,
         "priority": priority,
         **(debounce.params() if debounce is not None else _NO_DEBOUNCE),
+        "traceparent": tracing.traceparent(),  # the caller's span, while the app traces: the job's span links to it
     }
 
 
@@ -138,10 +139,7 @@ def enqueue(
     row = conn.execute(query("job_insert"), params).fetchone()
     if row is None:  # lost a race on the key to a transaction that committed mid-statement
         row = conn.execute(query("job_insert"), params).fetchone()
-    job_id = _job_id(row, params)
-    if (context := tracing.traceparent()) is not None:  # the app traces: the job's span links to the caller's
-        conn.execute(query("job_keep_traceparent"), {"id": job_id, "traceparent": context})
-    return job_id
+    return _job_id(row, params)
 
 
 async def _enqueue_async(conn: psycopg.AsyncConnection[Any], params: dict[str, Any]) -> int:
@@ -150,10 +148,7 @@ async def _enqueue_async(conn: psycopg.AsyncConnection[Any], params: dict[str, A
     if row is None:
         cur = await conn.execute(query("job_insert"), params)
         row = await cur.fetchone()
-    job_id = _job_id(row, params)
-    if (context := tracing.traceparent()) is not None:
-        await conn.execute(query("job_keep_traceparent"), {"id": job_id, "traceparent": context})
-    return job_id
+    return _job_id(row, params)
 
 
 def _job_id(row: Any, params: dict[str, Any]) -> int:
@@ -217,6 +212,7 @@ def enqueue_many(
         "priority": priority,
         "priorities": Jsonb(declared),
         "attempts": Jsonb(attempts),
+        "traceparent": tracing.traceparent(),
     }
     if not keyed:
         return [r[0] for r in conn.execute(query("job_insert_many"), params, binary=True).fetchall()]

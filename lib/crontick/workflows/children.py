@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from psycopg.types.json import Jsonb
 
-from crontick import logs
+from crontick import logs, tracing
 from crontick.db import query
 from crontick.errors import Cancelled, StepError, StepFenced
 from crontick.text import json_problem, text_problem, type_problem
@@ -122,6 +122,7 @@ def _spawn_params(job: Job, name: str, type: str, payloads: list[Any], options: 
         "max_attempts": options.get("max_attempts", max_attempts),
         "priority": options.get("priority", priority),
         "group_key": options.get("group_key"),
+        "traceparent": tracing.traceparent(),  # the parent's span while the app traces: each child's span links to it
     }
 
 
