@@ -8,9 +8,9 @@ returns None or does nothing, for the price of a dictionary look-up, and the col
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 TRACER_NAME = "crontick"
 # W3C trace context: version 00, a 32-hex trace id, a 16-hex span id, 2-hex flags (https://www.w3.org/TR/trace-context/).
@@ -20,6 +20,31 @@ _HEX = frozenset("0123456789abcdef-")
 Attributes = Mapping[str, str | int | float | bool]
 
 _tracer: Any = None
+
+
+class _Api(NamedTuple):
+    """The parts of OpenTelemetry's API a job's span needs, looked up once: a `from ... import` per job and step
+    cost about a microsecond each (bench/tracing_overhead.py)."""
+
+    consumer: Any
+    internal: Any
+    set_span_in_context: Callable[[Any], Any]
+    attach: Callable[[Any], Any]
+    detach: Callable[[Any], None]
+
+
+_api: _Api | None = None
+
+
+def _otel() -> _Api:
+    global _api
+    if _api is None:
+        from opentelemetry import context, trace
+
+        _api = _Api(
+            trace.SpanKind.CONSUMER, trace.SpanKind.INTERNAL, trace.set_span_in_context, context.attach, context.detach
+        )
+    return _api
 
 
 def tracer() -> Any | None:
@@ -72,23 +97,18 @@ def start(
     found = tracer()
     if found is None:
         return None
-    from opentelemetry.trace import SpanKind
-
-    kind = SpanKind.CONSUMER if consumer else SpanKind.INTERNAL
-    return found.start_span(name, kind=kind, attributes=attributes, links=links)
+    api = _api or _otel()
+    return found.start_span(name, kind=api.consumer if consumer else api.internal, attributes=attributes, links=links)
 
 
 def activate(current: Any) -> Any:
     """Make `current` the current span in this context; returns the token for deactivate()."""
-    from opentelemetry import context, trace
-
-    return context.attach(trace.set_span_in_context(current))
+    api = _api or _otel()
+    return api.attach(api.set_span_in_context(current))
 
 
 def deactivate(token: Any) -> None:
-    from opentelemetry import context
-
-    context.detach(token)
+    (_api or _otel()).detach(token)
 
 
 def failed(current: Any, error: str, traceback: str | None) -> None:
