@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -58,6 +59,7 @@ def insert_params(
         priority = _declared_priority(type)
     if max_attempts is None:
         max_attempts = _declared_max_attempts(type)
+    payload = _typed_payload(where, type, payload)
     return {
         "type": type,
         "payload": payload_param(where, payload),
@@ -179,20 +181,16 @@ def enqueue_many(
     _check_options("enqueue_many", run_after, max_attempts)
     _check_flow("enqueue_many", group_key, priority)
     rows = jobs if isinstance(jobs, list) else list(jobs)
-    for row in rows:
-        if len(row) not in (2, 3) or not isinstance(row[0], str) or not row[0]:
-            _check_row(row)
     if not rows:
         return []
-    types = {r[0] for r in rows}
-    for type in types:
-        _check_type(type, "enqueue_many")
+    types = _row_types(rows)
     keys = [r[2] if len(r) == 3 else None for r in rows]  # type: ignore[misc]  # a 3-tuple's key
     keyed = any(k is not None for k in keys)
     if keyed:
         for i, key in enumerate(keys):
             if problem := text_problem("key", key):
                 raise CrontickError(f"enqueue_many: job {i} ({rows[i][0]!r}): {problem}")
+    rows = _typed_rows(rows, types)
     declared = {} if priority is not None else {t: p for t in types if (p := _declared_priority(t))}
     attempts = {} if max_attempts is not None else {t: m for t in types if (m := _declared_max_attempts(t))}
     # One JSON document for the whole list (each (type, payload) pair becomes an array),
@@ -232,10 +230,48 @@ def enqueue_many(
     return [int(job_id) for job_id in ids if job_id is not None]
 
 
+def _typed_rows(rows: list[Any], types: set[str]) -> list[Any]:
+    """Each row's payload as _typed_payload makes it: the list itself when none needs it (the common case: no
+    pydantic, or no model among `types` and no model instance among the payloads), else a copy."""
+    from crontick.jobs import registry
+
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is None:
+        return rows
+    if not any(registry.payload_model(t) is not None for t in types) and not any(
+        isinstance(row[1], pydantic.BaseModel) for row in rows
+    ):
+        return rows
+    return [
+        (row[0], _typed_payload(f"enqueue_many: job {i} ({row[0]!r})", row[0], row[1]), *row[2:])
+        for i, row in enumerate(rows)
+    ]
+
+
+def _row_types(rows: list[Any]) -> set[str]:
+    """The job types of enqueue_many's rows, each row and type checked (a CrontickError for the first that is bad)."""
+    for row in rows:
+        if len(row) not in (2, 3) or not isinstance(row[0], str) or not row[0]:
+            _check_row(row)
+    types = {r[0] for r in rows}
+    for type in types:
+        _check_type(type, "enqueue_many")
+    return types
+
+
 def _check_row(row: Any) -> None:
     if not isinstance(row, tuple | list) or len(row) not in (2, 3):
         raise CrontickError(f"enqueue_many: expected (type, payload) or (type, payload, key) tuples, got: {row!r:.200}")
     _check_type(row[0], "enqueue_many")
+
+
+def _typed_payload(where: str, type: str, payload: Any) -> Any:
+    """`payload` checked against the pydantic model the handler of `type` declares here (`payload=`), as that model's
+    JSON (crontick.jobs.payloads); a model instance of a type with none, as its JSON; else `payload` as given."""
+    from crontick.jobs import payloads, registry
+
+    model = registry.payload_model(type)
+    return payloads.plain(payload) if model is None else payloads.checked(where, model, payload)
 
 
 def _declared_max_attempts(type: str) -> int | None:
