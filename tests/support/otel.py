@@ -1,5 +1,5 @@
 """The OpenTelemetry SDK's in-memory exporter on the global tracer provider, for the tests that read crontick's spans
-back (tests/conftest.py's `spans` fixture, bench/tracing_overhead.py's traced half)."""
+back (tests/conftest.py's `otel_exporter` and `spans` fixtures)."""
 
 from __future__ import annotations
 
