@@ -9,10 +9,11 @@ from typing import Any
 
 import psycopg
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 import crontick
 from crontick.errors import ConfigError, CrontickError, StepError
+from crontick.jobs import payloads
 from tests.support.core_jobs import job_row, settings_for, tick
 
 
@@ -125,3 +126,19 @@ def test_payload_must_be_a_pydantic_model_class() -> None:
             ConfigError, match=r"^@crontick.handler\('t_typed.wrong'\): expected payload= as a pydantic"
         ):
             crontick.handler("t_typed.wrong", payload=wrong)
+
+
+class Opaque:
+    """A field type pydantic validates (arbitrary_types_allowed) but has no JSON Schema for."""
+
+
+class WithOpaque(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    thing: Opaque | None = None
+
+
+def test_the_schema_of_a_model_pydantic_cannot_describe_is_a_note() -> None:
+    assert payloads.schema(Signup)["required"] == ["user_id", "email"]
+    assert payloads.schema(WithOpaque) == {
+        "description": "pydantic gives no JSON Schema for WithOpaque (PydanticInvalidForJsonSchema)"
+    }

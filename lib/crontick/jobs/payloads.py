@@ -73,8 +73,12 @@ def typed(func: Callable[..., Any], model: Any) -> Callable[..., Any]:
 
 
 def schema(model: Any) -> dict[str, Any]:
-    """The JSON Schema of `model`'s payloads (the admin's job page shows it)."""
-    result: dict[str, Any] = model.model_json_schema()
+    """The JSON Schema of `model`'s payloads (the admin's job page shows it); for a model pydantic cannot describe
+    (a field of an arbitrary type), a note saying so instead of a failed page."""
+    try:
+        result: dict[str, Any] = model.model_json_schema()
+    except Exception as exc:  # noqa: BLE001 - pydantic's own errors for a field it has no schema for
+        return {"description": f"pydantic gives no JSON Schema for {model.__name__} ({type(exc).__name__})"}
     return result
 
 
