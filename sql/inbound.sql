@@ -11,7 +11,8 @@
 -- concurrent twin waits on the index and then does nothing; the read of its job id may then miss
 -- the row it waited for (this statement's snapshot predates it), so the caller runs the
 -- statement again when no row comes back. `priority` is the handler's `priority=` (else 0), as
--- crontick.enqueue gives it.
+-- crontick.enqueue gives it. `traceparent`: the sender's trace context, while the app traces
+-- (crontick.tracing.inbound), else null.
 with drawn as materialized (
     select pg_catalog.nextval(pg_catalog.pg_get_serial_sequence(pg_catalog.quote_ident({schema_name}) || '.jobs', 'id')) as job_id
 ), event as (
@@ -24,7 +25,8 @@ with drawn as materialized (
     select i.id from event
     cross join lateral {schema}.crontick_job_insert_many(array[%(type)s::text], array[%(payload)s::jsonb],
         _ids => array[event.job_id], _priorities => array[%(priority)s::int],
-        _max_attempts => array[%(max_attempts)s::int]) i(id)
+        _max_attempts => array[%(max_attempts)s::int],
+        _traceparents => case when %(traceparent)s::text is not null then array[%(traceparent)s::text] end) i(id)
 )
 select id as job_id, true as new from job
 union all

@@ -13,7 +13,8 @@ select {schema}.{api_enqueue}(type => %(type)s, payload => %(payload)s, run_afte
     priority => %(priority)s::int, debounce_key => %(debounce_key)s::text,
     debounce_seconds => %(debounce_seconds)s::float8, debounce_max_seconds => %(debounce_max_seconds)s::float8,
     start_by => coalesce(%(start_by)s::timestamptz,
-                         pg_catalog.now() + pg_catalog.make_interval(secs => %(start_by_seconds)s::float8)));
+                         pg_catalog.now() + pg_catalog.make_interval(secs => %(start_by_seconds)s::float8)),
+    traceparent => %(traceparent)s::text);
 
 -- name: job_insert_many
 -- crontick.enqueue_many: a whole list of jobs in one statement. The list arrives as one JSON
@@ -39,7 +40,8 @@ cross join lateral {schema}.crontick_job_insert_many(a.types, a.payloads,
     _priorities => case when %(priority)s::int is not null or %(priorities)s::jsonb <> '{{}}'::jsonb then a.priorities end,
     _start_by => case when %(start_by)s::timestamptz is not null or %(start_by_seconds)s::float8 is not null
         then pg_catalog.array_fill(coalesce(%(start_by)s::timestamptz,
-            pg_catalog.now() + pg_catalog.make_interval(secs => %(start_by_seconds)s::float8)), array[a.n]) end) i(id);
+            pg_catalog.now() + pg_catalog.make_interval(secs => %(start_by_seconds)s::float8)), array[a.n]) end,
+    _traceparents => case when %(traceparent)s::text is not null then pg_catalog.array_fill(%(traceparent)s::text, array[a.n]) end) i(id);
 
 -- name: job_insert_many_keyed
 -- crontick.enqueue_many when some job of the list has a key ([type, payload, key]): as
@@ -66,7 +68,8 @@ with e as materialized (
         _group_keys => case when %(group_key)s::text is not null then pg_catalog.array_fill(%(group_key)s::text, array[a.n]) end,
         _start_by => case when %(start_by)s::timestamptz is not null or %(start_by_seconds)s::float8 is not null
             then pg_catalog.array_fill(coalesce(%(start_by)s::timestamptz,
-                pg_catalog.now() + pg_catalog.make_interval(secs => %(start_by_seconds)s::float8)), array[a.n]) end) i(id)
+                pg_catalog.now() + pg_catalog.make_interval(secs => %(start_by_seconds)s::float8)), array[a.n]) end,
+        _traceparents => case when %(traceparent)s::text is not null then pg_catalog.array_fill(%(traceparent)s::text, array[a.n]) end) i(id)
 )
 select coalesce(
     (select x.id from inserted x where x.id = e.id),

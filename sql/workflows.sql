@@ -91,7 +91,7 @@ select id from {schema}.jobs where id = any(%(ids)s::bigint[]) and cancel_reques
 -- job.spawn (crontick.workflows.children): a running job's children, enqueued once and recorded as its step
 -- (sql/functions/job_spawn.sql). No row: fenced (the parent's attempt was taken over).
 select ids from {schema}.crontick_job_spawn(%(parent)s, %(attempt)s, %(name)s, %(types)s::text[], %(payloads)s::jsonb[],
-    %(run_after)s::timestamptz, %(max_attempts)s::int, %(priority)s::int, %(group_key)s::text);
+    %(run_after)s::timestamptz, %(max_attempts)s::int, %(priority)s::int, %(group_key)s::text, %(traceparent)s::text);
 
 -- name: job_children
 -- job.join (crontick.workflows.children): the jobs `ids` in their order, each with its parent, status and result (the

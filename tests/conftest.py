@@ -20,6 +20,7 @@ from tests.support.constants import ROOT, TEST_SECRET
 from tests.support.credentials import OidcIssuer
 from tests.support.databases import fresh_database, url_of
 from tests.support.logs import JsonLineCheck, LogLines
+from tests.support.otel import traced
 from tests.support.reminders import Provider, recording_server
 from tests.support.servers import free_port, serve
 
@@ -108,6 +109,21 @@ def every_log_line_is_json(json_line_check: JsonLineCheck) -> Iterator[None]:
     bad = json_line_check.bad[seen:]
     if bad:
         pytest.fail(f"crontick logged {len(bad)} line(s) that are not one JSON object: {bad[:3]!r}")
+
+
+@pytest.fixture(scope="module")
+def otel_exporter() -> Iterator[Any]:
+    """OpenTelemetry's SDK on the global tracer provider, with an in-memory exporter, for this module's tests
+    (tests/support/otel.py); afterwards the tests run as in an app that does not trace."""
+    with traced() as exporter:
+        yield exporter
+
+
+@pytest.fixture
+def spans(otel_exporter: Any) -> Any:
+    """The in-memory exporter, emptied: the spans this test finished (`spans.get_finished_spans()`)."""
+    otel_exporter.clear()
+    return otel_exporter
 
 
 @pytest.fixture

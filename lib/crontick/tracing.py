@@ -8,17 +8,43 @@ returns None or does nothing, for the price of a dictionary look-up, and the col
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 TRACER_NAME = "crontick"
 # W3C trace context: version 00, a 32-hex trace id, a 16-hex span id, 2-hex flags (https://www.w3.org/TR/trace-context/).
 TRACEPARENT_PARTS = (2, 32, 16, 2)
-_HEX = frozenset("0123456789abcdef")
+TRACEPARENT_CHARS = 55
+_HEX = frozenset("0123456789abcdef-")
 Attributes = Mapping[str, str | int | float | bool]
 
 _tracer: Any = None
+
+
+class _Api(NamedTuple):
+    """The parts of OpenTelemetry's API a job's span needs, looked up once: a `from ... import` per job and step
+    cost about a microsecond each (bench/tracing_overhead.py)."""
+
+    consumer: Any
+    internal: Any
+    set_span_in_context: Callable[[Any], Any]
+    attach: Callable[[Any], Any]
+    detach: Callable[[Any], None]
+
+
+_api: _Api | None = None
+
+
+def _otel() -> _Api:
+    global _api
+    if _api is None:
+        from opentelemetry import context, trace
+
+        _api = _Api(
+            trace.SpanKind.CONSUMER, trace.SpanKind.INTERNAL, trace.set_span_in_context, context.attach, context.detach
+        )
+    return _api
 
 
 def tracer() -> Any | None:
@@ -71,23 +97,18 @@ def start(
     found = tracer()
     if found is None:
         return None
-    from opentelemetry.trace import SpanKind
-
-    kind = SpanKind.CONSUMER if consumer else SpanKind.INTERNAL
-    return found.start_span(name, kind=kind, attributes=attributes, links=links)
+    api = _api or _otel()
+    return found.start_span(name, kind=api.consumer if consumer else api.internal, attributes=attributes, links=links)
 
 
 def activate(current: Any) -> Any:
     """Make `current` the current span in this context; returns the token for deactivate()."""
-    from opentelemetry import context, trace
-
-    return context.attach(trace.set_span_in_context(current))
+    api = _api or _otel()
+    return api.attach(api.set_span_in_context(current))
 
 
 def deactivate(token: Any) -> None:
-    from opentelemetry import context
-
-    context.detach(token)
+    (_api or _otel()).detach(token)
 
 
 def failed(current: Any, error: str, traceback: str | None) -> None:
@@ -120,14 +141,56 @@ def traceparent() -> str | None:
     return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
 
 
+def well_formed(text: object) -> bool:
+    """Whether `text` is a W3C traceparent crontick keeps: version 00, lower-case hex, a trace id and a span id that
+    are not all zeros (https://www.w3.org/TR/trace-context/#traceparent-header). sql/functions/job_insert_many.sql
+    keeps the same ones; anything else is ignored, as the spec asks of a receiver."""
+    if not isinstance(text, str) or len(text) != TRACEPARENT_CHARS or not set(text) <= _HEX:
+        return False
+    parts = text.split("-")
+    return (
+        [len(p) for p in parts] == list(TRACEPARENT_PARTS)
+        and parts[0] == "00"
+        and parts[1] != "0" * 32
+        and parts[2] != "0" * 16
+    )
+
+
+def _remote(text: str) -> Any:
+    """The SpanContext a well-formed traceparent names, as a remote one."""
+    from opentelemetry.trace import SpanContext, TraceFlags
+
+    _version, trace_hex, span_hex, flags = text.split("-")
+    return SpanContext(int(trace_hex, 16), int(span_hex, 16), is_remote=True, trace_flags=TraceFlags(int(flags, 16)))
+
+
 def link(text: str | None) -> Any | None:
     """A Link to the span a traceparent names (a job's enqueuer), or None for none or a malformed one."""
-    parts = (text or "").split("-")
-    well_formed = [len(p) for p in parts] == list(TRACEPARENT_PARTS) and parts[0] == "00"
-    if not well_formed or not set("".join(parts)) <= _HEX or sys.modules.get("opentelemetry.trace") is None:
+    if not well_formed(text) or sys.modules.get("opentelemetry.trace") is None:
         return None
-    from opentelemetry.trace import Link, SpanContext, TraceFlags
+    from opentelemetry.trace import Link
 
-    _version, trace_hex, span_hex, flags = parts
-    context = SpanContext(int(trace_hex, 16), int(span_hex, 16), is_remote=True, trace_flags=TraceFlags(int(flags, 16)))
-    return Link(context, {"crontick.link": "enqueued_by"}) if context.is_valid else None
+    assert text is not None
+    return Link(_remote(text), _ENQUEUED_BY)
+
+
+_ENQUEUED_BY = {"crontick.link": "enqueued_by"}
+
+
+@contextmanager
+def inbound(header: str | None) -> Iterator[None]:
+    """A request's `traceparent` header made the current trace context for the block, so that the jobs it enqueues
+    keep the sender's span: only while the app traces, only a well-formed header (a sender's header is outside
+    text: one that is not is ignored), and only when no span is current (an instrumented app's request span is
+    already a child of the header, and the better parent)."""
+    if tracer() is None or not well_formed(header) or traceparent() is not None:
+        yield
+        return
+    from opentelemetry import context, trace
+
+    assert header is not None
+    token = context.attach(trace.set_span_in_context(trace.NonRecordingSpan(_remote(header))))
+    try:
+        yield
+    finally:
+        context.detach(token)

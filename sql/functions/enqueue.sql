@@ -16,7 +16,9 @@
 -- first, the newest 100 within 16 MiB kept), and its run_after moves to now + debounce_seconds, never past its
 -- debounce_until (its first enqueue + debounce_max_seconds). The merged job keeps its group_key,
 -- priority and max_attempts. Returns the job's id (the merged job's, on a merge). In its own schema
--- it is crontick.enqueue; under CRONTICK_SCHEMA=public it is public.crontick_enqueue (a plain
+-- it is crontick.enqueue; `traceparent` (a W3C traceparent, as an OpenTelemetry SDK's propagator writes it) is
+-- the enqueuer's span, which the job's span links to when the app traces; a malformed one is kept as
+-- null (sql/functions/job_insert_many.sql). Under CRONTICK_SCHEMA=public it is public.crontick_enqueue (a plain
 -- `enqueue` there would sit among the app's own functions).
 create or replace function {schema}.{api_enqueue}(
     type text,
@@ -29,7 +31,8 @@ create or replace function {schema}.{api_enqueue}(
     debounce_key text default null,
     debounce_seconds double precision default null,
     debounce_max_seconds double precision default null,
-    start_by timestamptz default null
+    start_by timestamptz default null,
+    traceparent text default null
 ) returns bigint
 language plpgsql
 security definer  -- runs as crontick's role: EXECUTE alone lets another role call it (docs/security.md)
@@ -83,7 +86,7 @@ begin
             {api_enqueue}.type, {api_enqueue}.payload, {api_enqueue}.run_after,
             {api_enqueue}.max_attempts, {api_enqueue}.key, {api_enqueue}.group_key, {api_enqueue}.priority,
             {api_enqueue}.debounce_key, {api_enqueue}.debounce_seconds, {api_enqueue}.debounce_max_seconds,
-            {api_enqueue}.start_by);
+            {api_enqueue}.start_by, {api_enqueue}.traceparent);
     end if;
     -- Twice at most: the job holding the key may finish between the insert that yields to it and
     -- the select that looks for it; the second insert then succeeds.
@@ -95,7 +98,8 @@ begin
             _priorities => array[{api_enqueue}.priority], _group_keys => array[{api_enqueue}.group_key],
             _start_by => case when {api_enqueue}.start_by is not null then array[{api_enqueue}.start_by] end,
             -- No key: no array, so the row goes in without ON CONFLICT and its cost.
-            _keys => case when {api_enqueue}.key is not null then array[{api_enqueue}.key] end) i(id);
+            _keys => case when {api_enqueue}.key is not null then array[{api_enqueue}.key] end,
+            _traceparents => case when {api_enqueue}.traceparent is not null then array[{api_enqueue}.traceparent] end) i(id);
         if _id is not null then
             return _id;
         end if;

@@ -25,7 +25,8 @@ create or replace function {schema}.crontick_job_debounce(
     _debounce_key text,
     _seconds double precision,
     _max_seconds double precision,
-    _start_by timestamptz default null
+    _start_by timestamptz default null,
+    _traceparent text default null
 ) returns bigint
 language plpgsql
 as $$
@@ -67,7 +68,8 @@ begin
             _max_attempts => array[_max_attempts], _priorities => array[_priority], _group_keys => array[_group_key],
             _debounce_keys => array[_debounce_key],
             _debounce_until => array[pg_catalog.now() + pg_catalog.make_interval(secs => _max_seconds)],
-            _start_by => array[_start_by]) i(id);
+            _start_by => array[_start_by],
+            _traceparents => case when _traceparent is not null then array[_traceparent] end) i(id);
         if _id is not null then
             return _id;
         end if;

@@ -39,7 +39,8 @@ create or replace function {schema}.crontick_job_insert_many(
     _schedules text[] default null,
     _debounce_keys text[] default null,
     _debounce_until timestamptz[] default null,
-    _start_by timestamptz[] default null
+    _start_by timestamptz[] default null,
+    _traceparents text[] default null
 ) returns setof bigint
 language plpgsql
 as $$
@@ -51,6 +52,15 @@ declare
     -- schema inside the literal: no name of the schema as a string, so every install's body reads alike.)
     _sequence regclass := pg_catalog.pg_get_serial_sequence('{schema}.jobs', 'id');
 begin
+    -- An enqueuer's W3C trace context (migration 0031), which the job's span links to: one that is not a valid
+    -- version-00 traceparent (https://www.w3.org/TR/trace-context/#traceparent-header) is kept as null, as the
+    -- spec asks of a receiver, so a bad header passed along never costs a job. crontick.tracing checks the same.
+    if _traceparents is not null then
+        _traceparents := (select pg_catalog.array_agg(case when t.value ~ '^00-[0-9a-f]{{32}}-[0-9a-f]{{16}}-[0-9a-f]{{2}}$'
+                                                           and t.value !~ '^00-0{{32}}-|-0{{16}}-' then t.value end
+                                                      order by t.n)
+                          from pg_catalog.unnest(_traceparents) with ordinality t(value, n));
+    end if;
     -- Three inserts, the same up to their ON CONFLICT (tests/jobs/test_queue_job_insert.py compares them): a
     -- conflict clause costs every row a speculative insertion (a third of enqueue_many's time), so
     -- rows without a key or a debounce go in without one. Rows go in as the scan yields them, in
@@ -58,54 +68,57 @@ begin
     if _keys is null and _debounce_keys is null then
         return query
         insert into {schema}.jobs as j (id, type, payload, run_after, max_attempts, priority, key, group_key,
-                                        scheduled_for, schedule, debounce_key, debounce_until, start_by)
+                                        scheduled_for, schedule, debounce_key, debounce_until, start_by, traceparent)
         select coalesce(r.id, pg_catalog.nextval(_sequence)), r.type, coalesce(r.payload, _default_payload),
             coalesce(r.run_after, pg_catalog.now()), coalesce(r.max_attempts, _default_max_attempts),
             coalesce(r.priority, _default_priority), r.key, r.group_key, r.scheduled_for, r.schedule, r.debounce_key,
-            r.debounce_until, r.start_by
+            r.debounce_until, r.start_by, r.traceparent
         from rows from (pg_catalog.unnest(_types), pg_catalog.unnest(_payloads), pg_catalog.unnest(_ids),
                         pg_catalog.unnest(_run_after), pg_catalog.unnest(_max_attempts), pg_catalog.unnest(_priorities),
                         pg_catalog.unnest(_keys), pg_catalog.unnest(_group_keys), pg_catalog.unnest(_scheduled_for),
                         pg_catalog.unnest(_schedules), pg_catalog.unnest(_debounce_keys), pg_catalog.unnest(_debounce_until),
-                        pg_catalog.unnest(_start_by))
+                        pg_catalog.unnest(_start_by),
+                        pg_catalog.unnest(_traceparents))
             with ordinality r(type, payload, id, run_after, max_attempts, priority, key, group_key, scheduled_for, schedule,
-                              debounce_key, debounce_until, start_by, n)
+                              debounce_key, debounce_until, start_by, traceparent, n)
         returning j.id;
         return;
     end if;
     if _debounce_keys is null then
         return query
         insert into {schema}.jobs as j (id, type, payload, run_after, max_attempts, priority, key, group_key,
-                                        scheduled_for, schedule, debounce_key, debounce_until, start_by)
+                                        scheduled_for, schedule, debounce_key, debounce_until, start_by, traceparent)
         select coalesce(r.id, pg_catalog.nextval(_sequence)), r.type, coalesce(r.payload, _default_payload),
             coalesce(r.run_after, pg_catalog.now()), coalesce(r.max_attempts, _default_max_attempts),
             coalesce(r.priority, _default_priority), r.key, r.group_key, r.scheduled_for, r.schedule, r.debounce_key,
-            r.debounce_until, r.start_by
+            r.debounce_until, r.start_by, r.traceparent
         from rows from (pg_catalog.unnest(_types), pg_catalog.unnest(_payloads), pg_catalog.unnest(_ids),
                         pg_catalog.unnest(_run_after), pg_catalog.unnest(_max_attempts), pg_catalog.unnest(_priorities),
                         pg_catalog.unnest(_keys), pg_catalog.unnest(_group_keys), pg_catalog.unnest(_scheduled_for),
                         pg_catalog.unnest(_schedules), pg_catalog.unnest(_debounce_keys), pg_catalog.unnest(_debounce_until),
-                        pg_catalog.unnest(_start_by))
+                        pg_catalog.unnest(_start_by),
+                        pg_catalog.unnest(_traceparents))
             with ordinality r(type, payload, id, run_after, max_attempts, priority, key, group_key, scheduled_for, schedule,
-                              debounce_key, debounce_until, start_by, n)
+                              debounce_key, debounce_until, start_by, traceparent, n)
         on conflict (key) where key is not null and status in ('pending', 'running', 'waiting') do nothing
         returning j.id;
         return;
     end if;
     return query
     insert into {schema}.jobs as j (id, type, payload, run_after, max_attempts, priority, key, group_key,
-                                    scheduled_for, schedule, debounce_key, debounce_until, start_by)
+                                    scheduled_for, schedule, debounce_key, debounce_until, start_by, traceparent)
     select coalesce(r.id, pg_catalog.nextval(_sequence)), r.type, coalesce(r.payload, _default_payload),
         coalesce(r.run_after, pg_catalog.now()), coalesce(r.max_attempts, _default_max_attempts),
         coalesce(r.priority, _default_priority), r.key, r.group_key, r.scheduled_for, r.schedule, r.debounce_key,
-        r.debounce_until, r.start_by
+        r.debounce_until, r.start_by, r.traceparent
     from rows from (pg_catalog.unnest(_types), pg_catalog.unnest(_payloads), pg_catalog.unnest(_ids),
                     pg_catalog.unnest(_run_after), pg_catalog.unnest(_max_attempts), pg_catalog.unnest(_priorities),
                     pg_catalog.unnest(_keys), pg_catalog.unnest(_group_keys), pg_catalog.unnest(_scheduled_for),
                     pg_catalog.unnest(_schedules), pg_catalog.unnest(_debounce_keys), pg_catalog.unnest(_debounce_until),
-                        pg_catalog.unnest(_start_by))
+                        pg_catalog.unnest(_start_by),
+                        pg_catalog.unnest(_traceparents))
         with ordinality r(type, payload, id, run_after, max_attempts, priority, key, group_key, scheduled_for, schedule,
-                          debounce_key, debounce_until, start_by, n)
+                          debounce_key, debounce_until, start_by, traceparent, n)
     on conflict (type, debounce_key) where debounce_key is not null and status = 'pending' and started_at is null
     do update set
         payload = excluded.payload,
@@ -124,6 +137,7 @@ begin
         run_after = least(excluded.run_after, coalesce(j.debounce_until, 'infinity')),
         -- The reply answers the newest message: its deadline is the newest enqueue's.
         start_by = excluded.start_by,
+        traceparent = coalesce(j.traceparent, excluded.traceparent),  -- the first enqueuer's, as a merge keeps its options
         updated_at = pg_catalog.now()
     where j.status = 'pending' and j.started_at is null
     returning j.id;

@@ -1,7 +1,8 @@
 -- crontick_job_spawn: job.spawn (crontick.workflows.children), on the tick's connection: a running job's children,
 -- enqueued once. In one call (so one transaction): the children go in through crontick_job_insert_many (every
 -- default declared there), get the parent's id, and the spawn is recorded as the parent's step `_name` with
--- their ids as its result, fenced like every step (only while the parent still runs attempt `_attempt`). A
+-- their ids as its result (each child keeps `_traceparent`, the parent's span while it spawned, which the
+-- child's span links to), fenced like every step (only while the parent still runs attempt `_attempt`). A
 -- spawn already recorded returns its ids and adds nothing; a fenced one adds nothing and returns no row.
 create or replace function {schema}.crontick_job_spawn(
     _parent bigint,
@@ -12,7 +13,8 @@ create or replace function {schema}.crontick_job_spawn(
     _run_after timestamptz,
     _max_attempts integer,
     _priority integer,
-    _group_key text
+    _group_key text,
+    _traceparent text default null
 ) returns table (ids bigint[])
 language plpgsql
 as $$
@@ -37,7 +39,8 @@ begin
         _run_after => case when _run_after is not null then pg_catalog.array_fill(_run_after, array[_n]) end,
         _max_attempts => case when _max_attempts is not null then pg_catalog.array_fill(_max_attempts, array[_n]) end,
         _priorities => case when _priority is not null then pg_catalog.array_fill(_priority, array[_n]) end,
-        _group_keys => case when _group_key is not null then pg_catalog.array_fill(_group_key, array[_n]) end) i(id);
+        _group_keys => case when _group_key is not null then pg_catalog.array_fill(_group_key, array[_n]) end,
+        _traceparents => case when _traceparent is not null then pg_catalog.array_fill(_traceparent, array[_n]) end) i(id);
     _ids := coalesce(_ids, '{{}}'::bigint[]);
     update {schema}.jobs c set parent_id = _parent where c.id = any(_ids);
     insert into {schema}.job_steps (job_id, name, kind, status, attempt, result, created_at, finished_at)

@@ -2,15 +2,9 @@
 -- (sql/functions/job_claim_due.sql, its `expire` part) ends such a job `cancelled`, its last_error beginning
 -- with `expired`, no attempt spent and no alert, in the statement that claims the batch (no statement of its
 -- own). Null on every row a previous release writes, and on every job enqueued without it.
--- crontick_job_insert_many, crontick_job_debounce and crontick.enqueue gain a start_by argument (the last,
--- defaulted: every existing call, positional or named, means what it meant): `create or replace` cannot
--- change a signature, so the old ones go (lib/crontick/db/migrate.py) and their files create the new ones.
-drop function if exists {schema}.{api_enqueue}(text, jsonb, timestamptz, integer, text, text, integer, text,
-    double precision, double precision);
-drop function if exists {schema}.crontick_job_debounce(text, jsonb, timestamptz, integer, text, text, integer, text,
-    double precision, double precision);
-drop function if exists {schema}.crontick_job_insert_many(text[], jsonb[], bigint[], timestamptz[], integer[],
-    integer[], text[], text[], timestamptz[], text[], text[], timestamptz[]);
+-- crontick_job_insert_many, crontick_job_debounce and crontick.enqueue gain a start_by argument (defaulted: every
+-- existing call, positional or named, means what it meant); their old signatures go in 0045, which adds
+-- traceparent beside it and carries crontick.enqueue's grants over to the new signature.
 alter table {schema}.jobs add column start_by timestamptz;
 -- What the claim's `expire` part reads: the pending jobs that carry a start_by, by start_by, so the read stops at
 -- the first entry still in the future. Empty, and free to probe, while nobody uses start_by.

@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 import psycopg
+from pydantic import BaseModel, Field
 
 import crontick
 from tests.support.admin_pages import running, settings_for, signed_in
@@ -52,3 +53,27 @@ def test_retry_of_a_reply_to_messages_minutes_old_warns(database_url: str, conn:
         old = c.get(f"/admin/jobs/{job_id}").text
     assert "the conversation may have moved on" not in fresh
     assert "This job answers 3 messages, the first 12 minutes ago: the conversation may have moved on." in old
+
+
+class Reply(BaseModel):
+    """A WhatsApp reply to send."""
+
+    to: str
+    text: str = Field(max_length=1600)
+
+
+@crontick.handler("t_admin.typed_reply", payload=Reply)
+def typed_reply(payload: Reply, job: crontick.Job) -> None:
+    return None
+
+
+def test_a_typed_jobs_page_shows_its_payload_schema(database_url: str, conn: psycopg.Connection[Any]) -> None:
+    typed = crontick.enqueue(conn, "t_admin.typed_reply", {"to": "+316", "text": "see you at <10>"})
+    plain = crontick.enqueue(conn, "t_admin.plain", {"text": "alone"})
+    with running(settings_for(database_url)) as base:
+        page = signed_in(base).get(f"/admin/jobs/{typed}").text
+        other = signed_in(base).get(f"/admin/jobs/{plain}").text
+    assert "Payload schema: <code>Reply</code>" in page and "Payload schema" not in other
+    shown = html.unescape(page)
+    assert '"maxLength": 1600' in shown and '"required": [' in shown and '"title": "Reply"' in shown
+    assert "see you at &lt;10&gt;" in page  # the payload still escaped

@@ -6,56 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
-import pytest
 
 import crontick
-from crontick import logs, tracing
+from crontick import logs
 from crontick.runtime import Runtime
 from tests.support.core_jobs import settings_for
 from tests.support.logs import LogLines
-
-_provider: Any = None
-_trace_module: Any = None
-
-
-@pytest.fixture(scope="module")
-def exporter() -> Iterator[Any]:
-    """The SDK's in-memory exporter on the global tracer provider, set once per process (OpenTelemetry allows one).
-
-    Afterwards `opentelemetry.trace` leaves sys.modules again, so the tests after these run as in an app that
-    does not trace (crontick looks for it there); the next module that needs it puts the same one back.
-    """
-    global _provider, _trace_module
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    if _trace_module is not None:
-        sys.modules["opentelemetry.trace"] = _trace_module
-    import opentelemetry.trace as trace
-
-    if _provider is None:
-        _provider = TracerProvider()
-        _provider.exporter = InMemorySpanExporter()
-        _provider.add_span_processor(SimpleSpanProcessor(_provider.exporter))
-        trace.set_tracer_provider(_provider)
-        _trace_module = trace
-    try:
-        yield _provider.exporter
-    finally:
-        sys.modules.pop("opentelemetry.trace", None)
-        tracing._tracer = None
-
-
-@pytest.fixture
-def spans(exporter: Any) -> Any:
-    exporter.clear()
-    return exporter
 
 
 @crontick.handler("t_trace.steps")

@@ -45,7 +45,10 @@ def test_no_statement_but_crontick_job_insert_many_inserts_into_jobs() -> None:
 
 def test_the_three_inserts_of_the_function_are_the_same_up_to_their_on_conflict() -> None:
     text = SQL_COMMENT.sub("", THE_FUNCTION.read_text(encoding="utf-8"))
-    bodies = [" ".join(m.split()) for m in re.findall(r"insert into .*?debounce_until, start_by, n\)", text, re.DOTALL)]
+    bodies = [
+        " ".join(m.split())
+        for m in re.findall(r"insert into .*?debounce_until, start_by, traceparent, n\)", text, re.DOTALL)
+    ]
     assert len(bodies) == 3 and len(set(bodies)) == 1
     assert "coalesce(r.max_attempts, _default_max_attempts)" in bodies[0]
     assert len(re.findall(r"_default_max_attempts constant integer := (\d+);", text)) == 1
@@ -177,7 +180,14 @@ def test_every_enqueue_path_runs_the_function(conn: psycopg.Connection[Any]) -> 
         "SQL crontick.enqueue": lambda: conn.execute("select crontick.enqueue('t_ins.sql')"),
         "inbound_event_record": lambda: conn.execute(
             query("inbound_event_record"),
-            {**hook, "payload": Jsonb({}), "priority": 0, "max_attempts": None, "received_at": "now"},
+            {
+                **hook,
+                "payload": Jsonb({}),
+                "priority": 0,
+                "max_attempts": None,
+                "received_at": "now",
+                "traceparent": None,
+            },
         ),
         "admin_schedule_enqueue": lambda: conn.execute(
             query("admin_schedule_enqueue"),

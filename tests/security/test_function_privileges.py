@@ -123,3 +123,32 @@ def test_in_public_on_a_supabase_like_database_anon_calls_none_of_crontick_s_fun
             asyncio.run(db.migrate(url, "public"))
             assert _refused(conn, anon, "select public.crontick_enqueue('send_email', '{}')")
             assert _as(conn, worker, "select public.crontick_signal('k', null)") == (None,)
+
+
+OLD_ENQUEUE_ARGUMENTS = (
+    "type text, payload jsonb default '{}', run_after timestamptz default null, max_attempts integer default null, "
+    "key text default null, group_key text default null, priority integer default null, debounce_key text default "
+    "null, debounce_seconds double precision default null, debounce_max_seconds double precision default null"
+)
+
+
+def test_a_grant_on_enqueue_outlives_the_migration_that_adds_its_traceparent_argument(
+    database_url: str, make_role: Callable[[str], str]
+) -> None:
+    """0045 drops crontick.enqueue's 10-argument signature for the 11-argument one: the role granted the old one
+    by name (docs/security.md) may call the new one."""
+    worker = make_role(database_url)
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        # The database as 0044 left it: the 10-argument enqueue only, granted to the worker by name.
+        conn.execute("delete from crontick.crontick_migrations where version = '0045_enqueue_traceparent'")
+        conn.execute("drop function crontick.enqueue(text, jsonb, timestamptz, integer, text, text, integer, text, "
+                     "double precision, double precision, text)")  # fmt: skip
+        conn.execute(
+            f"create function crontick.enqueue({OLD_ENQUEUE_ARGUMENTS}) returns bigint language sql as 'select 0::bigint'"
+        )
+        conn.execute("revoke execute on function crontick.enqueue from public")
+        _grant_enqueue_and_signal(conn, "crontick", worker, "enqueue", "signal")
+        assert asyncio.run(db.migrate(database_url)) == ["0045_enqueue_traceparent"]
+        signatures = conn.execute("select count(*) from pg_proc where proname = 'enqueue'").fetchone()
+        job_id = _as(conn, worker, "select crontick.enqueue('send_email', '{}', traceparent => null)")[0]
+        assert signatures == (1,) and isinstance(job_id, int) and job_id > 0

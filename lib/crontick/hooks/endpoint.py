@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import psycopg
 from psycopg.types.json import Jsonb
 
-from crontick import logs
+from crontick import logs, tracing
 from crontick.auth import verifiers
 from crontick.db import cutoff, query
 from crontick.errors import CrontickError, DatabaseUnavailable, Refused
@@ -73,7 +73,8 @@ async def endpoint(request: Request) -> Response:
         logs.warning("inbound_bad_event", hook=name, reason=str(exc))
         return _error(400, "bad_event", str(exc))
     payload = {"hook": name, "event_id": event_id, "received_at": datetime.now(UTC).isoformat(), "event": event}
-    recorded = await _recorded(rt, hook, event_id, payload, body_sha256)
+    with tracing.inbound(request.headers.get("traceparent")):  # the sender's trace, kept with the job while tracing
+        recorded = await _recorded(rt, hook, event_id, payload, body_sha256)
     if not isinstance(recorded, tuple):
         return recorded
     job_id, new = recorded
@@ -304,6 +305,7 @@ async def _record_job(
         "payload": Jsonb(payload),
         "priority": declared_priority(hook.job_type),
         "max_attempts": max_attempts,
+        "traceparent": tracing.traceparent(),
     }
     statement = "inbound_event_record"
     if flow != Flow():  # a debounce merges into the sender's open job, whose id only the enqueue knows
@@ -317,5 +319,7 @@ async def _record_job(
             if statement == "inbound_event_flow_record" and max_attempts is not None and row[1]:
                 # Its enqueue (sql/functions/inbound_event_record.sql) takes no max_attempts: set here, not yet started.
                 await conn.execute(query("inbound_job_max_attempts"), {"id": row[0], "max_attempts": max_attempts})
+            if statement == "inbound_event_flow_record" and params["traceparent"] is not None and row[1]:
+                await conn.execute(query("job_keep_traceparent"), {"id": row[0], "traceparent": params["traceparent"]})
             return int(row[0]), bool(row[1])
     raise CrontickError(f"inbound hook {hook.name!r}: expected a job id for event {event_id!r}, got none")

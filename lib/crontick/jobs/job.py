@@ -66,7 +66,13 @@ class Job(NamedTuple):
         with @crontick.step, as a step's function does."""
         from crontick.workflows import mapping
 
-        return mapping.map_items(self, name, fn, items, concurrency)
+        if tracing.tracer() is None:
+            return mapping.map_items(self, name, fn, items, concurrency)
+        from crontick.jobs.job_spans import around_step
+
+        return mapping.map_items(
+            self, name, fn, items, concurrency, lambda item, call: around_step("map", self, item, call)
+        )
 
     def time_left(self) -> float:
         """Seconds left to this run: to its handler's timeout_seconds, else to the end of the tick's budget (0 once
@@ -118,7 +124,11 @@ class Job(NamedTuple):
         `[{"id", "status", "result"}...]` in the ids' order (awaited in an `async def` handler). `result` is the
         child handler's return value, or None. After `timeout_seconds` of waiting, the children as they are."""
         children.check_cancel(self)
-        return children.join(self, name, ids, timeout_seconds)
+        if tracing.tracer() is None:
+            return children.join(self, name, ids, timeout_seconds)
+        from crontick.jobs.job_spans import around_step
+
+        return around_step("join", self, name, lambda: children.join(self, name, ids, timeout_seconds))
 
 
 class Outcome(NamedTuple):

@@ -108,7 +108,8 @@ def end(span: Any, outcome: str, error: str | None = None, traceback: str | None
 
 
 def around_step(kind: str, job: RunningJob, name: str, call: Callable[[], Any]) -> Any:
-    """`call()` (job.step, job.sleep or job.wait_for) inside a span of its own; awaited inside it when it returns an awaitable."""
+    """`call()` (job.step, job.sleep, job.wait_for, job.join, or one item of job.map, named `name[i]`) inside a span of
+    its own, a child of the current one (the job's); awaited inside it when it returns an awaitable."""
     span = tracing.start(
         f"crontick {kind} {name}", {"crontick.step.name": name, "crontick.step.kind": kind, "crontick.job.id": job.id}
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -60,6 +61,7 @@ def insert_params(
         priority = _declared_priority(type)
     if max_attempts is None:
         max_attempts = _declared_max_attempts(type)
+    payload = _typed_payload(where, type, payload)
     return {
         "type": type,
         "payload": payload_param(where, payload),
@@ -70,6 +72,7 @@ def insert_params(
         "priority": priority,
         **(debounce.params() if debounce is not None else _NO_DEBOUNCE),
         **deadline,
+        "traceparent": tracing.traceparent(),  # the caller's span, while the app traces: the job's span links to it
     }
 
 
@@ -175,10 +178,7 @@ def enqueue(
     row = conn.execute(query("job_insert"), params).fetchone()
     if row is None:  # lost a race on the key to a transaction that committed mid-statement
         row = conn.execute(query("job_insert"), params).fetchone()
-    job_id = _job_id(row, params)
-    if (context := tracing.traceparent()) is not None:  # the app traces: the job's span links to the caller's
-        conn.execute(query("job_keep_traceparent"), {"id": job_id, "traceparent": context})
-    return job_id
+    return _job_id(row, params)
 
 
 async def _enqueue_async(conn: psycopg.AsyncConnection[Any], params: dict[str, Any]) -> int:
@@ -187,10 +187,7 @@ async def _enqueue_async(conn: psycopg.AsyncConnection[Any], params: dict[str, A
     if row is None:
         cur = await conn.execute(query("job_insert"), params)
         row = await cur.fetchone()
-    job_id = _job_id(row, params)
-    if (context := tracing.traceparent()) is not None:
-        await conn.execute(query("job_keep_traceparent"), {"id": job_id, "traceparent": context})
-    return job_id
+    return _job_id(row, params)
 
 
 def _job_id(row: Any, params: dict[str, Any]) -> int:
@@ -224,15 +221,11 @@ def enqueue_many(
     _check_flow("enqueue_many", group_key, priority)
     deadline = start_by_params("enqueue_many", start_by, run_after)
     rows = jobs if isinstance(jobs, list) else list(jobs)
-    for row in rows:
-        if len(row) not in (2, 3) or not isinstance(row[0], str) or not row[0]:
-            _check_row(row)
     if not rows:
         return []
-    types = {r[0] for r in rows}
-    for type in types:
-        _check_type(type, "enqueue_many")
+    types = _row_types(rows)
     keyed = _keyed(rows)
+    rows = _typed_rows(rows, types)
     declared = {} if priority is not None else {t: p for t in types if (p := _declared_priority(t))}
     attempts = {} if max_attempts is not None else {t: m for t in types if (m := _declared_max_attempts(t))}
     # One JSON document for the whole list (each (type, payload) pair becomes an array),
@@ -253,6 +246,7 @@ def enqueue_many(
         "priorities": Jsonb(declared),
         "attempts": Jsonb(attempts),
         **deadline,
+        "traceparent": tracing.traceparent(),
     }
     if not keyed:
         return [r[0] for r in conn.execute(query("job_insert_many"), params, binary=True).fetchall()]
@@ -284,10 +278,48 @@ def _keyed(rows: list[Any]) -> bool:
     return True
 
 
+def _typed_rows(rows: list[Any], types: set[str]) -> list[Any]:
+    """Each row's payload as _typed_payload makes it: the list itself when none needs it (the common case: no
+    pydantic, or no model among `types` and no model instance among the payloads), else a copy."""
+    from crontick.jobs import registry
+
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is None:
+        return rows
+    if not any(registry.payload_model(t) is not None for t in types) and not any(
+        isinstance(row[1], pydantic.BaseModel) for row in rows
+    ):
+        return rows
+    return [
+        (row[0], _typed_payload(f"enqueue_many: job {i} ({row[0]!r})", row[0], row[1]), *row[2:])
+        for i, row in enumerate(rows)
+    ]
+
+
+def _row_types(rows: list[Any]) -> set[str]:
+    """The job types of enqueue_many's rows, each row and type checked (a CrontickError for the first that is bad)."""
+    for row in rows:
+        if len(row) not in (2, 3) or not isinstance(row[0], str) or not row[0]:
+            _check_row(row)
+    types = {r[0] for r in rows}
+    for type in types:
+        _check_type(type, "enqueue_many")
+    return types
+
+
 def _check_row(row: Any) -> None:
     if not isinstance(row, tuple | list) or len(row) not in (2, 3):
         raise CrontickError(f"enqueue_many: expected (type, payload) or (type, payload, key) tuples, got: {row!r:.200}")
     _check_type(row[0], "enqueue_many")
+
+
+def _typed_payload(where: str, type: str, payload: Any) -> Any:
+    """`payload` checked against the pydantic model the handler of `type` declares here (`payload=`), as that model's
+    JSON (crontick.jobs.payloads); a model instance of a type with none, as its JSON; else `payload` as given."""
+    from crontick.jobs import payloads, registry
+
+    model = registry.payload_model(type)
+    return payloads.plain(payload) if model is None else payloads.checked(where, model, payload)
 
 
 def _declared_max_attempts(type: str) -> int | None:

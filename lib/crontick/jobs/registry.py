@@ -8,7 +8,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from crontick.errors import ConfigError
+from crontick.errors import ConfigError, StepError
+from crontick.jobs import payloads
 from crontick.jobs.job import Job
 from crontick.retry import DEFAULT_POLICY, RetryPolicy
 from crontick.text import text_problem, type_problem
@@ -35,6 +36,9 @@ class Handler:
     rate_limit: str | None = None
     # The max_attempts a job of this type gets when its enqueue names none (None: the column's default, 4).
     max_attempts: int | None = None
+    # Typed payloads: the pydantic model a payload of this type is checked against and handed over as
+    # (crontick.jobs.payloads; `func` then makes it); None: the payload as JSON gives it.
+    payload_model: Any = None
 
 
 _registry: dict[str, Handler] = {}
@@ -64,6 +68,7 @@ def handler(
     group_concurrency: int = 1,
     rate_limit: str | None = None,
     max_attempts: int | None = None,
+    payload: Any = None,
 ) -> Callable[[HandlerFunc], HandlerFunc]:
     """Register `func(payload, job)` (def or async def) as the handler for jobs of `type`.
 
@@ -75,10 +80,14 @@ def handler(
     (smaller is claimed first); `group_concurrency` is how many jobs of one `group_key` may run at
     once (default 1: one at a time, in enqueue order); `rate_limit` names a limit declared with
     `crontick.rate_limit`, which every start of a job of this type counts against. `max_attempts` is
-    what a job of this type gets when its enqueue names none (else 4); a job's own wins.
+    what a job of this type gets when its enqueue names none (else 4); a job's own wins. `payload`, a
+    pydantic model class (`crontick[pydantic]`): payloads are checked against it at enqueue and the
+    handler is called with an instance of it (crontick.jobs.payloads).
     """
     _load_builtins()
     _check_options(type, priority, group_concurrency, timeout_seconds, rate_limit, max_attempts)
+    if payload is not None:
+        payloads.check_model(f"@crontick.handler({type!r})", payload)
 
     def register(func: HandlerFunc) -> HandlerFunc:
         existing = _registry.get(type)
@@ -89,7 +98,7 @@ def handler(
             )
         _registry[type] = Handler(
             type=type,
-            func=func,
+            func=func if payload is None else payloads.typed(func, payload),
             is_async=inspect.iscoroutinefunction(func),
             retry=retry or DEFAULT_POLICY,
             timeout_seconds=timeout_seconds,
@@ -97,6 +106,7 @@ def handler(
             group_concurrency=group_concurrency,
             rate_limit=rate_limit,
             max_attempts=max_attempts,
+            payload_model=payload,
         )
         return func
 
@@ -183,6 +193,22 @@ def declared_max_attempts(type: str) -> int | None:
     """
     entry = _registry.get(type)
     return entry.max_attempts if entry is not None else None
+
+
+def payload_model(type: str) -> Any:
+    """The pydantic model the handler of `type` declares in this process (`payload=`), else None."""
+    entry = _registry.get(type)
+    return entry.payload_model if entry is not None else None
+
+
+def _spawned_payload(where: str, type: str, payload: Any) -> Any:
+    """A child's payload for job.spawn, checked against its type's model as crontick.enqueue checks one; one that
+    does not fit fails the parent at once (StepError, as job.spawn's other refusals: a retry spawns the same)."""
+    model = payload_model(type)
+    return payloads.plain(payload) if model is None else payloads.checked(where, model, payload, StepError)
+
+
+children.payload_of = _spawned_payload
 
 
 def _declared(type: str) -> tuple[int | None, int | None]:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from psycopg.types.json import Jsonb
 
-from crontick import logs
+from crontick import logs, tracing
 from crontick.db import query
 from crontick.errors import Cancelled, StepError, StepFenced
 from crontick.text import json_problem, text_problem, type_problem
@@ -112,7 +112,10 @@ def _spawn_params(job: Job, name: str, type: str, payloads: list[Any], options: 
         raise StepError(f"{where}: expected a job type, got {type!r:.200}")
     if problem := text_problem("group_key", options.get("group_key")):
         raise StepError(f"{where}: {problem}")
-    rows = [{"payload": _payload(where, i, payload)} for i, payload in enumerate(payloads)]
+    rows = [
+        {"payload": _payload(where, i, payload_of(f"{where}: payload {i}", type, payload))}
+        for i, payload in enumerate(payloads)
+    ]
     priority, max_attempts = declared(type)
     return {
         "parent": job.id,
@@ -124,6 +127,7 @@ def _spawn_params(job: Job, name: str, type: str, payloads: list[Any], options: 
         "max_attempts": options.get("max_attempts", max_attempts),
         "priority": options.get("priority", priority),
         "group_key": options.get("group_key"),
+        "traceparent": tracing.traceparent(),  # the parent's span while the app traces: each child's span links to it
     }
 
 
@@ -140,6 +144,14 @@ def _payload(where: str, i: int, payload: Any) -> Jsonb:
 def _no_declarations(type: str) -> tuple[int | None, int | None]:
     return None, None
 
+
+def _as_given(where: str, type: str, payload: Any) -> Any:
+    return payload
+
+
+# A child's payload checked against its type's pydantic model (crontick.jobs.payloads), as JSON: crontick.jobs.registry
+# puts its own here when it is imported, as it does `declared`.
+payload_of: Callable[[str, str, Any], Any] = _as_given
 
 # (priority, max_attempts) the handler of a type declares: crontick.jobs.registry puts its own lookup here when it is
 # imported (it is, before any handler runs); a child's options win over it.

@@ -17,9 +17,23 @@ from crontick.errors import ConfigError
 from crontick.workflows import steps
 
 MAX_MAP_CONCURRENCY = 100
+# around(item's step name, call): how each item's step is called; crontick.jobs.job_spans.around_step puts each in a
+# span of its own while the app traces (job.map passes it), else the call alone.
+Around = Callable[[str, Callable[[], Any]], Any]
 
 
-def map_items(job: steps.StepJob, name: str, fn: Callable[[Any], Any], items: Iterable[Any], concurrency: int) -> Any:
+def _bare(name: str, call: Callable[[], Any]) -> Any:
+    return call()
+
+
+def map_items(
+    job: steps.StepJob,
+    name: str,
+    fn: Callable[[Any], Any],
+    items: Iterable[Any],
+    concurrency: int,
+    around: Around = _bare,
+) -> Any:
     """job.map: fn(item) for each item, each recorded as step `name[i]`; a list in the items' order (awaitable in
     an async handler)."""
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= MAX_MAP_CONCURRENCY:
@@ -29,22 +43,25 @@ def map_items(job: steps.StepJob, name: str, fn: Callable[[Any], Any], items: It
         )
     steps.claim_name(job, name, "job.map")
     listed = list(items)
+
+    def one(i: int, item: Any) -> Any:
+        item_name = f"{name}[{i}]"
+        return around(item_name, lambda: steps.step(job, item_name, fn, (item,), {}))
+
     if steps.on_loop():
-        return _map_async(job, name, fn, listed, concurrency)
+        return _map_async(one, listed, concurrency)
     if concurrency == 1:
-        return [steps.step(job, f"{name}[{i}]", fn, (item,), {}) for i, item in enumerate(listed)]
-    return _map_in_threads(job, name, fn, listed, concurrency)
+        return [one(i, item) for i, item in enumerate(listed)]
+    return _map_in_threads(one, listed, concurrency)
 
 
-async def _map_async(
-    job: steps.StepJob, name: str, fn: Callable[[Any], Any], items: list[Any], concurrency: int
-) -> Any:
+async def _map_async(one: Callable[[int, Any], Any], items: list[Any], concurrency: int) -> Any:
     results: list[Any] = [None] * len(items)
     todo = iter(enumerate(items))
 
     async def worker() -> None:
         for i, item in todo:  # shared: each worker takes the next item
-            results[i] = await steps.step(job, f"{name}[{i}]", fn, (item,), {})
+            results[i] = await one(i, item)
 
     if concurrency == 1 or len(items) <= 1:
         await worker()
@@ -61,7 +78,7 @@ async def _map_async(
     return results
 
 
-def _map_in_threads(job: steps.StepJob, name: str, fn: Callable[[Any], Any], items: list[Any], concurrency: int) -> Any:
+def _map_in_threads(one: Callable[[int, Any], Any], items: list[Any], concurrency: int) -> Any:
     """A sync handler's map with concurrency > 1: its items in a pool of threads, each with the handler's context."""
     results: list[Any] = [None] * len(items)
     todo = iter(enumerate(items))
@@ -72,7 +89,7 @@ def _map_in_threads(job: steps.StepJob, name: str, fn: Callable[[Any], Any], ite
             if stop:
                 return
             try:
-                results[i] = steps.step(job, f"{name}[{i}]", fn, (item,), {})
+                results[i] = one(i, item)
             except BaseException as exc:  # noqa: BLE001 - handed to the handler's thread below
                 stop.append(exc)
                 return

@@ -178,7 +178,12 @@ async def job(request: Request) -> Response:
                 f"expected a job with id {job_id}, got none (it may have been deleted)",
             )
         back = view.link("/admin/jobs", status=row.get("status"), type=row.get("type"))
-        context = {"job": row, "back": back, "reply_age_minutes": reply_age_minutes(row, datetime.now(UTC))}
+        context = {
+            "job": row,
+            "back": back,
+            "reply_age_minutes": reply_age_minutes(row, datetime.now(UTC)),
+            "payload_schema": payload_schema(row["type"]),
+        }
         return view.page("job.html", context, title=f"Job #{job_id}", nav="jobs")
 
     return await gate.page(request, build)
@@ -233,6 +238,15 @@ async def job_action(request: Request) -> Response:
 
 # A debounced job (a reply to a burst of messages) older than this gets a warning beside Retry.
 STALE_REPLY_MINUTES = 5
+
+
+def payload_schema(type: str) -> tuple[str, dict[str, Any]] | None:
+    """(model name, JSON Schema) of the payloads of `type`, when its handler here declares a pydantic model
+    (`@crontick.handler(type, payload=Model)`); None otherwise."""
+    from crontick.jobs import payloads, registry
+
+    model = registry.payload_model(type)
+    return None if model is None else (model.__name__, payloads.schema(model))
 
 
 def reply_age_minutes(job: dict[str, Any], now: datetime) -> int | None:
