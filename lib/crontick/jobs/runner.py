@@ -32,8 +32,6 @@ from crontick.workflows.parked import Parked
 if TYPE_CHECKING:
     from crontick.jobs.job_spans import BatchSpans
 
-SLOW_JOB_SECONDS = 8.0
-
 
 async def run_batch(
     jobs: Sequence[Job],
@@ -74,6 +72,8 @@ async def run_batch(
     # Durable steps: sends nothing until one is used; also what job.time_left reads and what a cut handler's steps check.
     step_batch = steps.begin(conn, jobs, clock, deadline, settings.time_budget_seconds) if conn is not None else None
     batch.steps = step_batch
+    # slow_job: one task per batch, and only when a job could run that long before the budget ends.
+    watch = asyncio.create_task(batch.watch_slow()) if workers and batch.slow_after < deadline - clock() else None
     try:
         if workers == 1:
             await batch.worker()
@@ -81,6 +81,8 @@ async def run_batch(
             await asyncio.gather(*(batch.worker() for _ in range(workers)))
     finally:
         builtin.SETTINGS.reset(token)
+        if watch is not None:
+            watch.cancel()
         if step_batch is not None:
             steps.end(step_batch)
     return batch.outcomes_in_order()
@@ -112,6 +114,12 @@ class _Batch:
         self.outcomes: dict[int, Outcome] = {}
         self.spans: BatchSpans | None = None
         self.steps: steps.StepBatch | None = None
+        # slow_job (CRONTICK_SLOW_JOB_SECONDS): the jobs running now, by index, with when each began (the loop's
+        # workers and their threads write it, watch_slow reads it, under `lock`), and those already noted slow.
+        self.slow_after = settings.slow_job_seconds
+        self.running: dict[int, tuple[Job, float]] = {}
+        self.slow: set[int] = set()
+        self.lock = threading.Lock()
 
     def fits(self, job: Job) -> bool:
         """No start on the budget's tail: a handler's timeout_seconds is a promise, so its job starts only when what
@@ -119,8 +127,11 @@ class _Batch:
         entry = registry.get(job.type)
         return entry is None or entry.timeout_seconds is None or self.clock() + entry.timeout_seconds <= self.deadline
 
-    def started(self, job: Job, began: float) -> None:
-        """A job's run begins: what job.time_left counts down to (its timeout's end, else the budget's)."""
+    def started(self, index: int, job: Job, began: float) -> None:
+        """A job's run begins: watched for slow_job, and what job.time_left counts down to (its timeout's end, else
+        the budget's)."""
+        with self.lock:
+            self.running[index] = (job, began)
         if self.steps is not None:
             entry = registry.get(job.type)
             limit = None if entry is None else entry.timeout_seconds
@@ -128,8 +139,10 @@ class _Batch:
 
     def finish(self, index: int, job: Job, ended: Ended) -> None:
         """Record how the job at `index` ended: decided here, with the time it ended (on the tick's clock)."""
+        slow = self.ended_slow(index)
         if ended is SUCCEEDED:
-            self.outcomes[index] = decision.succeeded(job)
+            outcome = decision.succeeded(job)
+            self.outcomes[index] = outcome._replace(slow=True) if slow else outcome
             return
         finished = self.now + timedelta(seconds=self.clock() - self.now_at)
         entry = registry.get(job.type)
@@ -137,7 +150,42 @@ class _Batch:
         rules = decision.Rules(
             self.settings.secrets, self.settings.unknown_type_grace_seconds, f"{socket.gethostname()} pid {os.getpid()}"
         )
-        self.outcomes[index] = decision.decide(job, ended, finished, self.rand(), policy, rules)
+        outcome = decision.decide(job, ended, finished, self.rand(), policy, rules)
+        self.outcomes[index] = outcome._replace(slow=True) if slow else outcome
+
+    def ended_slow(self, index: int) -> bool:
+        """The job at `index` has ended: whether it ran CRONTICK_SLOW_JOB_SECONDS or longer (noted now if watch_slow
+        had not got to it yet)."""
+        with self.lock:
+            job, began = self.running.pop(index, (None, 0.0))
+            if job is not None and index not in self.slow and self.clock() - began >= self.slow_after:
+                self._note_slow(index, job, began)
+            return index in self.slow
+
+    async def watch_slow(self) -> None:
+        """Log slow_job for each job the moment it has run CRONTICK_SLOW_JOB_SECONDS, while it still runs: the
+        warning comes before the budget cuts it (or a host's hard limit ends the process)."""
+        wait = self.slow_after
+        while True:
+            await asyncio.sleep(max(wait, 0.001))
+            with self.lock:
+                now = self.clock()
+                wait = self.slow_after
+                for index, (job, began) in self.running.items():
+                    if index in self.slow:
+                        continue
+                    if now - began >= self.slow_after:
+                        self._note_slow(index, job, began)
+                    else:
+                        wait = min(wait, began + self.slow_after - now)
+
+    def _note_slow(self, index: int, job: Job, began: float) -> None:
+        """Under `lock`: the job at `index` is slow; one warning per job and attempt."""
+        self.slow.add(index)
+        logs.warning(
+            "slow_job", job_id=job.id, job_type=job.type, attempt=job.attempt,
+            seconds=round(self.clock() - began, 1), slow_job_seconds=self.slow_after,
+        )  # fmt: skip
 
     async def worker(self) -> None:
         pending, clock, deadline = self.pending, self.clock, self.deadline
@@ -155,11 +203,9 @@ class _Batch:
                         await asyncio.to_thread(run.run, index, job)
                     else:
                         running = (index, job, clock())
-                        self.started(job, running[2])
+                        self.started(index, job, running[2])
                         spans = self.spans
-                        attempt = (
-                            _attempt(job, clock) if spans is None else spans.run(job, partial(_attempt, job, clock))
-                        )
+                        attempt = _attempt(job) if spans is None else spans.run(job, partial(_attempt, job))
                         self.finish(index, job, await attempt)
                     running = None
         except TimeoutError:
@@ -228,7 +274,7 @@ class _ThreadRun:
         clock: Callable[[], float],
         deadline: float,
         spans: BatchSpans | None = None,
-        started: Callable[[Job, float], None] | None = None,
+        started: Callable[[int, Job, float], None] | None = None,
     ) -> None:
         self.pending, self.finish, self.clock, self.deadline = pending, finish, clock, deadline
         self.spans, self.started = spans, started
@@ -246,8 +292,8 @@ class _ThreadRun:
                     return
                 self.current = (index, job, self.clock())
                 if self.started is not None:
-                    self.started(job, self.current[2])
-            ended = _attempt_in_thread(job, self.clock, self.spans)
+                    self.started(index, job, self.current[2])
+            ended = _attempt_in_thread(job, self.spans)
             with self.lock:
                 if self.halted():  # the budget ran out meanwhile: the timeout recorded for it stands
                     return
@@ -266,14 +312,13 @@ class _ThreadRun:
             return self.current
 
 
-async def _attempt(job: Job, clock: Callable[[], float], trace_id: str | None = None) -> Ended:
+async def _attempt(job: Job, trace_id: str | None = None) -> Ended:
     """Run one handler and say how it ended. `trace_id`: its span's (job_spans.BatchSpans.run), for its log lines."""
     entry = registry.get(job.type)
     if entry is None:
         return Ended(_unknown_type(job), True, unknown_type=True)
     if isinstance(job.payload, UndecodablePayload):
         return Ended(f"PermanentError: job {job.id} ({job.type}): {job.payload.reason}", True)
-    began = clock()
     limit = None if entry.timeout_seconds is None else asyncio.timeout(entry.timeout_seconds)
     running = logs.running(job, trace_id)  # every line logged until the handler ends names the job
     try:
@@ -295,37 +340,29 @@ async def _attempt(job: Job, clock: Callable[[], float], trace_id: str | None = 
     except (Exception, SystemExit, Parked, Deferred) as exc:  # noqa: BLE001 - any failure, even sys.exit() in a handler, is recorded and retried
         return _ended(exc)
     finally:
-        if clock() - began > SLOW_JOB_SECONDS:
-            _note_slow(job, clock() - began)
         logs.done(running)
     return SUCCEEDED
 
 
-def _attempt_in_thread(job: Job, clock: Callable[[], float], spans: BatchSpans | None = None) -> Ended:
+def _attempt_in_thread(job: Job, spans: BatchSpans | None = None) -> Ended:
     """_attempt for a sync handler in a _ThreadRun (which only takes jobs whose handler exists)."""
     entry = registry.get(job.type)
     assert entry is not None
     # Each job in its own copy of the context, as a hop per job would give it, naming the job to its log lines.
     context = contextvars.copy_context()
     if spans is not None:  # the job's span, current in that context: its steps' spans are its children
-        return spans.run_in(job, context, partial(_run_in_context, job, clock, entry, context))
-    return _run_in_context(job, clock, entry, context, None)
+        return spans.run_in(job, context, partial(_run_in_context, job, entry, context))
+    return _run_in_context(job, entry, context, None)
 
 
-def _run_in_context(
-    job: Job, clock: Callable[[], float], entry: Handler, context: contextvars.Context, trace_id: str | None
-) -> Ended:
+def _run_in_context(job: Job, entry: Handler, context: contextvars.Context, trace_id: str | None) -> Ended:
     context.run(logs.running, job, trace_id)
-    began = clock()
     try:
         value = context.run(entry.func, job.payload, job)
         if value is not None:  # as in _attempt
             context.run(children.keep_result, job, value)
     except (Exception, SystemExit, Parked, Deferred) as exc:  # noqa: BLE001 - as in _attempt
         return _ended(exc)
-    finally:
-        if clock() - began > SLOW_JOB_SECONDS:
-            context.run(_note_slow, job, clock() - began)
     return SUCCEEDED
 
 
@@ -345,10 +382,6 @@ def _ended(exc: BaseException) -> Ended:
     # An exception carrying a provider's 429 or 503 (httpx, the OpenAI and Anthropic SDKs): with a
     # Retry-After, crontick.jobs.decision snoozes the job for it; without one it is an ordinary failure.
     return Ended(_describe(exc), traceback=trace, throttle=retry.throttle_of(exc))
-
-
-def _note_slow(job: Job, seconds: float) -> None:
-    logs.warning("slow_job", job_id=job.id, type=job.type, seconds=round(seconds, 1))
 
 
 async def _call(entry: Handler, job: Job) -> Any:
