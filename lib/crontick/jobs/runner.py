@@ -23,6 +23,7 @@ from crontick.jobs import builtin, decision, registry
 from crontick.jobs.decision import SUCCEEDED, Ended
 from crontick.jobs.job import Job, Outcome, UndecodablePayload
 from crontick.jobs.registry import Handler
+from crontick.jobs.slow import SlowWatch
 from crontick.settings import Settings
 from crontick.text import describe, traceback_of
 from crontick.workflows import children, steps
@@ -73,7 +74,8 @@ async def run_batch(
     step_batch = steps.begin(conn, jobs, clock, deadline, settings.time_budget_seconds) if conn is not None else None
     batch.steps = step_batch
     # slow_job: one task per batch, and only when a job could run that long before the budget ends.
-    watch = asyncio.create_task(batch.watch_slow()) if workers and batch.slow_after < deadline - clock() else None
+    slow_after = settings.slow_job_seconds
+    watch = asyncio.create_task(batch.slow.watch()) if workers and slow_after < deadline - clock() else None
     try:
         if workers == 1:
             await batch.worker()
@@ -114,12 +116,7 @@ class _Batch:
         self.outcomes: dict[int, Outcome] = {}
         self.spans: BatchSpans | None = None
         self.steps: steps.StepBatch | None = None
-        # slow_job (CRONTICK_SLOW_JOB_SECONDS): the jobs running now, by index, with when each began (the loop's
-        # workers and their threads write it, watch_slow reads it, under `lock`), and those already noted slow.
-        self.slow_after = settings.slow_job_seconds
-        self.running: dict[int, tuple[Job, float]] = {}
-        self.slow: set[int] = set()
-        self.lock = threading.Lock()
+        self.slow = SlowWatch(settings.slow_job_seconds, clock)
 
     def fits(self, job: Job) -> bool:
         """No start on the budget's tail: a handler's timeout_seconds is a promise, so its job starts only when what
@@ -130,8 +127,7 @@ class _Batch:
     def started(self, index: int, job: Job, began: float) -> None:
         """A job's run begins: watched for slow_job, and what job.time_left counts down to (its timeout's end, else
         the budget's)."""
-        with self.lock:
-            self.running[index] = (job, began)
+        self.slow.started(index, job, began)
         if self.steps is not None:
             entry = registry.get(job.type)
             limit = None if entry is None else entry.timeout_seconds
@@ -139,7 +135,7 @@ class _Batch:
 
     def finish(self, index: int, job: Job, ended: Ended) -> None:
         """Record how the job at `index` ended: decided here, with the time it ended (on the tick's clock)."""
-        slow = self.ended_slow(index)
+        slow = self.slow.ended(index)
         if ended is SUCCEEDED:
             outcome = decision.succeeded(job)
             self.outcomes[index] = outcome._replace(slow=True) if slow else outcome
@@ -152,40 +148,6 @@ class _Batch:
         )
         outcome = decision.decide(job, ended, finished, self.rand(), policy, rules)
         self.outcomes[index] = outcome._replace(slow=True) if slow else outcome
-
-    def ended_slow(self, index: int) -> bool:
-        """The job at `index` has ended: whether it ran CRONTICK_SLOW_JOB_SECONDS or longer (noted now if watch_slow
-        had not got to it yet)."""
-        with self.lock:
-            job, began = self.running.pop(index, (None, 0.0))
-            if job is not None and index not in self.slow and self.clock() - began >= self.slow_after:
-                self._note_slow(index, job, began)
-            return index in self.slow
-
-    async def watch_slow(self) -> None:
-        """Log slow_job for each job the moment it has run CRONTICK_SLOW_JOB_SECONDS, while it still runs: the
-        warning comes before the budget cuts it (or a host's hard limit ends the process)."""
-        wait = self.slow_after
-        while True:
-            await asyncio.sleep(max(wait, 0.001))
-            with self.lock:
-                now = self.clock()
-                wait = self.slow_after
-                for index, (job, began) in self.running.items():
-                    if index in self.slow:
-                        continue
-                    if now - began >= self.slow_after:
-                        self._note_slow(index, job, began)
-                    else:
-                        wait = min(wait, began + self.slow_after - now)
-
-    def _note_slow(self, index: int, job: Job, began: float) -> None:
-        """Under `lock`: the job at `index` is slow; one warning per job and attempt."""
-        self.slow.add(index)
-        logs.warning(
-            "slow_job", job_id=job.id, job_type=job.type, attempt=job.attempt,
-            seconds=round(self.clock() - began, 1), slow_job_seconds=self.slow_after,
-        )  # fmt: skip
 
     async def worker(self) -> None:
         pending, clock, deadline = self.pending, self.clock, self.deadline

@@ -128,9 +128,8 @@ class Settings(wakeups.WakeupSettings, mail.MailSettings):
     slow_job_seconds: float = setting("CRONTICK_SLOW_JOB_SECONDS", CORE,
         DEFAULT_TIME_BUDGET_SECONDS * SLOW_JOB_SHARE_OF_BUDGET, minimum=0.0, derive=derived.slow_within_budget,
         shown=f"budget x {SLOW_JOB_SHARE_OF_BUDGET:g} (`{DEFAULT_TIME_BUDGET_SECONDS * SLOW_JOB_SHARE_OF_BUDGET:g}`)",
-        doc="A job still running this long is logged once as `slow_job` (a warning, while it runs) and counted in "
-        "`crontick_slow_jobs_last_hour` and the admin's per-type figures; it is not failed. Keep it under the time "
-        "budget, or the budget cuts a job before it warns.")
+        doc="A job still running this long is logged once as `slow_job` (a warning, while it runs) and counted in the "
+        "per-type figures and `crontick_slow_jobs_last_hour`, not failed. Keep it under the budget, which cuts jobs.")
     schema: str = setting("CRONTICK_SCHEMA", CORE, DEFAULT_SCHEMA, check=variables.schema, doc="The schema that holds "
         "everything crontick creates (tables, functions, triggers); every statement names it. `public` keeps an "
         "install from before 0.2 where it is (see [Jobs](jobs.md#where-crontick-lives-its-own-schema)).")
