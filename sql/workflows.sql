@@ -38,9 +38,12 @@ with step as (
     returning job_id, name
 ), step_rollup as (
     insert into {schema}.crontick_step_minutes as m (type, slot, shard, bucket, minute, steps)
-    select o.type, (pg_catalog.floor(extract(epoch from now()) / 60)::bigint %% 1500)::smallint,
+    -- Each operand of an operator typed as pg_catalog's operator takes it: an untyped literal beside a wider
+    -- type would let an operator planted in `public` match better (tests/security/test_search_path.py).
+    select o.type, (pg_catalog.floor(extract(epoch from now()) / 60::numeric)::bigint %% 1500::bigint)::smallint,
         (pg_catalog.pg_backend_pid() %% 4)::smallint,
-        least(pg_catalog.floor(2 * pg_catalog.ln(greatest(o.seconds * 1000, 1)) / pg_catalog.ln(2)), 47)::smallint,
+        least(pg_catalog.floor(2::float8 * pg_catalog.ln(greatest(o.seconds * 1000::float8, 1::float8))
+                               / pg_catalog.ln(2::float8)), 47::float8)::smallint,
         pg_catalog.date_trunc('minute', now()), pg_catalog.count(*)
     from ours o
     join written w on w.job_id = o.job_id and w.name = o.name
