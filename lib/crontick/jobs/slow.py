@@ -11,6 +11,9 @@ from collections.abc import Callable
 from crontick import logs
 from crontick.jobs.job import Job
 
+# The watcher's shortest sleep: with CRONTICK_SLOW_JOB_SECONDS at 0 (every job warns) it must not spin.
+MIN_WAKE_SECONDS = 0.01
+
 
 class SlowWatch:
     """One batch's running jobs, by their index in it, with when each began (the loop's workers and their threads
@@ -38,7 +41,7 @@ class SlowWatch:
         """Until cancelled (the batch's end): sleep until the next running job crosses the threshold, and log it."""
         wait = self.after_seconds
         while True:
-            await asyncio.sleep(max(wait, 0.001))
+            await asyncio.sleep(max(wait, MIN_WAKE_SECONDS))
             with self.lock:
                 now, wait = self.clock(), self.after_seconds
                 for index, (job, began) in self.running.items():
