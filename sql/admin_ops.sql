@@ -160,7 +160,8 @@ cross join lateral (
 -- type, duration bucket and whether the minute is within the last hour. Reads the ring only
 -- (at most types x 1500 x 4 x buckets rows), never jobs.
 select type, bucket, minute > now() - interval '1 hour' as last_hour,
-    pg_catalog.sum(done)::bigint as done, pg_catalog.sum(failed)::bigint as failed, pg_catalog.sum(retried)::bigint as retried
+    pg_catalog.sum(done)::bigint as done, pg_catalog.sum(failed)::bigint as failed, pg_catalog.sum(retried)::bigint as retried,
+    pg_catalog.sum(slow)::bigint as slow  -- attempts that ran CRONTICK_SLOW_JOB_SECONDS or longer (migration 0044)
 from {schema}.crontick_type_minutes
 where minute > now() - interval '24 hours'
 group by 1, 2, 3;

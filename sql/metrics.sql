@@ -13,8 +13,12 @@
 -- crontick_ticks_finished. Reminders: reminder_sends_status_id. Attempts and their durations in
 -- the last hour: the per-type ring (crontick_type_minutes, migration 0020). The jobs' other
 -- outcomes (snoozed, rescued, released, fenced) and the reminders sent: the last hour's tick
--- summaries (crontick_ticks_finished). Wake-ups booked and failed in the last day, and the next one booked:
--- crontick_wakeups.
+-- summaries (crontick_ticks_finished), yields among them. Wake-ups booked and failed in the last day, and the
+-- next one booked: crontick_wakeups. Slow attempts per type: the same ring's `slow` (migration 0044). Step
+-- durations: their own ring, crontick_step_minutes (migration 0044). Rate limits: each one this process
+-- declares (%(limits)s, from crontick.flow.claim_args: name, count, window, types), its starts within its
+-- window from its one crontick_rate_limits row, and, while it holds jobs back (exhausted or paused), its
+-- types' due jobs, capped, from jobs_pending_due's due range.
 select
     (select coalesce(pg_catalog.json_agg(pg_catalog.json_build_array(t.type, c.n)), '[]'::json)
      from {schema}.crontick_job_types(%(types)s) t(type)
@@ -50,12 +54,33 @@ select
          select pg_catalog.count(*) as n
          from (select 1 from {schema}.reminder_sends r where r.status = s.status limit %(cap)s) x
      ) c) as reminders,
-    (select coalesce(pg_catalog.json_agg(pg_catalog.json_build_array(m.type, m.bucket, m.done, m.failed, m.retried)), '[]'::json)
+    (select coalesce(pg_catalog.json_agg(pg_catalog.json_build_array(m.type, m.bucket, m.done, m.failed, m.retried, m.slow)), '[]'::json)
      from (select w.type, w.bucket, pg_catalog.sum(w.done)::bigint as done, pg_catalog.sum(w.failed)::bigint as failed,
-               pg_catalog.sum(w.retried)::bigint as retried
+               pg_catalog.sum(w.retried)::bigint as retried, pg_catalog.sum(w.slow)::bigint as slow
            from {schema}.crontick_type_minutes w
            where w.minute > pg_catalog.now() - interval '1 hour'
            group by w.type, w.bucket) m) as attempts,
+    (select coalesce(pg_catalog.json_agg(pg_catalog.json_build_array(m.type, m.bucket, m.steps)), '[]'::json)
+     from (select w.type, w.bucket, pg_catalog.sum(w.steps)::bigint as steps
+           from {schema}.crontick_step_minutes w
+           where w.minute > pg_catalog.now() - interval '1 hour'
+           group by w.type, w.bucket) m) as steps,
+    (select coalesce(pg_catalog.json_agg(pg_catalog.json_build_array(l.name, u.used, l.count, h.held)), '[]'::json)
+     from pg_catalog.json_to_recordset(%(limits)s::json) l(name text, count int, seconds float8, types text[])
+     cross join lateral (
+         select coalesce((select pg_catalog.sum(s.n)
+                          from {schema}.crontick_rate_limits r,
+                               rows from (pg_catalog.unnest(r.starts_at), pg_catalog.unnest(r.starts_n)) s(at, n)
+                          where r.name = l.name and s.at > pg_catalog.now() - pg_catalog.make_interval(secs => l.seconds)),
+                         0)::int as used) u
+     cross join lateral (
+         select exists (select 1 from {schema}.crontick_pauses x where x.kind = 'rate_limit' and x.name = l.name) as paused) p
+     cross join lateral (
+         select case when u.used >= l.count or p.paused then
+             (select pg_catalog.count(*) from (select 1 from {schema}.jobs j
+                                               where j.status = 'pending' and not j.held and j.run_after <= pg_catalog.now()
+                                                 and j.type = any(l.types) limit %(cap)s) x)
+             else 0 end as held) h) as rate_limits,
     (select pg_catalog.json_build_object(
         'ticks', pg_catalog.count(*),
         'succeeded', coalesce(pg_catalog.sum((k.summary -> 'jobs'::text ->> 'succeeded'::text)::bigint), 0),
@@ -65,6 +90,7 @@ select
         'rescued', coalesce(pg_catalog.sum((k.summary -> 'jobs'::text ->> 'rescued'::text)::bigint), 0),
         'released', coalesce(pg_catalog.sum((k.summary -> 'jobs'::text ->> 'released'::text)::bigint), 0),
         'fenced', coalesce(pg_catalog.sum((k.summary -> 'jobs'::text ->> 'fenced'::text)::bigint), 0),
+        'yielded', coalesce(pg_catalog.sum((k.summary -> 'jobs'::text ->> 'yielded'::text)::bigint), 0),
         'reminders_sent', coalesce(pg_catalog.sum((k.summary -> 'reminders'::text ->> 'sent'::text)::bigint), 0),
         'reminders_failed', coalesce(pg_catalog.sum((k.summary -> 'reminders'::text ->> 'failed'::text)::bigint), 0))
      from {schema}.crontick_ticks k

@@ -151,10 +151,23 @@ CREATE TABLE crontick.crontick_type_minutes (
     done integer DEFAULT 0 NOT NULL,
     failed integer DEFAULT 0 NOT NULL,
     retried integer DEFAULT 0 NOT NULL,
+    slow integer DEFAULT 0 NOT NULL,
     CONSTRAINT crontick_type_minutes_pkey PRIMARY KEY (type, slot, shard, bucket),
     CONSTRAINT crontick_type_minutes_bucket_range CHECK (bucket >= 0 AND bucket <= 47)
 );
 ALTER TABLE crontick.crontick_type_minutes ENABLE ROW LEVEL SECURITY;
+
+CREATE TABLE crontick.crontick_step_minutes (
+    type text NOT NULL,
+    slot smallint NOT NULL,
+    shard smallint NOT NULL,
+    bucket smallint NOT NULL,
+    minute timestamp with time zone NOT NULL,
+    steps integer DEFAULT 0 NOT NULL,
+    CONSTRAINT crontick_step_minutes_pkey PRIMARY KEY (type, slot, shard, bucket),
+    CONSTRAINT crontick_step_minutes_bucket_range CHECK (bucket >= 0 AND bucket <= 47)
+);
+ALTER TABLE crontick.crontick_step_minutes ENABLE ROW LEVEL SECURITY;
 
 CREATE TABLE crontick.crontick_schedules (
     name text NOT NULL,

@@ -25,8 +25,9 @@
 --
 -- The outcomes arrive in two parts: succeeded attempts (most of a batch) as two arrays, ids and
 -- claimed attempts, which the server reads without parsing; every other outcome as one JSON
--- array of [id, claimed_attempt, status, attempts, run_after, last_error, snoozed, traceback, park, yielded]
--- (crontick.jobs.job.Outcome's fields, in order; an older caller's shorter array reads as no park, no yield). A batch whose
+-- array of [id, claimed_attempt, status, attempts, run_after, last_error, snoozed, traceback, park, yielded, slow]
+-- (crontick.jobs.job.Outcome's fields, in order; an older caller's shorter array reads as no park, no yield, not
+-- slow). A slow attempt (CRONTICK_SLOW_JOB_SECONDS) always comes in that array, never as a succeeded id. A batch whose
 -- attempts all succeeded takes a shorter statement (tests/db/test_record_paths.py holds the two
 -- to the same rows and answers). The parts of the two statements marked "twin begin <name>" ...
 -- "twin end <name>" are the same text, and tests/unit/test_function_twins.py holds them so: edit
@@ -104,11 +105,11 @@ if json_array_length(_others) = 0 then
         -- A batch's jobs share their claim's started_at: counted per (type, started_at) first, so the
         -- bucket's arithmetic runs once per claim, not once per job.
         -- twin begin type_rollup_head
-        insert into {schema}.crontick_type_minutes as m (type, slot, shard, bucket, minute, done, failed, retried)
+        insert into {schema}.crontick_type_minutes as m (type, slot, shard, bucket, minute, done, failed, retried, slow)
         select w.type, (floor(extract(epoch from _now) / 60)::bigint % 1500)::smallint, (pg_backend_pid() % 4)::smallint,
             least(floor(2 * ln(greatest(extract(epoch from _now - coalesce(w.started_at, _now)) * 1000, 1)) / ln(2)), 47)::smallint,
         -- twin end type_rollup_head
-            date_trunc('minute', _now), sum(w.n), 0, 0
+            date_trunc('minute', _now), sum(w.n), 0, 0, 0
         from (select w.type, w.started_at, count(*) as n from written w group by 1, 2) w
         -- twin begin type_rollup_tail
         group by 1, 2, 3, 4, 5
@@ -118,6 +119,7 @@ if json_array_length(_others) = 0 then
             done = case when m.minute = excluded.minute then m.done + excluded.done else excluded.done end,
             failed = case when m.minute = excluded.minute then m.failed else 0 end,
             retried = case when m.minute = excluded.minute then m.retried else 0 end,
+            slow = case when m.minute = excluded.minute then m.slow else 0 end,
             minute = excluded.minute
     ), counts as (
         select count(*) as succeeded, 0::bigint as retried, 0::bigint as failed, 0::bigint as released,
@@ -160,13 +162,14 @@ end if;
 with outcome as materialized (
     select d.id, d.claimed_attempt, 'done'::text as status, d.claimed_attempt as attempts,
         null::timestamptz as run_after, null::text as last_error, false as snoozed, null::text as traceback,
-        null::json as park, false as yielded
+        null::json as park, false as yielded, false as slow
     from unnest(_done_ids, _done_attempts) as d(id, claimed_attempt)
     union all
     select (o ->> 0)::bigint, (o ->> 1)::int, o ->> 2, (o ->> 3)::int, (o ->> 4)::timestamptz, o ->> 5,
         coalesce((o ->> 6)::boolean, false), o ->> 7,
         case when json_typeof(o -> 8) = 'array' then o -> 8 end,  -- steps: park (JSON null: none)
-        coalesce((o ->> 9)::boolean, false)  -- a yield (crontick.jobs.decision.yields); absent from older callers
+        coalesce((o ->> 9)::boolean, false),  -- a yield (crontick.jobs.decision.yields); absent from older callers
+        coalesce((o ->> 10)::boolean, false)  -- slow (crontick.jobs.runner, CRONTICK_SLOW_JOB_SECONDS); the same
     from json_array_elements(_others) o
 ), written as (
     update {schema}.jobs j set
@@ -234,18 +237,21 @@ with outcome as materialized (
     -- not a release or a snooze, which hand the attempt back) counted by type, this minute, the
     -- shard of this backend and its duration bucket (from the claim to this statement). Rows go
     -- in key order, so two ticks that share rows cannot deadlock; a row last written for an older
-    -- minute of the ring is reset in place.
+    -- minute of the ring is reset in place. A slow attempt (migration 0044) counts in `slow` as well, whatever
+    -- it ended in: a slow job the budget stopped after progress yields, handing its attempt back, and is slow too.
     -- twin begin type_rollup_head
-    insert into {schema}.crontick_type_minutes as m (type, slot, shard, bucket, minute, done, failed, retried)
+    insert into {schema}.crontick_type_minutes as m (type, slot, shard, bucket, minute, done, failed, retried, slow)
     select w.type, (floor(extract(epoch from _now) / 60)::bigint % 1500)::smallint, (pg_backend_pid() % 4)::smallint,
         least(floor(2 * ln(greatest(extract(epoch from _now - coalesce(w.started_at, _now)) * 1000, 1)) / ln(2)), 47)::smallint,
     -- twin end type_rollup_head
         date_trunc('minute', _now),
-        count(*) filter (where w.status = 'done'), count(*) filter (where w.status = 'failed'),
-        count(*) filter (where w.status not in ('done', 'failed'))
+        count(*) filter (where w.status = 'done' and o.attempts >= o.claimed_attempt and not o.snoozed),
+        count(*) filter (where w.status = 'failed' and o.attempts >= o.claimed_attempt and not o.snoozed),
+        count(*) filter (where w.status not in ('done', 'failed') and o.attempts >= o.claimed_attempt and not o.snoozed),
+        count(*) filter (where o.slow)
     from written w
     join outcome o on o.id = w.id
-    where o.attempts >= o.claimed_attempt and not o.snoozed
+    where (o.attempts >= o.claimed_attempt and not o.snoozed) or o.slow
     -- twin begin type_rollup_tail
     group by 1, 2, 3, 4, 5
     order by 1, 4
@@ -254,6 +260,7 @@ with outcome as materialized (
         done = case when m.minute = excluded.minute then m.done else 0 end + excluded.done,
         failed = case when m.minute = excluded.minute then m.failed else 0 end + excluded.failed,
         retried = case when m.minute = excluded.minute then m.retried else 0 end + excluded.retried,
+        slow = case when m.minute = excluded.minute then m.slow else 0 end + excluded.slow,
         minute = excluded.minute
 ), counts as (
     select

@@ -146,6 +146,8 @@ def test_the_scrape_reads_jobs_through_indexes_only(database_url: str, conn: psy
         insert_jobs(conn, 40_000, status="done", type=f"t_metrics.t{n}")
         insert_jobs(conn, 2_000, status="pending", type=f"t_metrics.t{n}")
     conn.execute("vacuum analyze jobs")
+    limit = '[{"name": "t_metrics.limit", "count": 1, "seconds": 60, "types": ["t_metrics.t0", "t_metrics.t1"]}]'
     statement = db.query("metrics_read").replace("%(cap)s", "10000").replace("%(types)s", "1000")
+    statement = statement.replace("%(limits)s", f"'{limit}'")  # a declared rate limit: its held jobs' count too
     plan = "\n".join(row[0] for row in conn.execute("explain " + statement).fetchall())  # type: ignore[operator]
     assert "Seq Scan on jobs" not in plan, plan

@@ -15,10 +15,10 @@ def test_a_percentile_is_the_middle_of_the_bucket_that_holds_it() -> None:
 
 def test_build_merges_the_ring_the_pending_and_the_paused_worst_first() -> None:
     ring = [
-        {"type": "ok", "bucket": 6, "last_hour": True, "done": 50, "failed": 0, "retried": 0},
-        {"type": "ok", "bucket": 6, "last_hour": False, "done": 500, "failed": 0, "retried": 0},
-        {"type": "sick", "bucket": 20, "last_hour": True, "done": 5, "failed": 5, "retried": 3},
-        {"type": "was_sick", "bucket": 8, "last_hour": False, "done": 10, "failed": 10, "retried": 0},
+        {"type": "ok", "bucket": 6, "last_hour": True, "done": 50, "failed": 0, "retried": 0, "slow": 0},
+        {"type": "ok", "bucket": 6, "last_hour": False, "done": 500, "failed": 0, "retried": 0, "slow": 0},
+        {"type": "sick", "bucket": 20, "last_hour": True, "done": 5, "failed": 5, "retried": 3, "slow": 2},
+        {"type": "was_sick", "bucket": 8, "last_hour": False, "done": 10, "failed": 10, "retried": 0, "slow": 0},
     ]
     pending = [{"type": "stuck", "oldest_wait_seconds": 612.5}, {"type": "ok", "oldest_wait_seconds": -30.0}]
     out = figures.build(ring, pending, {"stuck"})
@@ -30,3 +30,4 @@ def test_build_merges_the_ring_the_pending_and_the_paused_worst_first() -> None:
     assert stuck["paused"] and stuck["oldest_due_seconds"] == 612.5 and stuck["p50_ms"] is None
     sick = out[0]
     assert (sick["done_1h"], sick["failed_1h"]) == (5, 5) and sick["p95_ms"] == figures.bucket_ms(20)
+    assert (sick["slow_1h"], sick["slow_24h"], ok["slow_24h"]) == (2, 2, 0)

@@ -11,7 +11,6 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 import crontick
-from crontick.jobs import runner
 from crontick.settings import Settings
 from tests.support.constants import TEST_SECRET
 from tests.support.credentials import AUDIENCE, REPOSITORY, OidcIssuer
@@ -67,14 +66,14 @@ def test_a_job_type_with_quotes_cannot_forge_a_tick_line(
     crontick_log: LogLines,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(runner, "SLOW_JOB_SECONDS", -1.0)  # every job logs a slow_job line naming its type
     monkeypatch.setattr(logging.getLogger("crontick"), "level", logging.INFO)  # so the tick line is kept too
     conn.execute("insert into jobs (type, payload) values (%s, '{}')", (QUOTED_TYPE,))
-    with live_app(Settings(database_url=database_url, cron_secret=TEST_SECRET)) as base:
+    # CRONTICK_SLOW_JOB_SECONDS=0: every job logs a slow_job line naming its type
+    with live_app(Settings(database_url=database_url, cron_secret=TEST_SECRET, slow_job_seconds=0.0)) as base:
         response = tick(base, headers=bearer(TEST_SECRET))
         assert response.json()["jobs"]["succeeded"] == 1, response.text
     events = _events(crontick_log)
     assert sorted(e["event"] for e in events) == ["slow_job", "tick"]
     slow = next(e for e in events if e["event"] == "slow_job")
-    assert slow["type"] == QUOTED_TYPE
+    assert slow["job_type"] == QUOTED_TYPE
     assert next(e for e in events if e["event"] == "tick")["jobs"]["claimed"] == 1

@@ -6,11 +6,13 @@ import math
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
+from psycopg.types.json import Json
 from starlette.requests import Request
 from starlette.responses import Response
 
 from crontick.admin.tx import Conn, read
 from crontick.db import query
+from crontick.flow.claim_args import claim_flow
 
 # https://prometheus.io/docs/instrumenting/exposition_formats/ (text format 0.0.4).
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -22,7 +24,7 @@ MAX_TYPES = 1_000
 # second bound is a histogram's `le`: 2 ms, 4 ms, ... 2^24 ms (4.7 h).
 RING_BUCKETS = 48
 DURATION_BOUNDS_MS = tuple(2.0**k for k in range(1, RING_BUCKETS // 2 + 1))
-TICK_OUTCOMES = ("succeeded", "retried", "failed", "snoozed", "rescued", "released", "fenced")
+TICK_OUTCOMES = ("succeeded", "retried", "failed", "snoozed", "rescued", "released", "fenced", "yielded")
 
 
 class Family(NamedTuple):
@@ -36,8 +38,10 @@ class Family(NamedTuple):
 
 async def read_figures(conn: Conn) -> dict[str, Any]:
     """The scrape's figures: admin_read_begin, then metrics_read (two statements)."""
+    flow = claim_flow()  # the rate limits this process declares (the app's CRONTICK_HANDLERS), or None
+    limits = Json(flow.obj["limits"] if flow is not None else [])
     async with read(conn, "metrics") as cur:
-        await cur.execute(query("metrics_read"), {"cap": COUNT_CAP, "types": MAX_TYPES})
+        await cur.execute(query("metrics_read"), {"cap": COUNT_CAP, "types": MAX_TYPES, "limits": limits})
         row = await cur.fetchone()
     assert row is not None  # one row always
     return row
@@ -69,16 +73,7 @@ def families(figures: dict[str, Any]) -> list[Family]:
             "crontick_reminders", "gauge", f"Reminder sends by status (each count stops at {COUNT_CAP}).",
             [("", {"status": s}, n) for s, n in figures["reminders"]],
         ),
-        Family(
-            "crontick_job_attempts_last_hour", "gauge", "Attempts that ended in the last hour, by type and outcome.",
-            list(_attempts(figures["attempts"])),
-        ),
-        Family(
-            "crontick_job_duration_seconds_last_hour", "histogram",
-            "Durations of the attempts that ended in the last hour, by type (a sliding window: read it with "
-            "histogram_quantile, not rate).",
-            list(_durations(figures["attempts"])),
-        ),
+        *_run_families(figures),
         Family(
             "crontick_tick_jobs_last_hour", "gauge", "Job outcomes the ticks of the last hour counted.",
             [("", {"outcome": o}, ticks[o]) for o in TICK_OUTCOMES],
@@ -88,6 +83,19 @@ def families(figures: dict[str, Any]) -> list[Family]:
             [("", {"outcome": "sent"}, ticks["reminders_sent"]), ("", {"outcome": "failed"}, ticks["reminders_failed"])],
         ),
         Family("crontick_ticks_last_hour", "gauge", "Ticks that finished in the last hour.", [("", {}, ticks["ticks"])]),
+        Family(
+            "crontick_rate_limit_starts", "gauge", "Job starts within each rate limit's current window.",
+            [("", {"limit": name}, used) for name, used, _, _ in figures["rate_limits"]],
+        ),
+        Family(
+            "crontick_rate_limit_capacity", "gauge", "The starts each rate limit allows per window (its count).",
+            [("", {"limit": name}, count) for name, _, count, _ in figures["rate_limits"]],
+        ),
+        Family(
+            "crontick_rate_limit_held_jobs", "gauge",
+            f"Due jobs a rate limit holds back now, exhausted or paused (stops at {COUNT_CAP}).",
+            [("", {"limit": name}, held) for name, _, _, held in figures["rate_limits"]],
+        ),
         Family(
             "crontick_wakeups_last_day", "gauge",
             "Wake-ups (CRONTICK_WAKER) booked, and instants whose booking failed, in the last day.",
@@ -101,6 +109,32 @@ def families(figures: dict[str, Any]) -> list[Family]:
     ]  # fmt: skip
 
 
+def _run_families(figures: dict[str, Any]) -> list[Family]:
+    """The last hour's attempts per type: their outcomes and durations, the slow ones, and their steps' durations."""
+    return [
+        Family(
+            "crontick_job_attempts_last_hour", "gauge", "Attempts that ended in the last hour, by type and outcome.",
+            list(_attempts(figures["attempts"])),
+        ),
+        Family(
+            "crontick_job_duration_seconds_last_hour", "histogram",
+            "Durations of the attempts that ended in the last hour, by type (a sliding window: read it with "
+            "histogram_quantile, not rate).",
+            list(_histogram(_ring_counts((t, b, d + f + r) for t, b, d, f, r, _ in figures["attempts"]))),
+        ),
+        Family(
+            "crontick_slow_jobs_last_hour", "gauge",
+            "Attempts that ran CRONTICK_SLOW_JOB_SECONDS or longer (each logged as slow_job) in the last hour, by type.",
+            list(_slow(figures["attempts"])),
+        ),
+        Family(
+            "crontick_step_duration_seconds_last_hour", "histogram",
+            "Durations of the job.step calls recorded in the last hour, by job type (a sliding window, as the jobs').",
+            list(_histogram(_ring_counts(figures["steps"]))),
+        ),
+    ]  # fmt: skip
+
+
 def _by_status(jobs: list[list[Any]]) -> Iterator[tuple[str, str, int]]:
     """(type, status, count) of each status a type has jobs in, from metrics_read's [type, {status: count}] rows."""
     for type_, counts in jobs:
@@ -109,19 +143,32 @@ def _by_status(jobs: list[list[Any]]) -> Iterator[tuple[str, str, int]]:
 
 def _attempts(ring: list[list[Any]]) -> Iterator[tuple[str, dict[str, str], float]]:
     totals: dict[tuple[str, str], int] = {}
-    for type_, _bucket, done, failed, retried in ring:
+    for type_, _bucket, done, failed, retried, _slow in ring:
         for outcome, n in (("done", done), ("failed", failed), ("retried", retried)):
             totals[type_, outcome] = totals.get((type_, outcome), 0) + n
     for (type_, outcome), n in sorted(totals.items()):
         yield "", {"type": type_, "outcome": outcome}, n
 
 
-def _durations(ring: list[list[Any]]) -> Iterator[tuple[str, dict[str, str], float]]:
-    """Cumulative buckets per type: bucket b ends at 2^((b+1)/2) ms, so `le` 2^k ms holds buckets 0 .. 2k-1."""
+def _slow(ring: list[list[Any]]) -> Iterator[tuple[str, dict[str, str], float]]:
+    """Slow attempts per type, from the ring's rows: every type with attempts in the last hour, 0 when none was slow."""
+    totals: dict[str, int] = {}
+    for type_, _bucket, _done, _failed, _retried, slow in ring:
+        totals[type_] = totals.get(type_, 0) + slow
+    yield from (("", {"type": type_}, n) for type_, n in sorted(totals.items()))
+
+
+def _ring_counts(rows: Iterable[Iterable[Any]]) -> dict[str, list[int]]:
+    """Counts per type and duration bucket, from a ring's (type, bucket, count) rows (crontick_type_minutes'
+    attempts, crontick_step_minutes' steps: the same buckets)."""
     per_type: dict[str, list[int]] = {}
-    for type_, bucket, done, failed, retried in ring:
-        counts = per_type.setdefault(type_, [0] * RING_BUCKETS)
-        counts[min(max(bucket, 0), RING_BUCKETS - 1)] += done + failed + retried
+    for type_, bucket, n in rows:
+        per_type.setdefault(type_, [0] * RING_BUCKETS)[min(max(bucket, 0), RING_BUCKETS - 1)] += n
+    return per_type
+
+
+def _histogram(per_type: dict[str, list[int]]) -> Iterator[tuple[str, dict[str, str], float]]:
+    """Cumulative buckets per type: bucket b ends at 2^((b+1)/2) ms, so `le` 2^k ms holds buckets 0 .. 2k-1."""
     for type_, counts in sorted(per_type.items()):
         for k, bound_ms in enumerate(DURATION_BOUNDS_MS, start=1):
             yield "_bucket", {"type": type_, "le": _number(bound_ms / 1000)}, sum(counts[: 2 * k])

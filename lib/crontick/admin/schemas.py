@@ -227,6 +227,8 @@ def _overview() -> dict[str, Any]:
             "failed_1h": INT,
             "done_24h": INT,
             "failed_24h": INT,
+            "slow_1h": {**INT, "description": "Attempts that ran CRONTICK_SLOW_JOB_SECONDS or longer (slow_job)."},
+            "slow_24h": INT,
             "p50_ms": {**number_or_null, "description": "Within about 20 % (a histogram with buckets 1.41x wide)."},
             "p95_ms": number_or_null,
             "oldest_due_seconds": number_or_null,

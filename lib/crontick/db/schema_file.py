@@ -46,6 +46,7 @@ TABLE_ORDER = (
     "crontick_pauses",
     "crontick_rate_limits",
     "crontick_type_minutes",
+    "crontick_step_minutes",
     "crontick_schedules",
     "crontick_schedule_slots",
     "crontick_schedule_declared",

@@ -151,6 +151,8 @@ class Outcome(NamedTuple):
     park: list[Any] | None = None
     # Workflows that outlive a tick: the job yielded (pending, due at once, its attempt handed back; jobs.yielded).
     yielded: bool = False
+    # CRONTICK_SLOW_JOB_SECONDS: the attempt ran at least that long (logged as slow_job; counted per type).
+    slow: bool = False
 
 
 class UndecodablePayload(NamedTuple):

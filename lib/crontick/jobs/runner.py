@@ -23,6 +23,7 @@ from crontick.jobs import builtin, decision, registry, shutdown
 from crontick.jobs.decision import SUCCEEDED, Ended
 from crontick.jobs.job import Job, Outcome, UndecodablePayload
 from crontick.jobs.registry import Handler
+from crontick.jobs.slow import SlowWatch
 from crontick.settings import Settings
 from crontick.text import describe, traceback_of
 from crontick.workflows import children, steps
@@ -31,8 +32,6 @@ from crontick.workflows.parked import Parked
 
 if TYPE_CHECKING:
     from crontick.jobs.job_spans import BatchSpans
-
-SLOW_JOB_SECONDS = 8.0
 
 
 async def run_batch(
@@ -75,6 +74,9 @@ async def run_batch(
     # Durable steps: sends nothing until one is used; also what job.time_left reads and what a cut handler's steps check.
     step_batch = steps.begin(conn, jobs, clock, deadline, settings.time_budget_seconds) if conn is not None else None
     batch.steps = step_batch
+    # slow_job: one task per batch, and only when a job could run that long before the budget ends.
+    slow_after = settings.slow_job_seconds
+    watch = asyncio.create_task(batch.slow.watch()) if workers and slow_after < deadline - clock() else None
     try:
         if workers == 1:
             await batch.worker()
@@ -82,6 +84,8 @@ async def run_batch(
             await asyncio.gather(*(batch.worker() for _ in range(workers)))
     finally:
         builtin.SETTINGS.reset(token)
+        if watch is not None:
+            watch.cancel()
         if step_batch is not None:
             steps.end(step_batch)
     return batch.outcomes_in_order()
@@ -113,6 +117,7 @@ class _Batch:
         self.outcomes: dict[int, Outcome] = {}
         self.spans: BatchSpans | None = None
         self.steps: steps.StepBatch | None = None
+        self.slow = SlowWatch(settings.slow_job_seconds, clock)
 
     def fits(self, job: Job) -> bool:
         """No start on the budget's tail: a handler's timeout_seconds is a promise, so its job starts only when what
@@ -120,8 +125,10 @@ class _Batch:
         entry = registry.get(job.type)
         return entry is None or entry.timeout_seconds is None or self.clock() + entry.timeout_seconds <= self.deadline
 
-    def started(self, job: Job, began: float) -> None:
-        """A job's run begins: what job.time_left counts down to (its timeout's end, else the budget's)."""
+    def started(self, index: int, job: Job, began: float) -> None:
+        """A job's run begins: watched for slow_job, and what job.time_left counts down to (its timeout's end, else
+        the budget's)."""
+        self.slow.started(index, job, began)
         if self.steps is not None:
             entry = registry.get(job.type)
             limit = None if entry is None else entry.timeout_seconds
@@ -129,8 +136,10 @@ class _Batch:
 
     def finish(self, index: int, job: Job, ended: Ended) -> None:
         """Record how the job at `index` ended: decided here, with the time it ended (on the tick's clock)."""
+        slow = self.slow.ended(index)
         if ended is SUCCEEDED:
-            self.outcomes[index] = decision.succeeded(job)
+            outcome = decision.succeeded(job)
+            self.outcomes[index] = outcome._replace(slow=True) if slow else outcome
             return
         finished = self.now + timedelta(seconds=self.clock() - self.now_at)
         entry = registry.get(job.type)
@@ -138,7 +147,8 @@ class _Batch:
         rules = decision.Rules(
             self.settings.secrets, self.settings.unknown_type_grace_seconds, f"{socket.gethostname()} pid {os.getpid()}"
         )
-        self.outcomes[index] = decision.decide(job, ended, finished, self.rand(), policy, rules)
+        outcome = decision.decide(job, ended, finished, self.rand(), policy, rules)
+        self.outcomes[index] = outcome._replace(slow=True) if slow else outcome
 
     async def worker(self) -> None:
         pending, clock, deadline = self.pending, self.clock, self.deadline
@@ -157,11 +167,9 @@ class _Batch:
                         await asyncio.to_thread(run.run, index, job)
                     else:
                         running = (index, job, clock())
-                        self.started(job, running[2])
+                        self.started(index, job, running[2])
                         spans = self.spans
-                        attempt = (
-                            _attempt(job, clock) if spans is None else spans.run(job, partial(_attempt, job, clock))
-                        )
+                        attempt = _attempt(job) if spans is None else spans.run(job, partial(_attempt, job))
                         self.finish(index, job, await attempt)
                     running = None
         except TimeoutError:
@@ -231,7 +239,7 @@ class _ThreadRun:
         clock: Callable[[], float],
         deadline: float,
         spans: BatchSpans | None = None,
-        started: Callable[[Job, float], None] | None = None,
+        started: Callable[[int, Job, float], None] | None = None,
     ) -> None:
         self.pending, self.finish, self.clock, self.deadline = pending, finish, clock, deadline
         self.spans, self.started = spans, started
@@ -249,8 +257,8 @@ class _ThreadRun:
                     return
                 self.current = (index, job, self.clock())
                 if self.started is not None:
-                    self.started(job, self.current[2])
-            ended = _attempt_in_thread(job, self.clock, self.spans)
+                    self.started(index, job, self.current[2])
+            ended = _attempt_in_thread(job, self.spans)
             with self.lock:
                 if self.halted():  # the budget ran out meanwhile: the timeout recorded for it stands
                     return
@@ -270,14 +278,13 @@ class _ThreadRun:
             return self.current
 
 
-async def _attempt(job: Job, clock: Callable[[], float], trace_id: str | None = None) -> Ended:
+async def _attempt(job: Job, trace_id: str | None = None) -> Ended:
     """Run one handler and say how it ended. `trace_id`: its span's (job_spans.BatchSpans.run), for its log lines."""
     entry = registry.get(job.type)
     if entry is None:
         return Ended(_unknown_type(job), True, unknown_type=True)
     if isinstance(job.payload, UndecodablePayload):
         return Ended(f"PermanentError: job {job.id} ({job.type}): {job.payload.reason}", True)
-    began = clock()
     limit = None if entry.timeout_seconds is None else asyncio.timeout(entry.timeout_seconds)
     running = logs.running(job, trace_id)  # every line logged until the handler ends names the job
     try:
@@ -299,37 +306,29 @@ async def _attempt(job: Job, clock: Callable[[], float], trace_id: str | None = 
     except (Exception, SystemExit, Parked, Deferred) as exc:  # noqa: BLE001 - any failure, even sys.exit() in a handler, is recorded and retried
         return _ended(exc)
     finally:
-        if clock() - began > SLOW_JOB_SECONDS:
-            _note_slow(job, clock() - began)
         logs.done(running)
     return SUCCEEDED
 
 
-def _attempt_in_thread(job: Job, clock: Callable[[], float], spans: BatchSpans | None = None) -> Ended:
+def _attempt_in_thread(job: Job, spans: BatchSpans | None = None) -> Ended:
     """_attempt for a sync handler in a _ThreadRun (which only takes jobs whose handler exists)."""
     entry = registry.get(job.type)
     assert entry is not None
     # Each job in its own copy of the context, as a hop per job would give it, naming the job to its log lines.
     context = contextvars.copy_context()
     if spans is not None:  # the job's span, current in that context: its steps' spans are its children
-        return spans.run_in(job, context, partial(_run_in_context, job, clock, entry, context))
-    return _run_in_context(job, clock, entry, context, None)
+        return spans.run_in(job, context, partial(_run_in_context, job, entry, context))
+    return _run_in_context(job, entry, context, None)
 
 
-def _run_in_context(
-    job: Job, clock: Callable[[], float], entry: Handler, context: contextvars.Context, trace_id: str | None
-) -> Ended:
+def _run_in_context(job: Job, entry: Handler, context: contextvars.Context, trace_id: str | None) -> Ended:
     context.run(logs.running, job, trace_id)
-    began = clock()
     try:
         value = context.run(entry.func, job.payload, job)
         if value is not None:  # as in _attempt
             context.run(children.keep_result, job, value)
     except (Exception, SystemExit, Parked, Deferred) as exc:  # noqa: BLE001 - as in _attempt
         return _ended(exc)
-    finally:
-        if clock() - began > SLOW_JOB_SECONDS:
-            context.run(_note_slow, job, clock() - began)
     return SUCCEEDED
 
 
@@ -349,10 +348,6 @@ def _ended(exc: BaseException) -> Ended:
     # An exception carrying a provider's 429 or 503 (httpx, the OpenAI and Anthropic SDKs): with a
     # Retry-After, crontick.jobs.decision snoozes the job for it; without one it is an ordinary failure.
     return Ended(_describe(exc), traceback=trace, throttle=retry.throttle_of(exc))
-
-
-def _note_slow(job: Job, seconds: float) -> None:
-    logs.warning("slow_job", job_id=job.id, type=job.type, seconds=round(seconds, 1))
 
 
 async def _call(entry: Handler, job: Job) -> Any:

@@ -50,6 +50,7 @@ from crontick.settings.variables import (
     ROW,
     SCHEDULER_AUTH,
     SCHEDULES,
+    SLOW_JOB_SHARE_OF_BUDGET,
     Variable,
     kind_lead,
     schema_name,
@@ -73,6 +74,7 @@ __all__ = [
     "DEFAULT_TIME_BUDGET_SECONDS",
     "KICK_MODES",
     "LEASE_MARGIN_SECONDS",
+    "SLOW_JOB_SHARE_OF_BUDGET",
     "MAX_BATCH_SIZE",
     "MAX_CONCURRENCY",
     "MAX_MAX_BODY_BYTES",
@@ -123,6 +125,11 @@ class Settings(wakeups.WakeupSettings, mail.MailSettings):
         doc="How long a job of a type no running process knows waits (put back, no attempt spent, re-checked about "
         "every minute) before it fails naming the type: a rolling deploy or an old revision may not know a new type "
         "yet. `0` fails it at once.")
+    slow_job_seconds: float = setting("CRONTICK_SLOW_JOB_SECONDS", CORE,
+        DEFAULT_TIME_BUDGET_SECONDS * SLOW_JOB_SHARE_OF_BUDGET, minimum=0.0, derive=derived.slow_within_budget,
+        shown=f"budget x {SLOW_JOB_SHARE_OF_BUDGET:g} (`{DEFAULT_TIME_BUDGET_SECONDS * SLOW_JOB_SHARE_OF_BUDGET:g}`)",
+        doc="A job still running this long is logged once as `slow_job` (a warning, while it runs) and counted in the "
+        "per-type figures and `crontick_slow_jobs_last_hour`, not failed. Keep it under the budget, which cuts jobs.")
     schema: str = setting("CRONTICK_SCHEMA", CORE, DEFAULT_SCHEMA, check=variables.schema, doc="The schema that holds "
         "everything crontick creates (tables, functions, triggers); every statement names it. `public` keeps an "
         "install from before 0.2 where it is (see [Jobs](jobs.md#where-crontick-lives-its-own-schema)).")

@@ -6,12 +6,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from crontick.settings import variables
-from crontick.settings.variables import LEASE_MARGIN_SECONDS
+from crontick.settings.variables import LEASE_MARGIN_SECONDS, SLOW_JOB_SHARE_OF_BUDGET
 
 
 def lease_after_budget(env: Mapping[str, str], got: Mapping[str, Any]) -> float:
     """CRONTICK_LEASE_SECONDS' default: the time budget plus LEASE_MARGIN_SECONDS."""
     return float(got["time_budget_seconds"]) + LEASE_MARGIN_SECONDS
+
+
+def slow_within_budget(env: Mapping[str, str], got: Mapping[str, Any]) -> float:
+    """CRONTICK_SLOW_JOB_SECONDS' default: SLOW_JOB_SHARE_OF_BUDGET of the time budget, so a job warns before the cut."""
+    return float(got["time_budget_seconds"]) * SLOW_JOB_SHARE_OF_BUDGET
 
 
 def kick_for_host(env: Mapping[str, str], got: Mapping[str, Any]) -> str:

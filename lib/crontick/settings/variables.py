@@ -19,6 +19,8 @@ MIN_SECRET_CHARS = 32
 DEFAULT_BATCH_SIZE = 100
 DEFAULT_TIME_BUDGET_SECONDS = 8.0
 LEASE_MARGIN_SECONDS = 30.0
+# CRONTICK_SLOW_JOB_SECONDS' default, as a share of the time budget: the slow_job warning comes well before the cut.
+SLOW_JOB_SHARE_OF_BUDGET = 0.5
 DEFAULT_CONCURRENCY = 10
 DEFAULT_OIDC_ISSUER = "https://token.actions.githubusercontent.com"
 REMINDER_CHANNELS = ("console", "email", "smtp", "django", "sms", "whatsapp", "webhook")

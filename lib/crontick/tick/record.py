@@ -90,7 +90,13 @@ def outcomes_statement(
     done_attempts: list[int] = []
     others: list[list[Any]] = []
     for o in outcomes:
-        if o.status == "done" and o.attempts == o.claimed_attempt and o.last_error is None and not o.snoozed:
+        # A slow attempt goes with the others: its flag counts it in the per-type ring (rare, so the short path stays).
+        if (
+            o.status == "done"
+            and o.attempts == o.claimed_attempt
+            and o.last_error is None
+            and not (o.snoozed or o.slow)
+        ):
             done_ids.append(o.job_id)
             done_attempts.append(o.claimed_attempt)
         else:
@@ -106,6 +112,7 @@ def outcomes_statement(
                     o.traceback,
                     o.park,  # durable steps: the sleep or wait that parked the job (crontick.workflows)
                     o.yielded,  # a workflow that yielded to a later tick (crontick.jobs.decision.yields)
+                    o.slow,  # ran CRONTICK_SLOW_JOB_SECONDS or longer (crontick.jobs.runner)
                 ]
             )
     params: dict[str, Any] = {

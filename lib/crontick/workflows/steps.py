@@ -198,7 +198,7 @@ class StepBatch:
         self._names: dict[int, set[str]] = {}
         self._recorded: dict[int, dict[str, Recorded]] = {}
         self._loads: dict[str, asyncio.Task[dict[int, dict[str, Recorded]]]] = {}
-        self._queue: list[tuple[int, int, str, str, Done]] = []
+        self._queue: list[tuple[int, int, str, str, float | None, Done]] = []
         self._flusher: asyncio.Task[None] | None = None
 
     def use_name(self, job: StepJob, name: str, what: str = "job.step") -> None:
@@ -225,9 +225,10 @@ class StepBatch:
         hit = recorded.get(name)
         if hit is not None:
             return replayed(job, name, hit)
+        began = self.budget.clock()
         value = await calls.call(self, job, name, fn, args, kwargs, recorded)
         text = calls.encoded(job, name, value)
-        await self.record(job, name, text)
+        await self.record(job, name, text, self.budget.clock() - began)
         return json.loads(text)  # as a later run gets it (a tuple comes back a list either way)
 
     def step_in_thread(
@@ -244,10 +245,11 @@ class StepBatch:
         hit = recorded.get(name)
         if hit is not None:
             return replayed(job, name, hit)
+        began = self.budget.clock()
         value = calls.call_in_thread(self, job, name, fn, args, kwargs, recorded)
         text = calls.encoded(job, name, value)
         self.budget.check_running(job, name)  # stopped while fn ran: its result is not recorded
-        self.record_in_thread(job, name, text)
+        self.record_in_thread(job, name, text, self.budget.clock() - began)
         return json.loads(text)
 
     async def resume(self, job: StepJob, parked: Parked) -> Any:
@@ -284,22 +286,24 @@ class StepBatch:
             found.setdefault(job_id, {})[name] = Recorded(kind, status, result, until)
         return found
 
-    async def record(self, job: StepJob, name: str, text: str) -> None:
-        """Write one finished step, in the next group commit, and return once it is committed."""
+    async def record(self, job: StepJob, name: str, text: str, seconds: float | None = None) -> None:
+        """Write one finished step, in the next group commit, and return once it is committed. `seconds`: how long
+        a job.step's function ran (its calls, retries included), for crontick_step_duration_seconds_last_hour; None
+        for crontick's own rows (a call's start mark, a job's result)."""
         done: asyncio.Future[bool] = self.loop.create_future()
-        self._enqueue(job.id, job.attempt, name, text, done)
+        self._enqueue(job.id, job.attempt, name, text, seconds, done)
         _written_or_fenced(await asyncio.shield(done), job, name)
 
-    def record_in_thread(self, job: StepJob, name: str, text: str) -> None:
+    def record_in_thread(self, job: StepJob, name: str, text: str, seconds: float | None = None) -> None:
         """record() from a sync handler's thread: one callback on the loop queues the write (no task, no coroutine),
         and the thread waits on a plain future, which the group commit sets as it sets the loop's."""
         done: concurrent.futures.Future[bool] = concurrent.futures.Future()
-        self.loop.call_soon_threadsafe(self._enqueue, job.id, job.attempt, name, text, done)
+        self.loop.call_soon_threadsafe(self._enqueue, job.id, job.attempt, name, text, seconds, done)
         _written_or_fenced(done.result(), job, name)
 
-    def _enqueue(self, job_id: int, attempt: int, name: str, text: str, done: Done) -> None:
+    def _enqueue(self, job_id: int, attempt: int, name: str, text: str, seconds: float | None, done: Done) -> None:
         """On the loop: queue one write for the next group commit, starting the flusher when none runs."""
-        self._queue.append((job_id, attempt, name, text, done))
+        self._queue.append((job_id, attempt, name, text, seconds, done))
         if self._flusher is None or self._flusher.done():
             self._flusher = self.loop.create_task(self._flush())
 
@@ -307,7 +311,7 @@ class StepBatch:
         """Send what has queued, then what queued meanwhile, until nothing is left: one statement per round."""
         while self._queue:
             batch, self._queue = self._queue, []
-            steps = [[job_id, attempt, name, text] for job_id, attempt, name, text, _ in batch]
+            steps = [[job_id, attempt, name, text, seconds] for job_id, attempt, name, text, seconds, _ in batch]
             try:
                 cur = await self.conn.execute(query("job_steps_record"), {"steps": Json(steps)})
                 written = {(job_id, name) for job_id, name in await cur.fetchall()}
@@ -318,7 +322,7 @@ class StepBatch:
                 continue
             # Counted here, not by the caller: a handler the budget cancels meanwhile made progress too.
             self.budget.recorded(job_id for job_id, _ in written)
-            for job_id, _, name, _, done in batch:
+            for job_id, _, name, _, _, done in batch:
                 if not done.done():
                     done.set_result((job_id, name) in written)
 

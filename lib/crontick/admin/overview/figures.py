@@ -1,4 +1,4 @@
-"""Per job type figures for the last hour and day (done, failed, p50 and p95 duration, oldest due job,
+"""Per job type figures for the last hour and day (done, failed, slow, p50 and p95 duration, oldest due job,
 paused), read from the ring the tick's record statement writes, never from a scan of jobs."""
 
 from __future__ import annotations
@@ -57,7 +57,9 @@ def build(figure_rows: list[Row], pending_rows: list[Row], paused: set[str]) -> 
 
     def entry(name: str) -> dict[str, Any]:
         return acc.setdefault(
-            name, {"done_1h": 0, "failed_1h": 0, "done_24h": 0, "failed_24h": 0, "buckets": {}, "oldest": None}
+            name,
+            {"done_1h": 0, "failed_1h": 0, "slow_1h": 0, "done_24h": 0, "failed_24h": 0, "slow_24h": 0, "buckets": {}}
+            | {"oldest": None},
         )
 
     for r in figure_rows:
@@ -65,9 +67,11 @@ def build(figure_rows: list[Row], pending_rows: list[Row], paused: set[str]) -> 
         done, failed, ran = int(r["done"]), int(r["failed"]), int(r["done"]) + int(r["failed"]) + int(r["retried"])
         e["done_24h"] += done
         e["failed_24h"] += failed
+        e["slow_24h"] += int(r["slow"])
         if r["last_hour"]:
             e["done_1h"] += done
             e["failed_1h"] += failed
+            e["slow_1h"] += int(r["slow"])
             e["buckets"][int(r["bucket"])] = e["buckets"].get(int(r["bucket"]), 0) + ran
     for r in pending_rows:
         wait = r["oldest_wait_seconds"]
@@ -81,6 +85,9 @@ def build(figure_rows: list[Row], pending_rows: list[Row], paused: set[str]) -> 
             "failed_1h": e["failed_1h"],
             "done_24h": e["done_24h"],
             "failed_24h": e["failed_24h"],
+            # Attempts that ran CRONTICK_SLOW_JOB_SECONDS or longer (logged as slow_job), whatever they ended in.
+            "slow_1h": e["slow_1h"],
+            "slow_24h": e["slow_24h"],
             # Over the last hour's attempts (done, retried and failed), from claim to record.
             "p50_ms": percentile(e["buckets"], 0.5),
             "p95_ms": percentile(e["buckets"], 0.95),
