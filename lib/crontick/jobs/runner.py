@@ -195,8 +195,7 @@ class _Batch:
         try:
             run.run(index, job)
         finally:  # this thread takes no more of the batch's jobs: the step writes' group commit waits for it no more
-            if self.steps is not None:
-                self.steps.commit.left()
+            steps.thread_left()
             with self._in_threads_lock:
                 self.in_threads -= 1
 

@@ -21,6 +21,7 @@ import psycopg
 from psycopg.types.json import Json
 
 from crontick.db import query
+from crontick.errors import StepError
 
 # The longest a round waits for the threads the round before released (their next step's write). Far below a step
 # worth recording (a provider call), far above the microseconds a quick def workflow's thread takes between writes.
@@ -106,29 +107,41 @@ class GroupCommit:
 
     async def _flush(self) -> None:
         """Send what has queued, then what queued meanwhile, until nothing is left: one statement per round."""
-        while True:
-            await self._gather()
+        try:
+            while await self._round():
+                pass
+        except BaseException:  # cancelled (the loop shutting down): no write may wait for a round that will not come
             with self._lock:
-                batch, self._queue = self._queue, []
-                if not batch:
-                    self._flushing = False
-                    return
-            steps = [[w.job_id, w.attempt, w.name, w.text] for w in batch]
-            try:
-                cur = await self.conn.execute(query("job_steps_record"), {"steps": Json(steps)})
-                written = {(job_id, name) for job_id, name in await cur.fetchall()}
-            except Exception as exc:  # noqa: BLE001 - each step waiting on this write fails with the reason
-                for w in batch:
-                    if not w.done.done():
-                        w.done.set_exception(exc)
-                continue
-            # Counted here, not by the caller: a handler the budget cancels meanwhile made progress too.
-            self.written(job_id for job_id, _ in written)
-            with self._lock:  # before they wake: the next round waits for them
-                self._due.update(w.thread for w in batch if w.thread is not None)
-            for w in batch:
-                if not w.done.done():
-                    w.done.set_result((w.job_id, w.name) in written)
+                self._flushing = False
+                left, self._queue = self._queue, []
+            _fail(left, StepError("the tick ended before this step's result could be recorded; not recorded"))
+            raise
+
+    async def _round(self) -> bool:
+        """One round: False once nothing was queued (and the next write starts a flush of its own)."""
+        await self._gather()
+        with self._lock:
+            batch, self._queue = self._queue, []
+            if not batch:
+                self._flushing = False
+                return False
+        steps = [[w.job_id, w.attempt, w.name, w.text] for w in batch]
+        try:
+            cur = await self.conn.execute(query("job_steps_record"), {"steps": Json(steps)})
+            written = {(job_id, name) for job_id, name in await cur.fetchall()}
+        except BaseException as exc:  # each step waiting on this write fails with the reason (a thread too)
+            _fail(batch, exc)
+            if not isinstance(exc, Exception):
+                raise
+            return True
+        # Counted here, not by the caller: a handler the budget cancels meanwhile made progress too.
+        self.written(job_id for job_id, _ in written)
+        with self._lock:  # before they wake: the next round waits for them
+            self._due.update(w.thread for w in batch if w.thread is not None)
+        for w in batch:
+            if not w.done.done():
+                w.done.set_result((w.job_id, w.name) in written)
+        return True
 
     async def _gather(self) -> None:
         """Wait, at most GATHER_SECONDS, for the threads the last round released to queue their next write."""
@@ -144,3 +157,9 @@ class GroupCommit:
         with self._lock:
             self._gathering = None
             self._due.clear()  # those still away are not waited for again until they write
+
+
+def _fail(writes: list[Write], exc: BaseException) -> None:
+    for w in writes:
+        if not w.done.done():
+            w.done.set_exception(exc)

@@ -68,14 +68,15 @@ def _map_in_threads(job: steps.StepJob, name: str, fn: Callable[[Any], Any], ite
     stop: list[BaseException] = []
 
     def worker() -> None:
-        for i, item in todo:
-            if stop:
-                return
-            try:
+        try:
+            for i, item in todo:
+                if stop:
+                    return
                 results[i] = steps.step(job, f"{name}[{i}]", fn, (item,), {})
-            except BaseException as exc:  # noqa: BLE001 - handed to the handler's thread below
-                stop.append(exc)
-                return
+        except BaseException as exc:  # noqa: BLE001 - handed to the handler's thread below
+            stop.append(exc)
+        finally:
+            steps.thread_left()
 
     with ThreadPoolExecutor(max_workers=min(concurrency, len(items)), thread_name_prefix="crontick-map") as pool:
         running: list[Future[None]] = [

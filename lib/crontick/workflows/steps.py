@@ -107,6 +107,14 @@ def end(batch: StepBatch) -> None:
         _BATCH.reset(batch.token)
 
 
+def thread_left() -> None:
+    """This thread runs no more of the batch's steps (a sync handler's thread, a job.map worker, at their end): no
+    group commit waits for its next write."""
+    batch = _BATCH.get()
+    if batch is not None:
+        batch.commit.left()
+
+
 def time_left(job: StepJob) -> float:
     """job.time_left: seconds left to this run (its timeout's end, else the budget's); 0 once the budget stopped it."""
     return _batch(job, "job.time_left").budget.time_left(job)
