@@ -1,15 +1,18 @@
 """The group commit of finished steps (crontick.workflows.commit) from sync (`def`) handlers' threads: a batch of
 quick `def` workflows writes its steps in about as few statements as its `async def` twin, each step still
-committed before job.step returns."""
+committed before job.step returns, and a thread whose round the ending loop cancels gets an error, not a hang."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections import Counter
 from typing import Any
 
 import psycopg
 
 import crontick
+from crontick.workflows.commit import GroupCommit
 from tests.support.wire import tick_statements
 
 JOBS = 100
@@ -66,3 +69,30 @@ def test_a_def_handlers_step_is_committed_before_job_step_returns(
     crontick.enqueue_many(conn, [("t_commit.three", {"check": True})] * JOBS)
     _tick(database_url, conn)
     assert committed_before == [True] * JOBS
+
+
+def test_a_thread_waiting_for_a_round_the_loop_never_finishes_gets_an_error_not_a_hang(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    ended: list[BaseException | None] = []
+
+    def write(commit: GroupCommit) -> None:
+        try:
+            commit.write_in_thread(1, 1, "a", "1")
+            ended.append(None)
+        except BaseException as exc:  # noqa: BLE001 - what the thread saw is the test's subject
+            ended.append(exc)
+
+    async def loop_that_ends_mid_round() -> threading.Thread:
+        other = await psycopg.AsyncConnection.connect(database_url, autocommit=True)
+        commit = GroupCommit(other, asyncio.get_running_loop(), lambda ids: None)
+        thread = threading.Thread(target=write, args=(commit,))
+        thread.start()
+        await asyncio.sleep(0.5)  # the round is on the wire, waiting behind the lock
+        return thread  # asyncio.run then cancels the round
+
+    with conn.transaction():
+        conn.execute("lock table crontick.job_steps")  # the round's statement waits behind it
+        thread = asyncio.run(loop_that_ends_mid_round())
+        thread.join(5)
+    assert not thread.is_alive() and len(ended) == 1 and ended[0] is not None, ended
