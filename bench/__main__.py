@@ -281,14 +281,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         steps = await bench.workflows()
         results = assemble(bench, raw, http, scaled, cold, at_scale)
         results["workflows"] = steps
-        results["targets"].append(
-            _target(
-                "three-step workflows: crontick drain ÷ DBOS",
-                steps["three_steps_over_dbos"],
-                workflows.GOAL_OVER_DBOS,
-                "≥",
-            )
-        )
+        for target, key in (
+            (workflows.TARGET, "three_steps_over_dbos"),
+            (workflows.TARGET_SYNC, "sync_three_steps_over_dbos"),
+        ):
+            results["targets"].append(_target(target, steps[key], workflows.GOAL_OVER_DBOS, "≥"))
         results["settings"]["bench_seconds"] = round(time.monotonic() - began)
         return results
 

@@ -1,6 +1,7 @@
 """DBOS Transact as a peer of durable steps: the same three-step no-op workflow, in its own processes.
 
-`python -m bench.dbos_peer enqueue|drain URL JOBS SEEN_FILE` (the bench venv, where `dbos` is installed).
+`python -m bench.dbos_peer enqueue|drain URL JOBS SEEN_FILE [WORKER_CONCURRENCY]` (the bench venv, where `dbos` is
+installed; WORKER_CONCURRENCY one of WORKER_CONCURRENCIES, default the last).
 `enqueue` launches DBOS listening to no queue and enqueues JOBS workflows on the queue; `drain` launches a
 fresh DBOS process that listens to it and prints, as JSON, the seconds from launch until every workflow has
 marked the seen file. So the drain is timed alone, like crontick's `tick --drain` of jobs enqueued before.
@@ -17,11 +18,12 @@ from typing import Any
 from .seen import Seen
 
 QUEUE = "bench_steps3"
-# Fair settings, said in docs/benchmarks.md: as many workflows at once as crontick's batch (100), and a
-# poll every 50 ms (the default is 1 s, which alone would cap a drain at 100 workflows a second).
-WORKER_CONCURRENCY = 100
+# Fair settings, said in docs/benchmarks.md: DBOS at its best of these (bench.workflows runs each; 10 is crontick's
+# CRONTICK_CONCURRENCY, 100 its batch), and a poll every 50 ms (the default is 1 s, which alone would cap a drain
+# at 100 workflows a second).
+WORKER_CONCURRENCIES = (10, 40, 100)
 POLLING_INTERVAL_SECONDS = 0.05
-EXECUTOR_THREADS = 100  # one thread per workflow running at once (DBOS runs sync workflows in threads)
+EXECUTOR_THREADS = max(WORKER_CONCURRENCIES)  # a thread per workflow running at once (DBOS runs sync ones in threads)
 
 _seen: Seen | None = None
 
@@ -63,15 +65,15 @@ def _dbos(url: str) -> Any:
     return DBOS, steps3
 
 
-def _queue(dbos: Any) -> None:
-    dbos.register_queue(QUEUE, worker_concurrency=WORKER_CONCURRENCY, polling_interval_sec=POLLING_INTERVAL_SECONDS)
+def _queue(dbos: Any, concurrency: int) -> None:
+    dbos.register_queue(QUEUE, worker_concurrency=concurrency, polling_interval_sec=POLLING_INTERVAL_SECONDS)
 
 
-def enqueue(url: str, jobs: int) -> float:
+def enqueue(url: str, jobs: int, concurrency: int) -> float:
     dbos, steps3 = _dbos(url)
     dbos.listen_queues([])  # this process only enqueues
     dbos.launch()
-    _queue(dbos)
+    _queue(dbos, concurrency)
     began = time.perf_counter()
     for i in range(jobs):
         dbos.enqueue_workflow(QUEUE, steps3, i)
@@ -80,12 +82,12 @@ def enqueue(url: str, jobs: int) -> float:
     return seconds
 
 
-def drain(url: str, jobs: int, seen: Seen) -> float:
+def drain(url: str, jobs: int, seen: Seen, concurrency: int) -> float:
     dbos, _ = _dbos(url)
     dbos.listen_queues([QUEUE])
     began = time.perf_counter()
     dbos.launch()
-    _queue(dbos)
+    _queue(dbos, concurrency)
     deadline = began + 600
     while seen.count() < jobs and time.perf_counter() < deadline:
         time.sleep(0.005)
@@ -97,8 +99,9 @@ def drain(url: str, jobs: int, seen: Seen) -> float:
 def main(argv: list[str]) -> int:
     global _seen
     what, url, jobs, path = argv[0], argv[1], int(argv[2]), Path(argv[3])
+    concurrency = int(argv[4]) if len(argv) > 4 else WORKER_CONCURRENCIES[-1]
     _seen = Seen(path)
-    seconds = enqueue(url, jobs) if what == "enqueue" else drain(url, jobs, _seen)
+    seconds = enqueue(url, jobs, concurrency) if what == "enqueue" else drain(url, jobs, _seen, concurrency)
     print(json.dumps({"seconds": seconds}))
     return 0
 

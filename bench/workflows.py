@@ -1,6 +1,6 @@
 """Durable steps against DBOS Transact: the same three-step no-op workflow drained by DBOS (a Queue in its own
-process) and by crontick's drain (the loop `crontick tick --drain` runs), beside crontick's one-step drain, in one
-run. `python -m bench.workflows [--jobs 5000] [--runs 1]` runs this part alone and writes its section of
+process, at each worker_concurrency of bench.dbos_peer) and by crontick's drain (the loop `crontick tick --drain`
+runs) with an `async def` handler and with a plain `def` one, beside crontick's one-step drain, in one run. `python -m bench.workflows [--jobs 5000] [--runs 1]` runs this part alone and writes its section of
 bench/results/latest.json; `make bench` runs it with the rest."""
 
 from __future__ import annotations
@@ -27,11 +27,21 @@ THREE_STEPS = "crontick drain, three-step workflows, batch 100"
 THREE_STEPS_SYNC = "crontick drain, three-step `def` workflows, batch 100"
 GOAL_OVER_DBOS = 10.0
 TARGET = "three-step workflows: crontick drain ÷ DBOS"
+TARGET_SYNC = "three-step `def` workflows: crontick drain ÷ DBOS"
 
 
-def _dbos(what: str, url: str, jobs: int, seen_file: Path) -> float:
+def _dbos(what: str, url: str, jobs: int, seen_file: Path, concurrency: int) -> float:
     out = subprocess.run(
-        [sys.executable, "-m", "bench.dbos_peer", what, server.as_url(url), str(jobs), str(seen_file)],
+        [
+            sys.executable,
+            "-m",
+            "bench.dbos_peer",
+            what,
+            server.as_url(url),
+            str(jobs),
+            str(seen_file),
+            str(concurrency),
+        ],
         capture_output=True,
         text=True,
         timeout=900,
@@ -51,8 +61,9 @@ async def _truncate(url: str) -> None:
 
 
 async def measure(admin: str, workdir: Path, jobs: int = JOBS, runs: int = 1) -> dict[str, Any]:
-    """Each system `runs` times, interleaved; jobs per second (median) and whether each job ran once."""
-    from .dbos_peer import POLLING_INTERVAL_SECONDS, WORKER_CONCURRENCY
+    """Each system `runs` times, interleaved (DBOS at each of its worker_concurrency settings); jobs per second
+    (median) and whether each job ran once; both of crontick's handler forms against DBOS at its best setting."""
+    from .dbos_peer import POLLING_INTERVAL_SECONDS, WORKER_CONCURRENCIES
 
     seen_file = workdir / "seen-workflows"
     seen = Seen(seen_file, jobs)
@@ -60,13 +71,13 @@ async def measure(admin: str, workdir: Path, jobs: int = JOBS, runs: int = 1) ->
     share(seen)
     crontick_url = server.fresh_database(admin, "crontick_bench_steps")
     await crontick_install(crontick_url)
-    dbos_name = f"DBOS Transact {_version('dbos')}, Queue worker_concurrency {WORKER_CONCURRENCY}, polling {POLLING_INTERVAL_SECONDS:g} s"
+    dbos_names = {c: _dbos_name(c, POLLING_INTERVAL_SECONDS) for c in WORKER_CONCURRENCIES}
     raw: dict[str, dict[str, list[Any]]] = {
-        n: {"drain": [], "problems": []} for n in (ONE_STEP, THREE_STEPS, THREE_STEPS_SYNC, dbos_name)
+        n: {"drain": [], "problems": []} for n in (ONE_STEP, THREE_STEPS, THREE_STEPS_SYNC, *dbos_names.values())
     }
     drain = crontick_drain(100)
+    crontick_rows = ((ONE_STEP, JOB_TYPE), (THREE_STEPS, STEPS_JOB_TYPE), (THREE_STEPS_SYNC, STEPS_SYNC_JOB_TYPE))
     for _ in range(runs):
-        crontick_rows = ((ONE_STEP, JOB_TYPE), (THREE_STEPS, STEPS_JOB_TYPE), (THREE_STEPS_SYNC, STEPS_SYNC_JOB_TYPE))
         for name, job_type in crontick_rows:
             await _truncate(crontick_url)
             seen.reset()
@@ -75,46 +86,79 @@ async def measure(admin: str, workdir: Path, jobs: int = JOBS, runs: int = 1) ->
             raw[name]["drain"].append(await drain(crontick_url, jobs, seen))
             raw[name]["problems"].append(seen.check())
             print(f"{name}: {jobs / raw[name]['drain'][-1]:,.0f} jobs/s", file=sys.stderr, flush=True)
-        dbos_url = server.fresh_database(admin, "crontick_bench_dbos")  # a fresh system database each run
-        seen.reset()
-        _dbos("enqueue", dbos_url, jobs, seen_file)
-        await analyze(dbos_url)
-        raw[dbos_name]["drain"].append(_dbos("drain", dbos_url, jobs, seen_file))
-        raw[dbos_name]["problems"].append(seen.check())
-        print(f"{dbos_name}: {jobs / raw[dbos_name]['drain'][-1]:,.0f} workflows/s", file=sys.stderr, flush=True)
-    rows = {}
-    for name, entry in raw.items():
-        seconds = statistics.median(entry["drain"])
-        rows[name] = {
-            "system": name,
-            "jobs_per_second": jobs / seconds,
-            "runs_seconds": [round(s, 4) for s in entry["drain"]],
-            "exactly_once": f"{sum(1 for p in entry['problems'] if p is None)}/{len(entry['problems'])} runs × {jobs:,} jobs",
-            "problems": [p for p in entry["problems"] if p],
-        }
-    ours = rows[THREE_STEPS]["jobs_per_second"]
+        for concurrency, name in dbos_names.items():
+            dbos_url = server.fresh_database(admin, "crontick_bench_dbos")  # a fresh system database each run
+            seen.reset()
+            _dbos("enqueue", dbos_url, jobs, seen_file, concurrency)
+            await analyze(dbos_url)
+            raw[name]["drain"].append(_dbos("drain", dbos_url, jobs, seen_file, concurrency))
+            raw[name]["problems"].append(seen.check())
+            print(f"{name}: {jobs / raw[name]['drain'][-1]:,.0f} workflows/s", file=sys.stderr, flush=True)
+    rows = {name: _row(name, entry, jobs) for name, entry in raw.items()}
+    best = max(dbos_names, key=lambda c: rows[dbos_names[c]]["jobs_per_second"])
+    dbos_best = rows[dbos_names[best]]["jobs_per_second"]
+    ours, ours_sync = rows[THREE_STEPS]["jobs_per_second"], rows[THREE_STEPS_SYNC]["jobs_per_second"]
     return {
         "jobs": jobs,
         "runs": runs,
-        "dbos": {"worker_concurrency": WORKER_CONCURRENCY, "polling_interval_sec": POLLING_INTERVAL_SECONDS},
-        "rows": [{**r, "three_steps_ratio": ours / r["jobs_per_second"]} for r in rows.values()],
-        "three_steps_over_dbos": ours / rows[dbos_name]["jobs_per_second"],
+        "dbos": {
+            "worker_concurrency": list(WORKER_CONCURRENCIES),
+            "best_worker_concurrency": best,
+            "polling_interval_sec": POLLING_INTERVAL_SECONDS,
+        },
+        "rows": [
+            {
+                **r,
+                "three_steps_ratio": ours / r["jobs_per_second"],
+                "sync_three_steps_ratio": ours_sync / r["jobs_per_second"],
+            }
+            for r in rows.values()
+        ],
+        "three_steps_over_dbos": ours / dbos_best,
         "three_steps_over_one_step": ours / rows[ONE_STEP]["jobs_per_second"],
-        # issue 36: a workflow of plain `def` handlers and steps, against its `async def` twin and DBOS.
-        "sync_three_steps_over_dbos": rows[THREE_STEPS_SYNC]["jobs_per_second"] / rows[dbos_name]["jobs_per_second"],
-        "sync_over_async_three_steps": rows[THREE_STEPS_SYNC]["jobs_per_second"] / ours,
+        # issue 36: a workflow of plain `def` handlers and steps, against its `async def` twin and DBOS at its best.
+        "sync_three_steps_over_dbos": ours_sync / dbos_best,
+        "sync_over_async_three_steps": ours_sync / ours,
+    }
+
+
+def _dbos_name(concurrency: int, polling_seconds: float) -> str:
+    return f"DBOS Transact {_version('dbos')}, Queue worker_concurrency {concurrency}, polling {polling_seconds:g} s"
+
+
+def _row(name: str, entry: dict[str, list[Any]], jobs: int) -> dict[str, Any]:
+    seconds = statistics.median(entry["drain"])
+    return {
+        "system": name,
+        "jobs_per_second": jobs / seconds,
+        "runs_seconds": [round(s, 4) for s in entry["drain"]],
+        "exactly_once": f"{sum(1 for p in entry['problems'] if p is None)}/{len(entry['problems'])} runs × {jobs:,} jobs",
+        "problems": [p for p in entry["problems"] if p],
     }
 
 
 def render(section: dict[str, Any]) -> str:
     rows = [
-        (r["system"], f"{r['jobs_per_second']:,.0f}", f"{r['three_steps_ratio']:.2f}×", r["exactly_once"])
+        (
+            r["system"],
+            f"{r['jobs_per_second']:,.0f}",
+            f"{r['three_steps_ratio']:.2f}×",
+            f"{r['sync_three_steps_ratio']:.2f}×" if "sync_three_steps_ratio" in r else "",
+            r["exactly_once"],
+        )
         for r in section["rows"]
     ]
-    return report.table(
+    table = report.table(
         f"(d) durable steps: drain {section['jobs']:,} three-step no-op workflows (median of {section['runs']})",
-        ("system", "jobs/s", "three-step ÷ it", "ran exactly once"),
+        ("system", "jobs/s", "async def ÷ it", "def ÷ it", "ran exactly once"),
         rows,
+    )
+    if "sync_over_async_three_steps" not in section:  # a results file from before the def row
+        return table
+    best = section["dbos"].get("best_worker_concurrency", section["dbos"]["worker_concurrency"])
+    return (
+        f"{table}\nagainst DBOS at its best (worker_concurrency {best}): async def {section['three_steps_over_dbos']:.2f}×, "
+        f"def {section['sync_three_steps_over_dbos']:.2f}×; def ÷ async def {section['sync_over_async_three_steps']:.2f}"
     )
 
 
@@ -129,16 +173,17 @@ def main(argv: list[str] | None = None) -> int:
     print(render(section))
     results = json.loads(report.RESULTS.read_text()) if report.RESULTS.exists() else {}
     results["workflows"] = section
-    if "targets" in results:  # this run's figure replaces the last one's in the targets table
-        value = section["three_steps_over_dbos"]
-        results["targets"] = [t for t in results["targets"] if t["name"] != TARGET] + [
+    if "targets" in results:  # this run's figures replace the last one's in the targets table
+        ours = {TARGET: section["three_steps_over_dbos"], TARGET_SYNC: section["sync_three_steps_over_dbos"]}
+        results["targets"] = [t for t in results["targets"] if t["name"] not in ours] + [
             {
-                "name": TARGET,
-                "value": value,
-                "measured": f"{value:.2f}",
+                "name": name,
+                "value": v,
+                "measured": f"{v:.2f}",
                 "goal": f"≥ {GOAL_OVER_DBOS:g}",
-                "met": value >= GOAL_OVER_DBOS,
+                "met": v >= GOAL_OVER_DBOS,
             }
+            for name, v in ours.items()
         ]
     report.write(results)
     return 0

@@ -11,6 +11,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -80,13 +81,13 @@ def test_sync_handlers_never_run_on_the_event_loop_thread() -> None:
 
 def test_a_run_of_sync_jobs_shares_thread_hops(monkeypatch: pytest.MonkeyPatch) -> None:
     hops = []
-    to_thread = asyncio.to_thread
+    submit = ThreadPoolExecutor.submit
 
-    async def counted(func: Callable[..., Any], /, *args: Any) -> Any:
+    def counted(pool: ThreadPoolExecutor, func: Callable[..., Any], /, *args: Any) -> Any:
         hops.append(func)
-        return await to_thread(func, *args)
+        return submit(pool, func, *args)
 
-    monkeypatch.setattr(asyncio, "to_thread", counted)
+    monkeypatch.setattr(ThreadPoolExecutor, "submit", counted)  # the batch's threads (crontick.jobs.threads)
     outcomes, _ = run(jobs(*["t_sync.quick"] * 100), budget_seconds=5, concurrency=2)
     assert all(o.status == "done" for o in outcomes)
     assert 1 <= len(hops) <= 2, len(hops)  # one per worker at most, where a hop per job made 100

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 import tempfile
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from itertools import pairwise
 from typing import Any, TypeVar
@@ -13,6 +14,7 @@ import psycopg
 from psycopg import pq
 
 from crontick import db
+from crontick.tick.pipeline import run_tick
 
 T = TypeVar("T")
 
@@ -56,3 +58,14 @@ def traced(url: str, run: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]
             return result, statement_names(trace.read().decode("utf-8", "replace"))
 
     return asyncio.run(go())
+
+
+def tick_statements(url: str, conn: psycopg.Connection[Any], *, jobs: int, concurrency: int) -> Counter[str]:
+    """One tick of a batch of `jobs` (every due job, each to succeed), and how often it sent each named query."""
+    from tests.support.core_jobs import db_now, settings_for  # here: bench/ imports this module, core_jobs pytest
+
+    settings = settings_for(url, batch_size=jobs, concurrency=concurrency)
+    now = db_now(conn)
+    result, names = traced(url, lambda c: run_tick(c, settings, now=now, source="test"))
+    assert result.jobs.succeeded == jobs, result.jobs
+    return Counter(names)

@@ -13,7 +13,7 @@ import psycopg
 import crontick
 from crontick.tick.pipeline import run_tick
 from tests.support.core_jobs import db_now, settings_for
-from tests.support.wire import traced
+from tests.support.wire import tick_statements, traced
 
 JOBS = 100
 
@@ -36,11 +36,7 @@ async def plain(payload: Any, job: crontick.Job) -> None:
 
 
 def _tick(url: str, conn: psycopg.Connection[Any]) -> Counter[str]:
-    settings = settings_for(url, batch_size=JOBS, concurrency=JOBS)
-    now = db_now(conn)
-    result, names = traced(url, lambda c: run_tick(c, settings, now=now, source="test"))
-    assert result.jobs.succeeded == JOBS
-    return Counter(names)
+    return tick_statements(url, conn, jobs=JOBS, concurrency=JOBS)
 
 
 def test_a_batch_of_three_step_workflows_loads_once_and_group_commits_its_steps(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import os
 import random
@@ -19,7 +20,7 @@ import psycopg
 
 from crontick import logs, retry, tracing
 from crontick.errors import PermanentError, RetryableError, Snooze
-from crontick.jobs import builtin, decision, registry, shutdown
+from crontick.jobs import builtin, decision, registry, shutdown, threads
 from crontick.jobs.decision import SUCCEEDED, Ended
 from crontick.jobs.job import Job, Outcome, UndecodablePayload
 from crontick.jobs.registry import Handler
@@ -51,7 +52,8 @@ async def run_batch(
     A job not yet started when the deadline passes, or once the process is exiting
     (crontick.jobs.shutdown), is released (pending again, its attempt not counted). A running
     handler is cancelled at the deadline and counts as a failure.
-    Sync (`def`) handlers run in worker threads, several jobs per thread hop (see _ThreadRun).
+    Sync (`def`) handlers run in the batch's own threads (crontick.jobs.threads), several jobs per thread hop (see
+    _ThreadRun).
     `settings` are the tick's: their secrets are scrubbed from each error, and the built-in job
     types read them (crontick.jobs.builtin.SETTINGS, set for the batch); None: the defaults.
     `conn` (the tick's) is where the handlers' durable steps are loaded and recorded
@@ -61,13 +63,13 @@ async def run_batch(
     None: `now` is the batch's start.
     """
     settings = settings if settings is not None else builtin.SETTINGS.get()
-    batch = _Batch(jobs, now, deadline, settings, clock, rand, now_at)
+    workers = min(concurrency, len(jobs))
+    batch = _Batch(jobs, now, deadline, settings, clock, rand, now_at, workers)
     # Traces (crontick.tracing), only when the app uses OpenTelemetry: each job's enqueuer, one statement per batch.
     if tracing.tracer() is not None and jobs:
         from crontick.jobs.job_spans import BatchSpans
 
         batch.spans = await BatchSpans.of(jobs, conn, settings.secrets)
-    workers = min(concurrency, len(jobs))
     # Each worker task (and each thread hop it makes) copies this context when it starts: every handler
     # of the batch, however it runs, sees the batch's Settings.
     token = builtin.SETTINGS.set(settings)
@@ -88,6 +90,8 @@ async def run_batch(
             watch.cancel()
         if step_batch is not None:
             steps.end(step_batch)
+        if batch.threads is not None:
+            threads.give_back(batch.threads, workers, idle=batch.in_threads == 0)
     return batch.outcomes_in_order()
 
 
@@ -107,8 +111,14 @@ class _Batch:
         clock: Callable[[], float],
         rand: Callable[[], float],
         now_at: float | None,
+        workers: int = 1,
     ) -> None:
         self.jobs, self.now, self.deadline, self.clock, self.rand = jobs, now, deadline, clock, rand
+        self.workers = workers
+        # Sync handlers' threads, one per worker, taken when the first sync job starts; the runs given them not ended.
+        self.threads: concurrent.futures.ThreadPoolExecutor | None = None
+        self.in_threads = 0
+        self._in_threads_lock = threading.Lock()
         self.settings = settings
         started_at = clock()
         self.now_at = started_at if now_at is None else now_at
@@ -164,7 +174,7 @@ class _Batch:
                         continue
                     if _in_thread_run(job):
                         running = run = _ThreadRun(pending, self.finish, clock, deadline, self.spans, self.started)
-                        await asyncio.to_thread(run.run, index, job)
+                        await self.in_thread(run, index, job)
                     else:
                         running = (index, job, clock())
                         self.started(index, job, running[2])
@@ -180,6 +190,24 @@ class _Batch:
                 new_steps = self.steps.budget.stop(job) if self.steps is not None else 0
                 text = f"TimeoutError: job {job.id} ({job.type}) was stopped after {clock() - began:.1f} s (the tick's time budget)"
                 self.finish(index, job, Ended(text, budget_stopped=True, new_steps=new_steps))
+
+    def in_thread(self, run: _ThreadRun, index: int, job: Job) -> asyncio.Future[None]:
+        """What asyncio.to_thread(run.run, index, job) does (the worker's context copied into the thread; cancelling
+        the wait leaves the thread to finish), in one of the batch's threads."""
+        if self.threads is None:
+            self.threads = threads.take(self.workers)
+        with self._in_threads_lock:
+            self.in_threads += 1
+        context = contextvars.copy_context()
+        return asyncio.get_running_loop().run_in_executor(self.threads, context.run, self.thread_run, run, index, job)
+
+    def thread_run(self, run: _ThreadRun, index: int, job: Job) -> None:
+        try:
+            run.run(index, job)
+        finally:  # this thread takes no more of the batch's jobs: the step writes' group commit waits for it no more
+            steps.thread_left()
+            with self._in_threads_lock:
+                self.in_threads -= 1
 
     def outcomes_in_order(self) -> list[Outcome]:
         """One outcome per job: whatever no worker reached before the deadline (or the process's exit) goes back, its

@@ -85,14 +85,15 @@ def _map_in_threads(one: Callable[[int, Any], Any], items: list[Any], concurrenc
     stop: list[BaseException] = []
 
     def worker() -> None:
-        for i, item in todo:
-            if stop:
-                return
-            try:
+        try:
+            for i, item in todo:
+                if stop:
+                    return
                 results[i] = one(i, item)
-            except BaseException as exc:  # noqa: BLE001 - handed to the handler's thread below
-                stop.append(exc)
-                return
+        except BaseException as exc:  # noqa: BLE001 - handed to the handler's thread below
+            stop.append(exc)
+        finally:
+            steps.thread_left()  # this thread records no more: no group commit waits for it
 
     with ThreadPoolExecutor(max_workers=min(concurrency, len(items)), thread_name_prefix="crontick-map") as pool:
         running: list[Future[None]] = [

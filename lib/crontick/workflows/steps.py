@@ -10,8 +10,9 @@ sent only once a handler asks.
   shared by the jobs that ask meanwhile.
 - Recording: a finished step's JSON result is written, fenced on the attempt the tick claimed,
   before job.step returns. Steps that finish while a write is on the wire go together in the next
-  one (group commit, sql/workflows.sql job_steps_record): one statement per finished step at most,
-  far fewer when many jobs run at once.
+  one (group commit, sql/workflows.sql job_steps_record; crontick.workflows.commit): one statement
+  per finished step at most, far fewer when many jobs run at once, from async handlers and sync
+  handlers' threads alike.
 - Parking: job.sleep and job.wait_for raise Parked out of the handler; the runner turns it into
   the job's outcome, and the batch's one record statement writes the sleep or wait as a step with
   it (sql/functions/job_record_outcomes.sql).
@@ -24,7 +25,6 @@ job.step_key gives the provider a key to drop that duplicate.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import hashlib
 import json
 import threading
@@ -35,7 +35,6 @@ from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
 import psycopg
-from psycopg.types.json import Json
 
 from crontick.db import query
 from crontick.errors import CrontickError, StepError, StepFenced
@@ -44,6 +43,7 @@ from crontick.text import fit_key, text_problem
 from crontick.workflows import calls
 from crontick.workflows.budget import RunBudget
 from crontick.workflows.calls import STEP_RESULT_MAX_BYTES as STEP_RESULT_MAX_BYTES  # its documented name
+from crontick.workflows.commit import GroupCommit
 from crontick.workflows.parked import Parked as Parked  # its name for crontick.jobs and the tests
 
 STEP_NAME_MAX_CHARS = 200
@@ -86,9 +86,6 @@ def step_key(job: StepJob, name: str) -> str:
     return f"crontick-{job.id}-{digest}"
 
 
-# A step write's waiter: the loop's future (an async handler) or a plain one (a sync handler's thread).
-Done = asyncio.Future[bool] | concurrent.futures.Future[bool]
-
 _BATCH: ContextVar[StepBatch | None] = ContextVar("crontick_step_batch", default=None)
 
 
@@ -109,6 +106,14 @@ def begin(
 def end(batch: StepBatch) -> None:
     if batch.token is not None:
         _BATCH.reset(batch.token)
+
+
+def thread_left() -> None:
+    """This thread runs no more of the batch's steps (a sync handler's thread, a job.map worker, at their end): no
+    group commit waits for its next write."""
+    batch = _BATCH.get()
+    if batch is not None:
+        batch.commit.left()
 
 
 def time_left(job: StepJob) -> float:
@@ -198,8 +203,8 @@ class StepBatch:
         self._names: dict[int, set[str]] = {}
         self._recorded: dict[int, dict[str, Recorded]] = {}
         self._loads: dict[str, asyncio.Task[dict[int, dict[str, Recorded]]]] = {}
-        self._queue: list[tuple[int, int, str, str, float | None, Done]] = []
-        self._flusher: asyncio.Task[None] | None = None
+        self._loaded: dict[str, dict[int, dict[str, Recorded]]] = {}  # the loads done, for threads to read
+        self.commit = GroupCommit(conn, self.loop, self.budget.recorded)
 
     def use_name(self, job: StepJob, name: str, what: str = "job.step") -> None:
         """Claim `name` for this run of `job`'s handler; a second use is a StepError, not a silent reuse."""
@@ -237,9 +242,9 @@ class StepBatch:
         """In a sync handler's thread: as step(), fn called in this thread (an async fn on the tick's loop), the
         database reached through the loop."""
         self.budget.check_running(job, name)
-        # Loaded once per job: later steps read it here, without a hop to the loop (a def workflow's steps then
-        # wait on the loop only for their record).
-        recorded = self._recorded.get(job.id)
+        # Loaded once per batch and type: once it is, the thread reads it here, without a hop to the loop (a def
+        # workflow's steps then wait on the loop only for their record).
+        recorded = self.recorded_now(job)
         if recorded is None:
             recorded = self.blocking(self.recorded(job))
         hit = recorded.get(name)
@@ -265,6 +270,14 @@ class StepBatch:
             return json.loads(hit.result)
         return None
 
+    def recorded_now(self, job: StepJob) -> dict[str, Recorded] | None:
+        """What recorded() returns, read in any thread once its type's load is done; None before."""
+        found = self._recorded.get(job.id)
+        if found is not None:
+            return found
+        loaded = self._loaded.get(job.type)
+        return None if loaded is None else self._recorded.setdefault(job.id, loaded.get(job.id, {}))
+
     async def recorded(self, job: StepJob) -> dict[str, Recorded]:
         """The steps `job` recorded in earlier runs: loaded with those of its batch's jobs of the same type."""
         found = self._recorded.get(job.id)
@@ -284,47 +297,19 @@ class StepBatch:
         found: dict[int, dict[str, Recorded]] = {}
         for job_id, name, kind, status, result, until in await cur.fetchall():
             found.setdefault(job_id, {})[name] = Recorded(kind, status, result, until)
+        self._loaded[type] = found
         return found
 
     async def record(self, job: StepJob, name: str, text: str, seconds: float | None = None) -> None:
         """Write one finished step, in the next group commit, and return once it is committed. `seconds`: how long
         a job.step's function ran (its calls, retries included), for crontick_step_duration_seconds_last_hour; None
         for crontick's own rows (a call's start mark, a job's result)."""
-        done: asyncio.Future[bool] = self.loop.create_future()
-        self._enqueue(job.id, job.attempt, name, text, seconds, done)
+        done = self.commit.queue(job.id, job.attempt, name, text, seconds)
         _written_or_fenced(await asyncio.shield(done), job, name)
 
     def record_in_thread(self, job: StepJob, name: str, text: str, seconds: float | None = None) -> None:
-        """record() from a sync handler's thread: one callback on the loop queues the write (no task, no coroutine),
-        and the thread waits on a plain future, which the group commit sets as it sets the loop's."""
-        done: concurrent.futures.Future[bool] = concurrent.futures.Future()
-        self.loop.call_soon_threadsafe(self._enqueue, job.id, job.attempt, name, text, seconds, done)
-        _written_or_fenced(done.result(), job, name)
-
-    def _enqueue(self, job_id: int, attempt: int, name: str, text: str, seconds: float | None, done: Done) -> None:
-        """On the loop: queue one write for the next group commit, starting the flusher when none runs."""
-        self._queue.append((job_id, attempt, name, text, seconds, done))
-        if self._flusher is None or self._flusher.done():
-            self._flusher = self.loop.create_task(self._flush())
-
-    async def _flush(self) -> None:
-        """Send what has queued, then what queued meanwhile, until nothing is left: one statement per round."""
-        while self._queue:
-            batch, self._queue = self._queue, []
-            steps = [[job_id, attempt, name, text, seconds] for job_id, attempt, name, text, seconds, _ in batch]
-            try:
-                cur = await self.conn.execute(query("job_steps_record"), {"steps": Json(steps)})
-                written = {(job_id, name) for job_id, name in await cur.fetchall()}
-            except Exception as exc:  # noqa: BLE001 - each step waiting on this write fails with the reason
-                for *_, done in batch:
-                    if not done.done():
-                        done.set_exception(exc)
-                continue
-            # Counted here, not by the caller: a handler the budget cancels meanwhile made progress too.
-            self.budget.recorded(job_id for job_id, _ in written)
-            for job_id, _, name, _, _, done in batch:
-                if not done.done():
-                    done.set_result((job_id, name) in written)
+        """record() from a sync handler's thread: queued without a hop to the loop, waited for in the thread."""
+        _written_or_fenced(self.commit.write_in_thread(job.id, job.attempt, name, text, seconds), job, name)
 
 
 def _written_or_fenced(written: bool, job: StepJob, name: str) -> None:
