@@ -17,7 +17,9 @@ where job_id = any(%(ids)s::bigint[]);
 -- while its job is still running the attempt that ran it (a late finisher after a rescue records
 -- nothing, and learns so from the ids missing from the answer). FOR SHARE holds the job row
 -- against a concurrent rescue until this statement commits. `steps` is a JSON array of
--- [job_id, attempt, name, result as JSON text].
+-- [job_id, attempt, name, result as JSON text]. A handler's result ('crontick:result') that an earlier run
+-- of the same job recorded (killed after it, before its outcome was recorded) counts as written: the first
+-- one stands, and the re-run that returned again still succeeds (without this it read as fenced and failed).
 with step as (
     select (s ->> 0)::bigint as job_id, (s ->> 1)::int as attempt, s ->> 2 as name, (s ->> 3)::jsonb as result
     from pg_catalog.json_array_elements(%(steps)s::json) s
@@ -27,12 +29,18 @@ with step as (
     -- (sql/functions/job_record_outcomes.sql says why).
     join {schema}.jobs j on j.id = s.job_id and (j.status = 'running') is true and j.attempts = s.attempt
     for share of j
-)
+), written as (
 insert into {schema}.job_steps (job_id, name, kind, status, attempt, result, created_at, finished_at)
 select o.job_id, o.name, 'step', 'done', o.attempt, o.result, now(), now()
 from ours o
 on conflict (job_id, name) do nothing
-returning job_id, name;
+returning job_id, name
+)
+select job_id, name from written
+union all
+select o.job_id, o.name from ours o
+where o.name = 'crontick:result'
+    and not exists (select from written w where w.job_id = o.job_id and w.name = o.name);
 
 -- name: job_signal
 -- crontick.signal (Python), inside the caller's transaction: the SQL API's signal
