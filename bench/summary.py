@@ -114,6 +114,10 @@ def render(results: dict[str, Any]) -> str:
         from .workflows import render as render_workflows
 
         parts.append(render_workflows(results["workflows"]))
+    if results.get("long_work"):
+        from .long_work import render as render_long_work
+
+        parts.append(render_long_work(results["long_work"]))
     parts.append(
         table(
             "targets",

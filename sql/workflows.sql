@@ -21,6 +21,9 @@ where job_id = any(%(ids)s::bigint[]);
 -- [job_id, attempt, name, result as JSON text, seconds]: seconds, how long a job.step's function ran
 -- (null for crontick's own rows), goes to the per-type ring of step durations (migration 0044, as
 -- crontick_type_minutes is kept: a minute's row reset in place, rows in key order), read by GET /api/metrics.
+-- A handler's result ('crontick:result') that an earlier run of the same job recorded (killed after it, before
+-- its outcome was recorded) counts as written: the first one stands, and the re-run that returned again still
+-- succeeds (without this it read as fenced and failed).
 with step as (
     select (s ->> 0)::bigint as job_id, (s ->> 1)::int as attempt, s ->> 2 as name, (s ->> 3)::jsonb as result,
         (s ->> 4)::float8 as seconds
@@ -55,7 +58,11 @@ with step as (
         steps = case when m.minute = excluded.minute then m.steps else 0 end + excluded.steps,
         minute = excluded.minute
 )
-select job_id, name from written;
+select job_id, name from written
+union all
+select o.job_id, o.name from ours o
+where o.name = 'crontick:result'
+    and not exists (select from written w where w.job_id = o.job_id and w.name = o.name);
 
 -- name: job_signal
 -- crontick.signal (Python), inside the caller's transaction: the SQL API's signal

@@ -25,6 +25,7 @@ class Sizes:
     workflows: int = 2_000  # scenario 11: three-step workflows
     workflow_kill_every: tuple[float, float] = (2.0, 4.0)  # scenario 11: seconds between kills (uniform)
     nul_workflows: int = 1_000  # scenario 12: two-step workflows, one in five with a NUL
+    long_workflows: int = 300  # scenario 13: workflows longer than a tick's budget (a map, then a send)
 
 
 FULL = Sizes(
@@ -54,6 +55,7 @@ SHORT = Sizes(
     workflows=60,
     workflow_kill_every=(0.5, 1.5),
     nul_workflows=100,
+    long_workflows=20,
 )
 
 

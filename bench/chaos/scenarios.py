@@ -11,6 +11,7 @@ from .clock import clock_skew
 from .crashes import frozen, kill9, poison
 from .hostile import auth_attack, bad_input
 from .load import load
+from .long import long_workflows
 from .nul import nul_workflows
 from .outages import connections, providers
 from .pool import connections_pgbouncer
@@ -34,6 +35,7 @@ SCENARIOS: list[Callable[[Rig, Sizes], Row]] = [
     clock_skew,
     workflows,
     nul_workflows,
+    long_workflows,
 ]
 # Each scenario's number in issue 10's list, as its row starts: `python -m bench.chaos --only 10`.
 NUMBERS: dict[Callable[[Rig, Sizes], Row], int] = {
@@ -50,4 +52,5 @@ NUMBERS: dict[Callable[[Rig, Sizes], Row], int] = {
     clock_skew: 10,
     workflows: 11,
     nul_workflows: 12,
+    long_workflows: 13,
 }

@@ -82,54 +82,47 @@ class _ReceiverHandler(BaseHTTPRequestHandler):
         return
 
 
-def _spawn(rig: Rig) -> subprocess.Popen[bytes]:
-    env = rig.env(CRONTICK_HANDLERS="bench.chaos.workflow_handlers", **FAST)
+def _spawn(env: dict[str, str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [str(CRONTICK), "tick", "--drain"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
 
 
-def _open(rig: Rig) -> int:
-    return int(rig.sql("select count(*) from jobs where status in ('pending', 'running')")[0][0])
+def drain_under_kills(rig: Rig, env: dict[str, str], sizes: Sizes, rng: random.Random, types: tuple[str, ...]) -> int:
+    """TICKS `crontick tick --drain` processes (with `env`) over the jobs of `types`, one of them SIGKILLed every
+    sizes.workflow_kill_every seconds (mid-batch, mid-step, mid-record), up to sizes.kills times; then, with no more
+    kills, drains to the end once every lease a killed process held has expired. Returns the kills."""
 
+    def open_jobs() -> int:
+        found = rig.sql(
+            "select count(*) from jobs where type = any(%s) and status in ('pending', 'running')", (list(types),)
+        )
+        return int(found[0][0])
 
-def workflows(rig: Rig, sizes: Sizes) -> Row:
-    rig.reset()
-    rig.sql(CALLS_SQL)
-    rig.sql("truncate chaos_step_calls, job_steps")
-    receiver = Receiver(11)
-    threading.Thread(target=receiver.serve_forever, daemon=True).start()
-    rng = random.Random(11)
-    n = sizes.workflows
-    rig.sql(
-        "insert into jobs (type, payload, max_attempts) "
-        "select 'chaos.workflow', jsonb_build_object('url', %s::text), %s from generate_series(1, %s)",
-        (receiver.url, MAX_ATTEMPTS, n),
-    )
     began = time.monotonic()
     kills = 0
-    ticks = [_spawn(rig) for _ in range(TICKS)]
+    ticks = [_spawn(env) for _ in range(TICKS)]
     try:
         next_kill = time.monotonic() + rng.uniform(*sizes.workflow_kill_every)
         while kills < sizes.kills and time.monotonic() - began < sizes.deadline_seconds:
             time.sleep(0.1)
-            if not _open(rig):
+            if not open_jobs():
                 break
-            ticks = [t if t.poll() is None else _spawn(rig) for t in ticks]  # a drain that finished starts again
+            ticks = [t if t.poll() is None else _spawn(env) for t in ticks]  # a drain that finished starts again
             if time.monotonic() >= next_kill:
-                rng.choice(ticks).kill()  # SIGKILL: mid-batch, mid-step, mid-record
+                rng.choice(ticks).kill()
                 kills += 1
                 next_kill = time.monotonic() + rng.uniform(*sizes.workflow_kill_every)
         for t in ticks:
             t.kill()
             t.wait(10)
-        time.sleep(2.5)  # every lease a killed process held expires
+        time.sleep(float(env["CRONTICK_LEASE_SECONDS"]) + 0.5)  # every lease a killed process held expires
         deadline = time.monotonic() + sizes.deadline_seconds
-        while _open(rig) and time.monotonic() < deadline:  # no more kills: drain to the end
+        while open_jobs() and time.monotonic() < deadline:  # no more kills: drain to the end
             rig.sql("update jobs set run_after = now() where status = 'pending'")
             subprocess.run(
                 [str(CRONTICK), "tick", "--drain"],
-                env=rig.env(CRONTICK_HANDLERS="bench.chaos.workflow_handlers", **FAST),
+                env=env,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 timeout=120,
@@ -138,6 +131,26 @@ def workflows(rig: Rig, sizes: Sizes) -> Row:
         for t in ticks:
             if t.poll() is None:
                 t.kill()
+    return kills
+
+
+def workflows(rig: Rig, sizes: Sizes) -> Row:
+    rig.reset()
+    rig.sql(CALLS_SQL)
+    rig.sql("truncate chaos_step_calls, job_steps")
+    receiver = Receiver(11)
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    n = sizes.workflows
+    rig.sql(
+        "insert into jobs (type, payload, max_attempts) "
+        "select 'chaos.workflow', jsonb_build_object('url', %s::text), %s from generate_series(1, %s)",
+        (receiver.url, MAX_ATTEMPTS, n),
+    )
+    began = time.monotonic()
+    env = rig.env(CRONTICK_HANDLERS="bench.chaos.workflow_handlers", **FAST)
+    try:
+        kills = drain_under_kills(rig, env, sizes, random.Random(11), ("chaos.workflow",))
+    finally:
         receiver.shutdown()
         receiver.server_close()
     seconds = time.monotonic() - began

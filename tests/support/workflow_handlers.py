@@ -68,3 +68,50 @@ async def _record_call_in_own_loop(job: crontick.Job) -> None:
         )
     finally:
         await conn.close()
+
+
+# job.map and child jobs under kill -9 (tests/workflows/test_mapping_kill.py, test_children_kill.py): each item,
+# spawn and child counts its calls in step_calls; the item or child named by the payload hangs on its first attempt,
+# for the test to kill the tick there.
+MAP_ITEMS = 12
+KIDS = 4
+
+
+@crontick.handler("t_wfproc.map")
+async def map_rows(payload: Any, job: crontick.Job) -> None:
+    async def insert(item: int) -> int:
+        await _called(job, f"rows[{item}]")
+        if item == payload["hang_at"] and job.attempt == 1:
+            await asyncio.sleep(3600)
+        return item * 10
+
+    results = await job.map("rows", insert, range(MAP_ITEMS), concurrency=payload["concurrency"])
+    assert results == [i * 10 for i in range(MAP_ITEMS)], results
+
+
+@crontick.handler("t_wfproc.kid")
+async def kid(payload: Any, job: crontick.Job) -> dict[str, int]:
+    await _called(job, f"kid{payload['n']}")
+    if payload["n"] == payload["hang"] and job.attempt == 1:
+        await asyncio.sleep(3600)
+    return {"n": payload["n"]}
+
+
+@crontick.handler("t_wfproc.parent")
+async def parent(payload: Any, job: crontick.Job) -> None:
+    async def between(ids: list[int]) -> int:
+        await _called(job, "between")
+        if payload["hang"] == "parent" and job.attempt == 1:
+            await asyncio.sleep(3600)  # killed after the spawn was recorded, before the join
+        return len(ids)
+
+    kids = [{"n": n, "hang": payload["hang"]} for n in range(KIDS)]
+    ids = await job.spawn("kids", "t_wfproc.kid", kids)
+    await job.step("between", between, ids)
+    joined = await job.join("kids-done", ids, timeout_seconds=3600)
+    await job.step("summary", _summary, job, joined)
+
+
+async def _summary(job: crontick.Job, joined: list[dict[str, Any]]) -> list[Any]:
+    await _called(job, "summary")
+    return [(c["status"], c["result"]) for c in joined]
