@@ -114,6 +114,10 @@ def render(results: dict[str, Any]) -> str:
         from .workflows import render as render_workflows
 
         parts.append(render_workflows(results["workflows"]))
+    if results.get("wakeup_day"):
+        from .wakeup_day import render as render_day
+
+        parts.append(render_day(results["wakeup_day"]))
     parts.append(
         table(
             "targets",

@@ -7,7 +7,9 @@ seconds>` (or `Upstash-Delay: 50s|15m|2h|1d`) and `Upstash-Deduplication-Id` ans
 delivers the body with `Upstash-Method` (default POST) to the destination, signed with
 `Upstash-Signature` (HS256: iss Upstash, sub = the destination URL, body = base64url(SHA-256(body)),
 a fresh jti), and retries a non-2xx answer up to `retries` times. `fail_next` makes the next publishes
-answer a given status instead; `stall_seconds` makes them answer late.
+answer a given status instead; `stall_seconds` makes them answer late. `held=True` (bench/wakeup_day.py,
+whose day is time compressed) delivers nothing by itself: the caller moves its clock with `advance()`
+and delivers what is due with `deliver()`.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ class Delivery:
     due_at: float  # unix seconds: Not-Before
     delivered_at: float | None = None
     statuses: list[int] = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=dict, repr=False)  # the publish's, lower-cased
+    body: bytes = field(default=b"", repr=False)
 
 
 @dataclass
@@ -51,6 +55,7 @@ class QStashStandIn:
     deliveries: list[Delivery] = field(default_factory=list)
     fail_next: list[int] = field(default_factory=list)
     stall_seconds: float = 0.0
+    held: bool = False
     _dedupe: dict[str, tuple[str, float]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -73,13 +78,33 @@ class QStashStandIn:
             message_id = f"msg_{uuid.uuid4().hex}"
             if key:
                 self._dedupe[key] = (message_id, now)
-            delivery = Delivery(message_id, destination, _not_before(headers, now))
+            delivery = Delivery(message_id, destination, _not_before(headers, now), headers=headers, body=body)
             self.deliveries.append(delivery)
-        threading.Thread(target=self._deliver, args=(delivery, headers, body), daemon=True).start()
+        if not self.held:
+            threading.Thread(target=self._deliver, args=(delivery,), daemon=True).start()
         return 201, {"messageId": message_id}
 
-    def _deliver(self, delivery: Delivery, headers: dict[str, str], body: bytes) -> None:
+    def _deliver(self, delivery: Delivery) -> None:
         time.sleep(max(0.0, delivery.due_at - time.time()))
+        self.deliver(delivery)
+
+    def pending(self) -> list[Delivery]:
+        """The deliveries not made yet, earliest Not-Before first."""
+        with self._lock:
+            return sorted((d for d in self.deliveries if d.delivered_at is None and not d.statuses),
+                          key=lambda d: d.due_at)  # fmt: skip
+
+    def advance(self, seconds: float) -> None:
+        """Move this QStash's clock forward as crontick.testing.advance moves the database's: every pending
+        Not-Before comes `seconds` sooner, and every deduplication id is `seconds` older."""
+        for delivery in self.pending():
+            delivery.due_at -= seconds
+        with self._lock:
+            self._dedupe = {key: (message_id, at - seconds) for key, (message_id, at) in self._dedupe.items()}
+
+    def deliver(self, delivery: Delivery) -> None:
+        """Deliver now, signed, retrying a non-2xx answer up to `retries` times."""
+        headers, body = delivery.headers, delivery.body
         method = headers.get("upstash-method", "POST")
         for attempt in range(self.retries + 1):
             signature = self.signature(delivery.url, body)
@@ -122,9 +147,9 @@ def _not_before(headers: dict[str, str], now: float) -> float:
 
 
 @contextmanager
-def qstash_stand_in(token: str, signing_key: str) -> Iterator[QStashStandIn]:
+def qstash_stand_in(token: str, signing_key: str, *, held: bool = False) -> Iterator[QStashStandIn]:
     """The stand-in on a free loopback port; its base URL (QSTASH_URL) is `.url`."""
-    stand_in = QStashStandIn(token, signing_key)
+    stand_in = QStashStandIn(token, signing_key, held=held)
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 (http.server's name)
