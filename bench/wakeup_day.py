@@ -141,7 +141,9 @@ class Day:
         return time.time() - self.began + self.moved
 
     def move_to(self, second: float) -> None:
-        step = second - self.elapsed()
+        """Advance the database and the stand-in to `second` of the day, by whole seconds (so a booked instant
+        stays on the providers' one-second grid, and its deduplication id with it)."""
+        step = math.ceil(second - self.elapsed())
         if step > 0:
             testing.advance(self.conn, step)
             if self.stand_in is not None:

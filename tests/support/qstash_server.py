@@ -17,12 +17,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import threading
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -31,6 +33,8 @@ import httpx
 from tests.support.credentials import hs256
 
 DEDUPE_WINDOW_SECONDS = 600
+INSTANT_AT_END = re.compile(r"(\d{8}T\d{6}Z)$")
+INSTANT_FORMAT = "%Y%m%dT%H%M%SZ"
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
@@ -96,11 +100,14 @@ class QStashStandIn:
 
     def advance(self, seconds: float) -> None:
         """Move this QStash's clock forward as crontick.testing.advance moves the database's: every pending
-        Not-Before comes `seconds` sooner, and every deduplication id is `seconds` older."""
+        Not-Before comes `seconds` sooner and every deduplication id `seconds` older; an id that ends in a UTC
+        instant (crontick's `…-20261205T090100Z`) names an instant of the old clock, so its instant moves too
+        (whole `seconds` keep it on crontick's one-second grid)."""
         for delivery in self.pending():
             delivery.due_at -= seconds
         with self._lock:
-            self._dedupe = {key: (message_id, at - seconds) for key, (message_id, at) in self._dedupe.items()}
+            self._dedupe = {_moved(key, seconds): (message_id, at - seconds)
+                            for key, (message_id, at) in self._dedupe.items()}  # fmt: skip
 
     def deliver(self, delivery: Delivery) -> None:
         """Deliver now, signed, retrying a non-2xx answer up to `retries` times."""
@@ -135,6 +142,15 @@ class QStashStandIn:
                 return done
             time.sleep(0.05)
         raise AssertionError(f"expected {count} deliveries within {timeout} s, got: {self.deliveries}")
+
+
+def _moved(key: str, seconds: float) -> str:
+    """A deduplication id whose trailing UTC instant is `seconds` earlier (any other id as it is)."""
+    found = INSTANT_AT_END.search(key)
+    if found is None:
+        return key
+    instant = datetime.strptime(found[1], INSTANT_FORMAT).replace(tzinfo=UTC) - timedelta(seconds=seconds)
+    return key[: found.start(1)] + instant.strftime(INSTANT_FORMAT)
 
 
 def _not_before(headers: dict[str, str], now: float) -> float:
