@@ -19,7 +19,7 @@ import psycopg
 
 from crontick import enqueue_many
 
-from . import chart, coldstart, declared, http_drain, long_work, report, scale, server, summary, workflows
+from . import chart, coldstart, declared, http_drain, long_work, report, scale, server, summary, wakeup_day, workflows
 from .noop import JOB_TYPE, SYNC_JOB_TYPE
 from .seen import PATH_VARIABLE, Seen
 from .systems import System, all_systems, analyze, clear, crontick_enqueue, crontick_install
@@ -204,32 +204,36 @@ def assemble(
     limit = rate.get("plain_batch", float("nan"))  # the plain-SQL limit: claim 100, one UPDATE per batch
     idle = bench.idle or {"tick_ms": float("nan"), "health_ms": float("nan")}
     targets = [
-        _target("idle tick ÷ GET /api/health, HTTP keep-alive, medians", idle["tick_ms"] / idle["health_ms"], 1.5, "≤"),
-        _target("drain, sync def ÷ async def handlers", rate.get("crontick_sync", float("nan")) / ours, 0.7, "≥"),
-        _target("drain async, batch 100 ÷ plain SQL limit", ours / limit, 0.9, "≥"),
-        _target("HTTP, 4 callers, async ÷ plain SQL limit", four / limit, 0.5, "≥"),
-        _target("import api/cron/tick.py ÷ starlette + psycopg", cold["imports"]["ratio"], 1.15, "≤"),
-        _target("in-process drain ÷ pgqueuer asyncpg", ours / rate.get("pgqueuer_asyncpg", float("nan")), 1.0, "≥"),
-        _target("HTTP drain, 4 callers (jobs/s)", four, 10_000, "≥"),
-        _target("enqueue_many (jobs/s)", ours_enqueue, 50_000, "≥"),
-        _target("claim 100 with history ÷ without", scaled["ratio"], 1.5, "≤"),
-        _target(
+        report.target(
+            "idle tick ÷ GET /api/health, HTTP keep-alive, medians", idle["tick_ms"] / idle["health_ms"], 1.5, "≤"
+        ),
+        report.target("drain, sync def ÷ async def handlers", rate.get("crontick_sync", float("nan")) / ours, 0.7, "≥"),
+        report.target("drain async, batch 100 ÷ plain SQL limit", ours / limit, 0.9, "≥"),
+        report.target("HTTP, 4 callers, async ÷ plain SQL limit", four / limit, 0.5, "≥"),
+        report.target("import api/cron/tick.py ÷ starlette + psycopg", cold["imports"]["ratio"], 1.15, "≤"),
+        report.target(
+            "in-process drain ÷ pgqueuer asyncpg", ours / rate.get("pgqueuer_asyncpg", float("nan")), 1.0, "≥"
+        ),
+        report.target("HTTP drain, 4 callers (jobs/s)", four, 10_000, "≥"),
+        report.target("enqueue_many (jobs/s)", ours_enqueue, 50_000, "≥"),
+        report.target("claim 100 with history ÷ without", scaled["ratio"], 1.5, "≤"),
+        report.target(
             f"claim finding nothing due, {scaled.get('history_future', 0):,} future jobs ÷ none",
             scaled.get("idle_ratio", float("nan")),
             1.5,
             "≤",
         ),
         # Flow control (issue 20): groups in the drain, a rate limit and 10,000 groups in the claim.
-        _target(
+        report.target(
             "drain over 1,000 groups ÷ plain SQL limit", rate.get("crontick_groups", float("nan")) / limit, 0.5, "≥"
         ),
-        _target(
+        report.target(
             "claim 100, rate limit + 10,000 groups ÷ plain claim, both with history",
             scaled.get("flow_ratio", float("nan")),
             1.5,
             "≤",
         ),
-        _target(
+        report.target(
             f"idle tick, {declared.SCHEDULES:,} schedules + {declared.HOOKS} hooks declared ÷ none",
             at_scale["idle"]["ratio"],
             1.2,
@@ -262,12 +266,6 @@ def assemble(
     }
 
 
-def _target(name: str, value: float, goal: float, sense: str) -> dict[str, Any]:
-    met = value >= goal if sense == "≥" else value <= goal
-    shown = f"{value:,.0f}" if goal >= 1000 else f"{value:.2f}"
-    return {"name": name, "value": value, "measured": shown, "goal": f"{sense} {goal:,g}", "met": met}
-
-
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="crontick-bench-work-") as work:
         admin = server.admin_url(stack)
@@ -289,10 +287,13 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             (workflows.TARGET, "three_steps_over_dbos"),
             (workflows.TARGET_SYNC, "sync_three_steps_over_dbos"),
         ):
-            results["targets"].append(_target(target, steps[key], workflows.GOAL_OVER_DBOS, "≥"))
+            results["targets"].append(report.target(target, steps[key], workflows.GOAL_OVER_DBOS, "≥"))
         long = await bench.long_work()
         results["long_work"] = long
         results["targets"].extend(long_work.targets(long))
+        bench.log("a simulated day: a fixed 15-minute schedule, then the waker (QStash stand-in)")
+        results["wakeup_day"] = day = wakeup_day.measure(admin)
+        results["targets"].extend(wakeup_day.targets(day))
         results["settings"]["bench_seconds"] = round(time.monotonic() - began)
         return results
 

@@ -18,6 +18,13 @@ def table(title: str, header: tuple[str, ...], rows: list[tuple[str, ...]]) -> s
     return "\n".join([title, line(header), "  ".join("-" * w for w in widths), *(line(r) for r in rows)])
 
 
+def target(name: str, value: float, goal: float, sense: str) -> dict[str, Any]:
+    """One row of the targets table: `value` against `goal` in `sense` (≥ or ≤)."""
+    met = value >= goal if sense == "≥" else value <= goal
+    shown = f"{value:,.0f}" if goal >= 1000 else f"{value:.2f}"
+    return {"name": name, "value": value, "measured": shown, "goal": f"{sense} {goal:,g}", "met": met}
+
+
 def write(results: dict[str, Any], path: Path = RESULTS) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")

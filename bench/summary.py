@@ -118,6 +118,10 @@ def render(results: dict[str, Any]) -> str:
         from .long_work import render as render_long_work
 
         parts.append(render_long_work(results["long_work"]))
+    if results.get("wakeup_day"):
+        from .wakeup_day import render as render_day
+
+        parts.append(render_day(results["wakeup_day"]))
     parts.append(
         table(
             "targets",

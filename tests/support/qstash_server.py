@@ -11,6 +11,9 @@ answer a given status instead; `stall_seconds` makes them answer late. Faults of
 accepts a message and never delivers it; `copies` delivers each message that many times (QStash delivers at
 least once), all at once with `copies_at_once`; `clock_ahead_seconds` is how far the stand-in's clock runs ahead
 of the real one (and the database's), so it delivers that much before Not-Before.
+`held=True` (bench/wakeup_day.py,
+whose day is time compressed) delivers nothing by itself: the caller moves its clock with `advance()`
+and delivers what is due with `deliver()`.
 """
 
 from __future__ import annotations
@@ -18,12 +21,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import threading
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -32,6 +37,8 @@ import httpx
 from tests.support.credentials import hs256
 
 DEDUPE_WINDOW_SECONDS = 600
+INSTANT_AT_END = re.compile(r"(\d{8}T\d{6}Z)$")
+INSTANT_FORMAT = "%Y%m%dT%H%M%SZ"
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
@@ -42,6 +49,8 @@ class Delivery:
     due_at: float  # unix seconds: Not-Before
     delivered_at: float | None = None
     statuses: list[int] = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=dict, repr=False)  # the publish's, lower-cased
+    body: bytes = field(default=b"", repr=False)
 
 
 @dataclass
@@ -58,6 +67,7 @@ class QStashStandIn:
     copies: int = 1
     copies_at_once: bool = False
     clock_ahead_seconds: float = 0.0
+    held: bool = False
     _dedupe: dict[str, tuple[str, float]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -80,30 +90,50 @@ class QStashStandIn:
             message_id = f"msg_{uuid.uuid4().hex}"
             if key:
                 self._dedupe[key] = (message_id, now)
-            delivery = Delivery(message_id, destination, _not_before(headers, now))
+            delivery = Delivery(message_id, destination, _not_before(headers, now), headers=headers, body=body)
             self.deliveries.append(delivery)
-        if not self.hold:
-            threading.Thread(target=self._deliver_copies, args=(delivery, headers, body), daemon=True).start()
+        if not self.hold and not self.held:
+            threading.Thread(target=self._deliver_copies, args=(delivery,), daemon=True).start()
         return 201, {"messageId": message_id}
 
-    def _deliver_copies(self, delivery: Delivery, headers: dict[str, str], body: bytes) -> None:
+    def _deliver_copies(self, delivery: Delivery) -> None:
         time.sleep(max(0.0, delivery.due_at - self.clock_ahead_seconds - time.time()))
         copies = [delivery] + [
-            Delivery(delivery.message_id, delivery.url, delivery.due_at) for _ in range(self.copies - 1)
+            Delivery(delivery.message_id, delivery.url, delivery.due_at, headers=delivery.headers, body=delivery.body)
+            for _ in range(self.copies - 1)
         ]
         with self._lock:
             self.deliveries.extend(copies[1:])
         if not self.copies_at_once:
             for copy in copies:
-                self._deliver(copy, headers, body)
+                self.deliver(copy)
             return
-        threads = [threading.Thread(target=self._deliver, args=(copy, headers, body)) for copy in copies]
+        threads = [threading.Thread(target=self.deliver, args=(copy,)) for copy in copies]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
 
-    def _deliver(self, delivery: Delivery, headers: dict[str, str], body: bytes) -> None:
+    def pending(self) -> list[Delivery]:
+        """The deliveries not made yet, earliest Not-Before first."""
+        with self._lock:
+            return sorted((d for d in self.deliveries if d.delivered_at is None and not d.statuses),
+                          key=lambda d: d.due_at)  # fmt: skip
+
+    def advance(self, seconds: float) -> None:
+        """Move this QStash's clock forward as crontick.testing.advance moves the database's: every pending
+        Not-Before comes `seconds` sooner and every deduplication id `seconds` older; an id that ends in a UTC
+        instant (crontick's `…-20261205T090100Z`) names an instant of the old clock, so its instant moves too
+        (whole `seconds` keep it on crontick's one-second grid)."""
+        for delivery in self.pending():
+            delivery.due_at -= seconds
+        with self._lock:
+            self._dedupe = {_moved(key, seconds): (message_id, at - seconds)
+                            for key, (message_id, at) in self._dedupe.items()}  # fmt: skip
+
+    def deliver(self, delivery: Delivery) -> None:
+        """Deliver now, signed, retrying a non-2xx answer up to `retries` times."""
+        headers, body = delivery.headers, delivery.body
         method = headers.get("upstash-method", "POST")
         for attempt in range(self.retries + 1):
             signature = self.signature(delivery.url, body)
@@ -136,6 +166,15 @@ class QStashStandIn:
         raise AssertionError(f"expected {count} deliveries within {timeout} s, got: {self.deliveries}")
 
 
+def _moved(key: str, seconds: float) -> str:
+    """A deduplication id whose trailing UTC instant is `seconds` earlier (any other id as it is)."""
+    found = INSTANT_AT_END.search(key)
+    if found is None:
+        return key
+    instant = datetime.strptime(found[1], INSTANT_FORMAT).replace(tzinfo=UTC) - timedelta(seconds=seconds)
+    return key[: found.start(1)] + instant.strftime(INSTANT_FORMAT)
+
+
 def _not_before(headers: dict[str, str], now: float) -> float:
     if "upstash-not-before" in headers:
         return float(int(headers["upstash-not-before"]))
@@ -146,9 +185,9 @@ def _not_before(headers: dict[str, str], now: float) -> float:
 
 
 @contextmanager
-def qstash_stand_in(token: str, signing_key: str) -> Iterator[QStashStandIn]:
+def qstash_stand_in(token: str, signing_key: str, *, held: bool = False) -> Iterator[QStashStandIn]:
     """The stand-in on a free loopback port; its base URL (QSTASH_URL) is `.url`."""
-    stand_in = QStashStandIn(token, signing_key)
+    stand_in = QStashStandIn(token, signing_key, held=held)
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 (http.server's name)

@@ -6,22 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
-import uvicorn
 import vercel.queue as vq
-from vercel.queue._internal.embedded import DEFAULT_DEPLOYMENT_PARTITION, EmbeddedQueueAsgiApp
-from vercel.queue.embedded import embedded_queue_service
+from vercel.queue._internal.embedded import DEFAULT_DEPLOYMENT_PARTITION
 
 from crontick.runtime import Runtime
 from crontick.settings import Settings
 from crontick.wakers.booking import book_next
 from crontick.wakers.delivery import delivered_instant
-from tests.support.servers import free_port
+from tests.support.vercel_queues import queue_over_http
 
 TOPIC = "crontick-tick-test"
 arrivals: list[tuple[float, dict[str, Any]]] = []
@@ -35,23 +31,6 @@ async def run_tick(payload: dict[str, Any]) -> None:
     arrivals.append((time.time(), payload))
     if runtimes:
         await runtimes[0].run(source="vercel-queue", delivered=delivered_instant(payload))
-
-
-@asynccontextmanager
-async def queue_over_http() -> AsyncIterator[Any]:
-    """The embedded service (its dispatcher calls the subscribers), its API served over HTTP on this loop."""
-    async with embedded_queue_service() as service:
-        port = free_port()
-        server = uvicorn.Server(uvicorn.Config(EmbeddedQueueAsgiApp(service.server), host="127.0.0.1", port=port,
-                                               log_level="warning", lifespan="off"))  # fmt: skip
-        serving = asyncio.create_task(server.serve())
-        while not server.started:
-            await asyncio.sleep(0.01)
-        try:
-            yield service, f"http://127.0.0.1:{port}"
-        finally:
-            server.should_exit = True
-            await serving
 
 
 def _settings(database_url: str, base_url: str) -> Settings:

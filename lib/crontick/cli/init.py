@@ -1,7 +1,8 @@
 """`crontick init`: write into an existing repository what a Vercel + GitHub Actions deploy needs, never overwriting silently.
 
 It writes the four Vercel function files (each only imports `crontick.app.app`), the GitHub
-workflow that ticks every 15 minutes, and merges crontick's functions, cron and rewrites into the
+workflow that ticks every 15 minutes (with `--waker`, once a day: the safety net under the
+waker's own bookings, whose variables it prints), and merges crontick's functions, cron and rewrites into the
 repository's `vercel.json` without removing or changing anything of the user's. A file that exists
 with other content is left alone unless `--force`; then nothing at all is written, so a refused
 run changes nothing. Every target is checked before any is read or written: a symlink (on the file
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from crontick.errors import ConfigError
+from crontick.settings.wakeups import WAKER_NEEDS, WAKERS
 
 FUNCTION = '''"""Vercel function for {route}: only exposes the crontick ASGI app (written by `crontick init`)."""
 
@@ -53,8 +55,56 @@ NEXT_STEPS = """next:
      CRONTICK_ADMIN_SECRET (32+ characters, not CRON_SECRET).
   2. Run `crontick migrate` against DATABASE_URL before the first deploy.
   3. In the GitHub repository, add the secrets CRONTICK_URL (the deployment's base URL) and
-     CRON_SECRET. On a private repository a 15-minute schedule bills about 2,880 Actions minutes a
+     CRON_SECRET."""
+FIXED_COST = """     On a private repository a 15-minute schedule bills about 2,880 Actions minutes a
      month (the Deploy > GitHub Actions page says how to stay within the free 2,000)."""
+# The workflow's schedule as packaged, and what `--waker` puts in its place: the daily safety net (at
+# vercel.json's daily time), under the bookings the waker makes at the instant work comes due.
+FIXED_SCHEDULE = """    # Every 15 minutes, off the top of the hour: GitHub delays and drops the most runs at :00.
+    - cron: "7,22,37,52 * * * *"
+"""
+SAFETY_NET_SCHEDULE = f"""    # Once a day: the safety net. CRONTICK_WAKER books each call at the instant work comes due;
+    # this run catches a booking that failed or a delivery that never came (`crontick init --waker`).
+    - cron: "{VERCEL_CRON["schedule"]}"
+"""
+# What the waker of `--waker` needs beyond WAKER_NEEDS (crontick.settings.wakeups), and where each lives.
+WAKER_EXTRA = {
+    "vercel-queue": (
+        "VERCEL_QUEUE_TOKEN: a Queue API token, or turn on Vercel's OIDC (VERCEL_OIDC_TOKEN)",
+        "the topic's subscriber, in pyproject.toml (pip install 'crontick[vercel-queue]'):\n"
+        "       [[tool.vercel.subscribers]]\n"
+        '       entrypoint = "crontick.vercel_subscriber:run_tick"',
+    ),
+    "eventbridge": ("the safety net may instead be a daily EventBridge rule that invokes the function",),
+    "cloudtasks": ("the safety net may instead be a daily Cloud Scheduler job with the same OIDC identity",),
+}
+
+
+def next_steps(waker: str) -> str:
+    """What to do after `init`: the settings, the migration, the secrets; with a waker, its variables and the cost."""
+    if waker == "none":
+        return NEXT_STEPS + "\n" + FIXED_COST
+    lines = [f"CRONTICK_WAKER={waker}"]
+    lines += [f"{variable}: {expected}" for _, variable, expected in WAKER_NEEDS.get(waker, ())]
+    lines += WAKER_EXTRA.get(waker, ())
+    shown = "\n".join(f"     - {line}" for line in lines)
+    return (
+        f"{NEXT_STEPS}\n"
+        f"  4. The waker ({waker}) books each tick at the instant work comes due; set:\n{shown}\n"
+        "     The workflow now runs once a day as the safety net: about a wake-up per instant work falls due plus\n"
+        "     one a day instead of 96, about 30 Actions minutes a month instead of 2,880, and a database\n"
+        "     that can suspend between wake-ups (see Precise wake-ups in the docs)."
+    )
+
+
+def workflow_text(waker: str) -> str:
+    """The packaged tick workflow: every 15 minutes, or with a waker, once a day."""
+    text = resources.files("crontick.cli").joinpath("deploy", "tick.yml").read_text(encoding="utf-8")
+    if waker == "none":
+        return text
+    if FIXED_SCHEDULE not in text:  # the packaged file changed without this module: a bug, never the user's
+        raise ConfigError("init: expected the packaged tick.yml to hold the 15-minute schedule, got another one")
+    return text.replace(FIXED_SCHEDULE, SAFETY_NET_SCHEDULE)
 
 
 @dataclass(frozen=True)
@@ -71,13 +121,20 @@ def add_parser(sub: Any, func: Any) -> None:
     )
     p.add_argument("--dir", type=Path, default=Path("."), help="the repository's root (default: here)")
     p.add_argument("--force", action="store_true", help="overwrite files that exist with other content")
+    p.add_argument(
+        "--waker",
+        choices=[w for w in WAKERS if w != "none"],
+        default="none",
+        help="set up precise wake-ups (CRONTICK_WAKER): a daily safety-net workflow instead of the 15-minute one,"
+        " and the variables to set",
+    )
     p.set_defaults(func=func)
 
 
-def plan(root: Path, *, force: bool) -> list[Planned]:
+def plan(root: Path, *, force: bool, waker: str = "none") -> list[Planned]:
     """What `init` would do to each file under `root`; pure apart from reading the files."""
     wanted = {path: FUNCTION.format(route=route) for path, route in FUNCTIONS.items()}
-    wanted[WORKFLOW] = resources.files("crontick.cli").joinpath("deploy", "tick.yml").read_text(encoding="utf-8")
+    wanted[WORKFLOW] = workflow_text(waker)
     planned = [_whole_file(root, path, text, force=force) for path, text in wanted.items()]
     planned.append(_merged_vercel_json(root))
     return planned
@@ -88,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     if not root.is_dir():
         raise ConfigError(f"init: expected --dir to be an existing directory, got {str(root)!r}")
     real = {path: real_target(root, path) for path in TARGETS}  # every one, before any is read or written
-    planned = plan(root, force=args.force)
+    planned = plan(root, force=args.force, waker=args.waker)
     conflicts = [p for p in planned if p.action == "conflict"]
     if conflicts:
         for p in conflicts:
@@ -99,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
         if p.action in ("create", "update"):
             _write(real[p.path], p)
         print(f"{p.action:<9} {p.path}{'  (' + p.note + ')' if p.note else ''}")
-    print(NEXT_STEPS)
+    print(next_steps(args.waker))
     return 0
 
 

@@ -18,6 +18,7 @@ WAKERS = ("none", "qstash", "eventbridge", "cloudtasks", "vercel-queue")
 
 DEFAULT_WAKEUP_GRACE_SECONDS = 300.0
 DEFAULT_WAKEUP_TIMEOUT_SECONDS = 3.0
+DEFAULT_VERCEL_QUEUE_TOPIC = "crontick-tick"
 DEFAULT_QSTASH_URL = "https://qstash.upstash.io"
 DEFAULT_GOOGLE_OIDC_ISSUER = "https://accounts.google.com"
 DEFAULT_GOOGLE_OIDC_JWKS_URL = "https://www.googleapis.com/oauth2/v3/certs"
@@ -83,7 +84,7 @@ class WakeupSettings:
     gcp_metadata_url: str = setting("CRONTICK_GCP_METADATA_URL", WAKEUPS, "http://metadata.google.internal",
         check=http_url_base, doc="Where the access token for the Cloud Tasks API comes from (the "
         "metadata server of Cloud Run and every Google host).")
-    vercel_queue_topic: str = setting("CRONTICK_VERCEL_QUEUE_TOPIC", WAKEUPS, "crontick-tick",
+    vercel_queue_topic: str = setting("CRONTICK_VERCEL_QUEUE_TOPIC", WAKEUPS, DEFAULT_VERCEL_QUEUE_TOPIC,
         doc="`CRONTICK_WAKER=vercel-queue`: the topic whose subscriber runs the tick.")
     vercel_queue_token: str | None = setting("VERCEL_QUEUE_TOKEN", WAKEUPS, None, secret=True,
         shown="unset: `VERCEL_OIDC_TOKEN`", doc="The Queue API's token (the `vercel-queue` client's name); unset, "
