@@ -1,8 +1,9 @@
 -- 0045 (with 0041's start_by, the argument before it): the enqueuer's trace context kept by every path that
--- adds jobs (issue 37), not only by Python's crontick.enqueue: the SQL API crontick.enqueue takes `traceparent` (any driver or language passes its own
--- span's), and enqueue_many, job.spawn and the debounced half pass theirs to crontick_job_insert_many, which keeps a
--- valid one (sql/functions/job_insert_many.sql). `create or replace` cannot add an argument, so each old signature
--- goes (lib/crontick/db/migrate.py) and its function file creates the new one.
+-- adds jobs (issue 37), not only by Python's crontick.enqueue: the SQL API crontick.enqueue takes `traceparent`
+-- (any driver or language passes its own span's), and enqueue_many, job.spawn and the debounced half pass theirs
+-- to crontick_job_insert_many, which keeps a valid one (sql/functions/job_insert_many.sql). `create or replace`
+-- cannot add an argument, so each old signature goes (lib/crontick/db/migrate.py) and its function file creates
+-- the new one.
 -- requires: sql/functions/enqueue.sql
 --
 -- crontick.enqueue is the one a role is granted by name (docs/security.md, "search_path and function
