@@ -191,6 +191,18 @@ select id from unclaimed
 union all
 select id from written;
 
+-- name: reminder_next_due
+-- crontick.tick.reminders_duty, with a waker set (CRONTICK_WAKER), after a tick that sent reminders: when the next
+-- reminder falls due now that these are claimed. The probe's own time was that of the reminders just sent, so
+-- without this the wake-ups duty had nothing to book for the next one, and it waited for the safety net (the
+-- simulated day, bench/wakeup_day.py, found 3 of 24 reminders hours late). The probe's expression
+-- (sql/functions/tick_probe.sql, next_reminder_at), on the same windows.
+select least(
+    (select min(next_attempt_at) from {schema}.reminder_sends where status = 'failed' and next_attempt_at is not null),
+    {schema}.crontick_reminder_next_due(%(now)s::timestamptz, %(kinds)s::text[], %(leads)s::interval[],
+                                        %(floors)s::interval[])
+) as next_at;
+
 -- name: booking_insert_demo
 -- crontick.demo.seed (`make run`): demo bookings at the start of this hour plus an offset (so
 -- they read 09:30, not 09:37). One is added only while no booking for that customer is still

@@ -7,10 +7,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import httpx
+
 from crontick.app import create_app
 from crontick.settings import Settings
 from tests.support.constants import TEST_SECRET
 from tests.support.credentials import QSTASH_CURRENT, QSTASH_NEXT
+from tests.support.http_checks import AUTH, TICK
 from tests.support.qstash_server import QStashStandIn, qstash_stand_in
 from tests.support.servers import free_port, serve
 
@@ -31,3 +34,11 @@ def waking_app(database_url: str, **changes: Any) -> Iterator[tuple[str, QStashS
                                 public_url=f"http://127.0.0.1:{port}", **changes)  # fmt: skip
         with serve(create_app(settings), port=port) as url:
             yield url, stand_in
+
+
+def posted_tick(url: str) -> dict[str, Any]:
+    """POST the app's tick with the cron secret; its JSON answer (a 200 is asserted)."""
+    response = httpx.post(url + TICK, headers=AUTH, timeout=30)
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body

@@ -13,6 +13,7 @@ from crontick.tick import reminders_duty
 from crontick.tick.duty import Tick
 from crontick.tick.pacing import Pacing
 from tests.support.constants import TEST_SECRET
+from tests.support.waking import posted_tick, waking_app
 from tests.tick.support import DutyRun, settings_for
 
 DUTY = reminders_duty.DUTY
@@ -60,4 +61,27 @@ def test_it_names_its_next_time_only_when_it_was_not_due(database_url: str) -> N
     tick.answer = {"reminders": {"due": False, "next_at": at}}
     assert DUTY.next_at(tick) == datetime(2026, 12, 5, 8, 0, 0, 500000, tzinfo=UTC)
     tick.answer = {"reminders": {"due": True, "next_at": at}}
-    assert DUTY.next_at(tick) is None  # sent now: its next time shows in the next probe
+    assert DUTY.next_at(tick) is None  # sent now, no waker: its next time shows in the next probe
+    tick.found_next["reminders"] = later = datetime(2026, 12, 5, 9, tzinfo=UTC)
+    assert DUTY.next_at(tick) == later  # with a waker, the run read it after sending
+
+
+def test_without_a_waker_a_tick_that_sends_reads_no_next_time(database_url: str, duty_run: DutyRun) -> None:
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        book(conn, timedelta(hours=3))
+    counts, _, statements = duty_run(DUTY, {"reminders": {"due": True}})
+    assert counts == ReminderCounts(sent=1) and "reminder_next_due" not in statements
+
+
+def test_with_a_waker_a_tick_that_sends_books_the_next_reminder(database_url: str) -> None:
+    """A booking in 3 hours: its 24h reminder is due now and goes out; its 2h one falls due in an hour. The tick
+    books that hour through the waker (QStash stand-in): without it the next reminder waited for the safety net."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        book(conn, timedelta(hours=3))
+        starts_at = conn.execute("select starts_at from bookings").fetchone()[0]
+    with waking_app(database_url, reminder_kinds=("24h", "2h")) as (url, stand_in):
+        body = posted_tick(url)
+    assert body["reminders"]["sent"] == 1 and body["wakeups"] == {"booked": 1, "failed": 0}
+    assert datetime.fromisoformat(body["next_due_at"]) == starts_at - timedelta(hours=2)
+    (published,) = stand_in.published
+    assert int(published["headers"]["upstash-not-before"]) == int(-(-(starts_at - timedelta(hours=2)).timestamp() // 1))

@@ -32,7 +32,7 @@ class Tick:  # not a dataclass: every tick's cold start imports this module
     __slots__ = (
         "conn", "settings", "pacing", "clock", "deadline", "now", "claim_now", "send_reminders", "answer", "jobs",
         "recorded", "more", "next_due_at", "alerts_raised", "_out_of_time", "started", "follow_ups", "follow_up_in",
-        "delivered",
+        "delivered", "found_next",
     )  # fmt: skip
 
     def __init__(
@@ -67,6 +67,9 @@ class Tick:  # not a dataclass: every tick's cold start imports this module
         # whether it left work due now, and when work is next due (None: nothing pending).
         self.more = False
         self.next_due_at: datetime | None = None
+        # A duty's next time found by its own run, for one that was due at the probe (whose time was of what it did):
+        # by the duty's name (crontick.tick.reminders_duty, with a waker set).
+        self.found_next: dict[str, datetime | None] = {}
         self.alerts_raised = False  # a duty after the record statement may have raised an alert: the alerts duty looks
         self._out_of_time: bool | None = None
         self.started = clock()
