@@ -57,7 +57,8 @@ async def tick(request: Request) -> JSONResponse:
     if http_body.declared_too_large(request, settings.max_body_bytes):
         return http_body.too_large(settings.max_body_bytes)
     body = b""
-    if settings.qstash_current_signing_key and "upstash-signature" in request.headers:
+    body_read = bool(settings.qstash_current_signing_key) and "upstash-signature" in request.headers
+    if body_read:
         try:  # only QStash signs the body; no other method makes the server read (or buffer) one
             body = await http_body.read_body_capped(request, settings.max_body_bytes)
         except http_body.BodyTooLarge:
@@ -83,7 +84,7 @@ async def tick(request: Request) -> JSONResponse:
                     "shares production's database would run production's jobs with preview code; set "
                     "CRONTICK_ALLOW_PREVIEW=1 if this preview has a database of its own",
                 )
-            delivered = await _delivered(request, body, settings)
+            delivered = await _delivered(request, None if not body_read else body, settings)
             result = await rt.tick(
                 source=decision.method or "http", execution_id=vercel.execution_id(request.headers), delivered=delivered
             )
@@ -107,10 +108,11 @@ async def tick(request: Request) -> JSONResponse:
     return JSONResponse(result.to_json())
 
 
-async def _delivered(request: Request, body: bytes, settings: Settings) -> datetime | None:
-    """The instant of the wake-up this authorised call delivers (crontick.wakers.delivery), or None. A body is
-    read here (capped) only when it is JSON, so a scheduler's call without one reads nothing more."""
-    if not body and "json" in request.headers.get("content-type", ""):
+async def _delivered(request: Request, body: bytes | None, settings: Settings) -> datetime | None:
+    """The instant of the wake-up this authorised call delivers (crontick.wakers.delivery), or None. `body`: None
+    when not read yet (a stream is read once: a signed call's empty body must not be read again). A body is read
+    here (capped) only when it is JSON, so a scheduler's call without one reads nothing more."""
+    if body is None and "json" in request.headers.get("content-type", ""):
         try:
             body = await http_body.read_body_capped(request, settings.max_body_bytes)
         except http_body.BodyTooLarge:
