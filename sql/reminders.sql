@@ -198,7 +198,7 @@ select id from written;
 -- simulated day, bench/wakeup_day.py, found 3 of 24 reminders hours late). The probe's expression
 -- (sql/functions/tick_probe.sql, next_reminder_at), on the same windows.
 select least(
-    (select min(next_attempt_at) from {schema}.reminder_sends where status = 'failed' and next_attempt_at is not null),
+    (select pg_catalog.min(next_attempt_at) from {schema}.reminder_sends where status = 'failed' and next_attempt_at is not null),
     {schema}.crontick_reminder_next_due(%(now)s::timestamptz, %(kinds)s::text[], %(leads)s::interval[],
                                         %(floors)s::interval[])
 ) as next_at;

@@ -135,14 +135,14 @@ OLD_ENQUEUE_ARGUMENTS = (
 def test_a_grant_on_enqueue_outlives_the_migration_that_adds_its_traceparent_argument(
     database_url: str, make_role: Callable[[str], str]
 ) -> None:
-    """0045 drops crontick.enqueue's 10-argument signature for the 11-argument one: the role granted the old one
-    by name (docs/security.md) may call the new one."""
+    """0045 drops crontick.enqueue's 10-argument signature for the 12-argument one (0041's start_by, then
+    traceparent): the role granted the old one by name (docs/security.md) may call the new one."""
     worker = make_role(database_url)
     with psycopg.connect(database_url, autocommit=True) as conn:
         # The database as 0044 left it: the 10-argument enqueue only, granted to the worker by name.
         conn.execute("delete from crontick.crontick_migrations where version = '0045_enqueue_traceparent'")
         conn.execute("drop function crontick.enqueue(text, jsonb, timestamptz, integer, text, text, integer, text, "
-                     "double precision, double precision, text)")  # fmt: skip
+                     "double precision, double precision, timestamptz, text)")  # fmt: skip
         conn.execute(
             f"create function crontick.enqueue({OLD_ENQUEUE_ARGUMENTS}) returns bigint language sql as 'select 0::bigint'"
         )
