@@ -13,8 +13,7 @@ from crontick import logs
 from crontick.errors import ConfigError, CrontickError
 from crontick.jobs.debounce import Debounce, fill, template_fields
 from crontick.settings import MIN_SECRET_CHARS, declare_secret, webhook_signing_key
-from crontick.start_by import start_by_params
-from crontick.text import can_store, fit_key, type_problem
+from crontick.text import can_store, fit_key, start_by_params, type_problem
 
 VERIFIERS = ("twilio", "stripe", "github", "standard", "bearer")
 # The variable each provider's secret is read from when `secret` is not given; None: per hook.

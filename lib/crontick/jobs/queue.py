@@ -15,8 +15,7 @@ from crontick import tracing
 from crontick.db import query
 from crontick.errors import CrontickError
 from crontick.jobs.debounce import Debounce
-from crontick.start_by import start_by_params
-from crontick.text import json_problem, text_problem, type_problem
+from crontick.text import json_problem, start_by_params, text_problem, type_problem
 
 STATUSES = (
     "pending",

@@ -350,16 +350,12 @@ async def complete(
     tick.now, tick.recorded, tick.clock = worked.finished_at, recorded, clock
     job_counts = JobCounts(
         claimed=len(tick.jobs),
-        succeeded=recorded.succeeded,
-        retried=recorded.retried,
-        failed=recorded.failed,
+        succeeded=recorded.succeeded, retried=recorded.retried, failed=recorded.failed,
         rescued=worked.counts.get("rescue", RescueCounts(0, 0)).total,
-        released=recorded.released,
-        fenced=recorded.fenced,
-        snoozed=recorded.snoozed,
+        released=recorded.released, fenced=recorded.fenced, snoozed=recorded.snoozed,
         yielded=sum(1 for o in worked.outcomes if o.yielded and o.job_id in recorded.written),
         expired=tick.expired,
-    )
+    )  # fmt: skip
     more, next_due_at = _pending(tick, worked, recorded, job_counts)
     tick.more, tick.next_due_at = more, next_due_at  # the tick's answer, for the duties after the record (wake-ups)
     with translated():

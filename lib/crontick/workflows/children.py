@@ -32,8 +32,7 @@ from psycopg.types.json import Jsonb
 from crontick import logs, tracing
 from crontick.db import query
 from crontick.errors import Cancelled, CrontickError, StepError, StepFenced
-from crontick.start_by import start_by_params
-from crontick.text import json_problem, text_problem, type_problem
+from crontick.text import json_problem, start_by_params, text_problem, type_problem
 from crontick.workflows import calls, steps
 from crontick.workflows.steps import Recorded, StepBatch
 
