@@ -17,7 +17,6 @@ import threading
 import time
 from collections import Counter
 from contextlib import ExitStack
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import psycopg
@@ -28,6 +27,7 @@ from crontick.tick.pipeline import TickResult, run_tick
 from tests.support.wire import traced
 
 from . import long_handlers, report, server
+from .local_http import LocalHandler, LocalServer
 from .long_handlers import CHUNK_ROWS, IMPORT_TYPE, MAP_TYPE, PEOPLE_SQL, REPLY_TYPE
 
 ROUTE_SECONDS = {"enrich": 0.25, "item": 0.05, "llm": 2.0, "twilio": 1.0}  # what each fake call takes
@@ -42,30 +42,20 @@ SECRET = "bench-secret-" + "b" * 32
 STEP_WRITE = "job_steps_record"  # a step's own write (group committed), which a yield does not add to
 
 
-class Fakes(ThreadingHTTPServer):
+class Fakes(LocalServer):
     """The LLM, Twilio, the enrichment API and the map's API on 127.0.0.1: each answers after ROUTE_SECONDS and
-    counts its calls by the key in the body."""
-
-    daemon_threads = True
+    counts its calls by the key in the body (a caller the budget stopped, which hung up, is counted all the same)."""
 
     def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _FakeHandler)
-        self.lock = threading.Lock()
+        super().__init__(_FakeHandler)
         self.calls: Counter[tuple[str, str]] = Counter()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        return  # a caller the budget stopped hung up: counted all the same
 
     def count(self, route: str) -> Counter[str]:
         with self.lock:
             return Counter({key: n for (r, key), n in self.calls.items() if r == route})
 
 
-class _FakeHandler(BaseHTTPRequestHandler):
+class _FakeHandler(LocalHandler):
     server: Fakes
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's name)
@@ -74,15 +64,7 @@ class _FakeHandler(BaseHTTPRequestHandler):
         with self.server.lock:
             self.server.calls[route, key] += 1
         time.sleep(ROUTE_SECONDS[route])
-        body = json.dumps({"key": key}).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
+        self.answer(200, json.dumps({"key": key}).encode())
 
 
 def _settings(url: str, budget_seconds: float) -> Settings:

@@ -12,6 +12,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import uuid
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,17 @@ async def _truncate(url: str) -> None:
 
 
 async def measure(admin: str, workdir: Path, jobs: int = JOBS, runs: int = 1) -> dict[str, Any]:
+    """`_measure` on databases of this run's own (two runs at once on one server do not share one), dropped after."""
+    suffix = uuid.uuid4().hex[:8]
+    names = (f"crontick_bench_steps_{suffix}", f"crontick_bench_dbos_{suffix}")
+    try:
+        return await _measure(admin, workdir, jobs, runs, names)
+    finally:
+        for name in names:
+            server.drop_database(admin, name)
+
+
+async def _measure(admin: str, workdir: Path, jobs: int, runs: int, names: tuple[str, str]) -> dict[str, Any]:
     """Each system `runs` times, interleaved (DBOS at each of its worker_concurrency settings); jobs per second
     (median) and whether each job ran once; both of crontick's handler forms against DBOS at its best setting."""
     from .dbos_peer import POLLING_INTERVAL_SECONDS, WORKER_CONCURRENCIES
@@ -69,7 +81,7 @@ async def measure(admin: str, workdir: Path, jobs: int = JOBS, runs: int = 1) ->
     seen = Seen(seen_file, jobs)
     # bench.noop in this process marks this file: in `make bench` the drains before had opened their own.
     share(seen)
-    crontick_url = server.fresh_database(admin, "crontick_bench_steps")
+    crontick_url = server.fresh_database(admin, names[0])
     await crontick_install(crontick_url)
     dbos_names = {c: _dbos_name(c, POLLING_INTERVAL_SECONDS) for c in WORKER_CONCURRENCIES}
     raw: dict[str, dict[str, list[Any]]] = {
@@ -87,7 +99,7 @@ async def measure(admin: str, workdir: Path, jobs: int = JOBS, runs: int = 1) ->
             raw[name]["problems"].append(seen.check())
             print(f"{name}: {jobs / raw[name]['drain'][-1]:,.0f} jobs/s", file=sys.stderr, flush=True)
         for concurrency, name in dbos_names.items():
-            dbos_url = server.fresh_database(admin, "crontick_bench_dbos")  # a fresh system database each run
+            dbos_url = server.fresh_database(admin, names[1])  # a fresh system database each run
             seen.reset()
             _dbos("enqueue", dbos_url, jobs, seen_file, concurrency)
             await analyze(dbos_url)

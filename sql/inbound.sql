@@ -12,7 +12,8 @@
 -- the row it waited for (this statement's snapshot predates it), so the caller runs the
 -- statement again when no row comes back. `priority` is the handler's `priority=` (else 0), as
 -- crontick.enqueue gives it. `traceparent`: the sender's trace context, while the app traces
--- (crontick.tracing.inbound), else null.
+-- (crontick.tracing.inbound), else null. `start_by_seconds`: the hook's deadline for its job to start, from
+-- now (crontick.inbound(..., start_by_seconds=...)), else null.
 with drawn as materialized (
     select pg_catalog.nextval(pg_catalog.pg_get_serial_sequence(pg_catalog.quote_ident({schema_name}) || '.jobs', 'id')) as job_id
 ), event as (
@@ -26,7 +27,9 @@ with drawn as materialized (
     cross join lateral {schema}.crontick_job_insert_many(array[%(type)s::text], array[%(payload)s::jsonb],
         _ids => array[event.job_id], _priorities => array[%(priority)s::int],
         _max_attempts => array[%(max_attempts)s::int],
-        _traceparents => case when %(traceparent)s::text is not null then array[%(traceparent)s::text] end) i(id)
+        _traceparents => case when %(traceparent)s::text is not null then array[%(traceparent)s::text] end,
+        _start_by => case when %(start_by_seconds)s::float8 is not null
+            then array[pg_catalog.now() + pg_catalog.make_interval(secs => %(start_by_seconds)s::float8)] end) i(id)
 )
 select id as job_id, true as new from job
 union all
@@ -44,11 +47,13 @@ select job_id, new from {schema}.crontick_inbound_event_record(%(hook)s, %(event
     %(received_at)s, %(type)s, %(payload)s, %(group_key)s, %(debounce_key)s, %(debounce_seconds)s,
     %(debounce_max_seconds)s, %(priority)s);
 
--- name: inbound_job_max_attempts
--- POST /api/hooks/{name} for a hook with flow control and a max_attempts (the hook's, else its handler's):
--- inbound_event_flow_record enqueues through crontick.enqueue without one, so the new (or merged) job,
--- not started yet, gets it here, in the same transaction.
-update {schema}.jobs set max_attempts = %(max_attempts)s::int
+-- name: inbound_job_options
+-- POST /api/hooks/{name} for a hook with flow control and a max_attempts (the hook's, else its handler's) or a
+-- start_by_seconds: inbound_event_flow_record enqueues through crontick.enqueue without them, so the new (or
+-- merged) job, not started yet, gets them here, in the same transaction (a null keeps the job's own). A merged
+-- job's deadline becomes this event's, the newest, as a debounce's merge gives it.
+update {schema}.jobs set max_attempts = coalesce(%(max_attempts)s::int, max_attempts),
+    start_by = coalesce(pg_catalog.now() + pg_catalog.make_interval(secs => %(start_by_seconds)s::float8), start_by)
 where id = %(id)s and status = 'pending' and started_at is null;
 
 -- name: inbound_event_signal_record

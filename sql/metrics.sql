@@ -91,6 +91,7 @@ select
         'released', coalesce(pg_catalog.sum((k.summary -> 'jobs'::text ->> 'released'::text)::bigint), 0),
         'fenced', coalesce(pg_catalog.sum((k.summary -> 'jobs'::text ->> 'fenced'::text)::bigint), 0),
         'yielded', coalesce(pg_catalog.sum((k.summary -> 'jobs'::text ->> 'yielded'::text)::bigint), 0),
+        'expired', coalesce(pg_catalog.sum((k.summary -> 'jobs'::text ->> 'expired'::text)::bigint), 0),
         'reminders_sent', coalesce(pg_catalog.sum((k.summary -> 'reminders'::text ->> 'sent'::text)::bigint), 0),
         'reminders_failed', coalesce(pg_catalog.sum((k.summary -> 'reminders'::text ->> 'failed'::text)::bigint), 0))
      from {schema}.crontick_ticks k

@@ -130,7 +130,7 @@ from rescued;
 -- the function in sql/functions/job_claim_due.sql (its comment says why a function: a plan kept
 -- per connection, without prepared statements). `now` null: the database's clock, returned for
 -- the rest of the tick. `flow`: flow control's claim arguments (crontick.flow.claim_args).
-select jobs, leases_expired, now, throttled_until
+select jobs, leases_expired, now, throttled_until, expired
 from {schema}.crontick_job_claim_due(%(now)s::timestamptz, %(limit)s::int, %(lease)s::interval, %(flow)s::jsonb);
 
 -- name: job_record_outcomes
@@ -150,7 +150,7 @@ from {schema}.crontick_job_record_outcomes(
 -- then job_claim_due for the next batch, in one round trip and one transaction (one commit, not
 -- two). The function is in sql/functions/job_record_and_claim.sql; the record goes first.
 select written, succeeded, retried, failed, released, fenced, jobs_due, next_job_at, snoozed, alerts_due,
-    next_jobs, leases_expired, next_now, throttled_until
+    next_jobs, leases_expired, next_now, throttled_until, expired
 from {schema}.crontick_job_record_and_claim(
     %(now)s::timestamptz, %(done_ids)s::bigint[], %(done_attempts)s::int[], %(others)s::json, %(log)s::boolean,
     %(started_at)s::timestamptz, %(source)s::text, %(summary)s::jsonb, %(jobs)s::jsonb, %(next_other_at)s::timestamptz,
@@ -164,7 +164,7 @@ from {schema}.crontick_job_record_and_claim(
 -- connection keeps (compiling the 4 KB statement on every tick cost five times what running it
 -- did). `now` null: the database's clock, returned as `now` for the rest of the tick. `asks`: each
 -- duty's parameters under its name; `duties`: each duty's answer under its name (crontick.tick.duties).
-select idle, jobs, now, next_job_at, throttled_until, duties
+select idle, jobs, now, next_job_at, throttled_until, duties, expired
 from {schema}.crontick_tick_probe(
     %(now)s::timestamptz, %(limit)s::int, %(lease)s::interval, %(source)s::text, %(summary)s::jsonb,
     %(reminder_source)s::text, %(flow)s::jsonb, %(asks)s::jsonb);

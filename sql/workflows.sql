@@ -118,9 +118,11 @@ select id from {schema}.jobs where id = any(%(ids)s::bigint[]) and cancel_reques
 
 -- name: job_spawn
 -- job.spawn (crontick.workflows.children): a running job's children, enqueued once and recorded as its step
--- (sql/functions/job_spawn.sql). No row: fenced (the parent's attempt was taken over).
+-- (sql/functions/job_spawn.sql). No row: fenced (the parent's attempt was taken over). `start_by` (a time) or
+-- `start_by_seconds` (from now, by the database's clock), or neither: each child's deadline to start.
 select ids from {schema}.crontick_job_spawn(%(parent)s, %(attempt)s, %(name)s, %(types)s::text[], %(payloads)s::jsonb[],
-    %(run_after)s::timestamptz, %(max_attempts)s::int, %(priority)s::int, %(group_key)s::text, %(traceparent)s::text);
+    %(run_after)s::timestamptz, %(max_attempts)s::int, %(priority)s::int, %(group_key)s::text, %(traceparent)s::text,
+    coalesce(%(start_by)s::timestamptz, pg_catalog.now() + pg_catalog.make_interval(secs => %(start_by_seconds)s::float8)));
 
 -- name: job_children
 -- job.join (crontick.workflows.children): the jobs `ids` in their order, each with its parent, status and result (the

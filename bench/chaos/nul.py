@@ -9,10 +9,11 @@ import json
 import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
+
+from bench.local_http import LocalHandler, LocalServer
 
 from .drain import TICK
 from .nul_handlers import BAD_KINDS
@@ -29,22 +30,19 @@ ENV = {
 }
 
 
-class Recorder(ThreadingHTTPServer):
+class Recorder(LocalServer):
     """Counts each side effect, by (job id, step), as the step functions post them."""
 
-    daemon_threads = True
-
     def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _RecorderHandler)
-        self.lock = threading.Lock()
+        super().__init__(_RecorderHandler)
         self.calls: Counter[tuple[int, str]] = Counter()
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/effect"
+        return super().url + "/effect"
 
 
-class _RecorderHandler(BaseHTTPRequestHandler):
+class _RecorderHandler(LocalHandler):
     server: Recorder
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's name)
@@ -53,9 +51,6 @@ class _RecorderHandler(BaseHTTPRequestHandler):
             self.server.calls[(int(body["job_id"]), str(body["step"]))] += 1
         self.send_response(204)
         self.end_headers()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
 
 
 def _open(rig: Rig) -> int:

@@ -15,7 +15,6 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -24,6 +23,7 @@ import httpx
 import psycopg
 
 from bench import server as pg
+from bench.local_http import LocalHandler, LocalServer
 from crontick import db
 from tests.support.constants import ROOT
 from tests.support.run_cli import cli_env
@@ -37,24 +37,15 @@ URL_VARIABLE = "CRONTICK_CHAOS_DATABASE_URL"
 START_TIMEOUT_SECONDS = 30.0
 
 
-class Provider(ThreadingHTTPServer):
-    """A local reminder provider and alert receiver: counts each reminder by booking id, and can misbehave."""
-
-    daemon_threads = True
+class Provider(LocalServer):
+    """A local reminder provider and alert receiver: counts each reminder by booking id, and can misbehave (a client
+    that hangs up on a slow or endless answer is what these scenarios do on purpose)."""
 
     def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _ProviderHandler)
-        self.lock = threading.Lock()
+        super().__init__(_ProviderHandler)
         self.sends: Counter[int] = Counter()
         self.mode = "ok"  # ok | slow | error | reset | endless
         self.delay_seconds = 0.0
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        return  # a client that hung up on a slow or endless answer is what these scenarios do on purpose
 
     def clear(self) -> None:
         with self.lock:
@@ -62,7 +53,7 @@ class Provider(ThreadingHTTPServer):
             self.mode, self.delay_seconds = "ok", 0.0
 
 
-class _ProviderHandler(BaseHTTPRequestHandler):
+class _ProviderHandler(LocalHandler):
     server: Provider
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's name)
@@ -73,7 +64,7 @@ class _ProviderHandler(BaseHTTPRequestHandler):
             return
         time.sleep(delay)
         if mode == "error":
-            self._answer(500, b'{"error": "provider down"}')
+            self.answer(500, b'{"error": "provider down"}')
             return
         if mode == "endless":
             self.send_response(200)
@@ -92,17 +83,7 @@ class _ProviderHandler(BaseHTTPRequestHandler):
         booking = int(match.group(1)) if match else -1
         with self.server.lock:
             self.server.sends[booking] += 1
-        self._answer(201, json.dumps({"sid": f"SM{booking:032d}"}).encode())
-
-    def _answer(self, status: int, body: bytes) -> None:
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
+        self.answer(201, json.dumps({"sid": f"SM{booking:032d}"}).encode())
 
 
 @dataclass

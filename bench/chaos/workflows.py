@@ -11,8 +11,9 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from bench.local_http import LocalHandler, LocalServer
 
 from .rig import CRONTICK, Rig
 from .scenario import Row, Sizes
@@ -26,14 +27,12 @@ MAX_ATTEMPTS = 12
 FAST = {"CRONTICK_TIME_BUDGET_SECONDS": "1", "CRONTICK_LEASE_SECONDS": "2", "CRONTICK_BATCH_SIZE": "50"}
 
 
-class Receiver(ThreadingHTTPServer):
-    """A provider on 127.0.0.1 that honours Idempotency-Key: a key it has delivered is answered again, not resent."""
-
-    daemon_threads = True
+class Receiver(LocalServer):
+    """A provider on 127.0.0.1 that honours Idempotency-Key: a key it has delivered is answered again, not resent
+    (a tick killed mid-request hangs up, a broken pipe or half a body: what this scenario does)."""
 
     def __init__(self, seed: int) -> None:
-        super().__init__(("127.0.0.1", 0), _ReceiverHandler)
-        self.lock = threading.Lock()
+        super().__init__(_ReceiverHandler)
         self.rng = random.Random(seed)
         self.delivered: dict[str, int] = {}  # key -> the job id in the body it delivered
         self.repeats: Counter[str] = Counter()  # a key sent again after it was delivered: dropped
@@ -42,13 +41,10 @@ class Receiver(ThreadingHTTPServer):
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/send"
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        return  # a tick killed mid-request hangs up (a broken pipe, half a body): what this scenario does
+        return super().url + "/send"
 
 
-class _ReceiverHandler(BaseHTTPRequestHandler):
+class _ReceiverHandler(LocalHandler):
     server: Receiver
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's name)
@@ -60,26 +56,15 @@ class _ReceiverHandler(BaseHTTPRequestHandler):
             roll = s.rng.random()
             if roll < FAIL_BEFORE:
                 s.failed += 1
-                return self._answer(500, {"error": "provider down"})
+                return self.answer(500, b'{"error": "provider down"}')
             if key in s.delivered:
                 s.repeats[key] += 1
             else:
                 s.delivered[key] = int(body["job_id"])
             if roll < FAIL_BEFORE + FAIL_AFTER:
                 s.failed += 1
-                return self._answer(500, {"error": "answer lost"})
-        return self._answer(200, {"id": f"msg-{key}"})
-
-    def _answer(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
+                return self.answer(500, b'{"error": "answer lost"}')
+        return self.answer(200, json.dumps({"id": f"msg-{key}"}).encode())
 
 
 def _spawn(env: dict[str, str]) -> subprocess.Popen[bytes]:

@@ -1,10 +1,15 @@
-"""Text that crontick stores or shows from outside its own code (errors, provider answers, keys): secrets removed, length capped."""
+"""Text that crontick stores or shows from outside its own code (errors, provider answers, keys): secrets removed, length
+capped; and the checks of values an app passes in (a type, a key, a start_by)."""
 
 from __future__ import annotations
 
 import hashlib
 import re
 from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from crontick.errors import CrontickError
 
 LAST_ERROR_MAX_CHARS = 2000
 # A failed attempt's traceback in its history: the outermost frames and the innermost, the middle cut.
@@ -145,3 +150,34 @@ def describe(exc: BaseException) -> str:
     except Exception:  # noqa: BLE001 - a handler's own exception class may be broken; its failure must still be recorded
         message = "(its message could not be read)"
     return f"{type(exc).__name__}: {message}"
+
+
+# The longest start_by given in seconds (a year): a deadline is about the near future, and a bound keeps the
+# database's interval arithmetic far from its limits.
+START_BY_MAX_SECONDS = 365 * 86400
+
+
+def start_by_params(where: str, start_by: Any, run_after: datetime | None = None) -> dict[str, Any]:
+    """`start_by` (a timezone-aware datetime, or seconds from now by the database's clock) as the `start_by` and
+    `start_by_seconds` parameters of the insert statements, checked: a job not started by then never starts."""
+    if start_by is None:
+        return {"start_by": None, "start_by_seconds": None}
+    if isinstance(start_by, datetime):
+        if start_by.tzinfo is None:
+            raise CrontickError(f"{where}: expected a timezone-aware start_by, got naive {start_by.isoformat()}")
+        if run_after is not None and run_after > start_by:
+            raise CrontickError(
+                f"{where}: expected run_after at or before start_by (it could never start), got run_after "
+                f"{run_after.isoformat()} and start_by {start_by.isoformat()}"
+            )
+        return {"start_by": start_by, "start_by_seconds": None}
+    if (
+        isinstance(start_by, bool)
+        or not isinstance(start_by, int | float)
+        or not 0 < start_by <= START_BY_MAX_SECONDS  # NaN fails this too
+    ):
+        raise CrontickError(
+            f"{where}: expected start_by as a timezone-aware datetime or seconds from now (above 0, at most "
+            f"{START_BY_MAX_SECONDS}), got: {start_by!r:.80}"
+        )
+    return {"start_by": None, "start_by_seconds": float(start_by)}

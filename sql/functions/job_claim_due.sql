@@ -53,11 +53,12 @@
 -- start_by (sql/migrations/0041_start_by.sql): in the same statement, every pending job past its start_by whose
 -- handler never ran ends `cancelled` (the `expire` part, the same in both bodies), and the claim skips it: an
 -- expired job costs no statement of its own and never starts. Read from jobs_start_by, empty while no job
--- carries a start_by.
+-- carries a start_by. `expired`: how many it ended so (the tick's jobs.expired; migration 0049 added the column),
+-- counted from `expire`, whose every row the update ends.
 -- The live definition: `crontick migrate` applies this file after the migrations, every time
 -- (lib/crontick/db/migrate.py says how a changed signature ships).
 create or replace function {schema}.crontick_job_claim_due(_now timestamptz, _limit int, _lease interval, _flow jsonb default null)
-returns table (jobs json, leases_expired boolean, now timestamptz, throttled_until timestamptz)
+returns table (jobs json, leases_expired boolean, now timestamptz, throttled_until timestamptz, expired int)
 language plpgsql
 set plan_cache_mode = force_generic_plan
 -- The flow path's scan filters rows (paused and throttled types, paused groups) by values the
@@ -131,7 +132,8 @@ select
     exists (select 1 from {schema}.jobs r where r.status = 'running' and r.locked_until < k.now),
     k.now,
 -- twin end answer
-    null::timestamptz
+    null::timestamptz,
+    (select pg_catalog.count(*) from expire x)::int  -- each one `expired` ended
 from clock k;
 return;
 end if;
@@ -296,7 +298,8 @@ select
                         where j.type = any(r.types) and j.status = 'pending' and not j.held)
                 or exists (select 1 from {schema}.jobs j
                            where j.type = any(r.types) and j.status = 'pending' and j.held
-                             and j.status <> 'running' and (j.status <> 'pending' or j.held))))
+                             and j.status <> 'running' and (j.status <> 'pending' or j.held)))),
+    (select pg_catalog.count(*) from expire x)::int  -- each one `expired` ended
 from clock k;
 end
 $$;

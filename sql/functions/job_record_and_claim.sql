@@ -26,7 +26,7 @@ create or replace function {schema}.crontick_job_record_and_claim(
 returns table (
     written bigint[], succeeded bigint, retried bigint, failed bigint, released bigint, fenced bigint,
     jobs_due boolean, next_job_at timestamptz, snoozed bigint, alerts_due boolean,
-    next_jobs json, leases_expired boolean, next_now timestamptz, throttled_until timestamptz
+    next_jobs json, leases_expired boolean, next_now timestamptz, throttled_until timestamptz, expired int
 )
 language plpgsql
 as $$
@@ -37,7 +37,7 @@ begin
         _now, _done_ids, _done_attempts, _others, _log, _started_at, _source, _summary, _jobs, _next_other_at);
     return query
     select r.written, r.succeeded, r.retried, r.failed, r.released, r.fenced, r.jobs_due, r.next_job_at,
-        r.snoozed, r.alerts_due, c.jobs, c.leases_expired, c.now, c.throttled_until
+        r.snoozed, r.alerts_due, c.jobs, c.leases_expired, c.now, c.throttled_until, c.expired
     from {schema}.crontick_job_claim_due(null, _limit, _lease, _flow) c;
 end
 $$;

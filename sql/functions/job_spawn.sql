@@ -2,8 +2,9 @@
 -- enqueued once. In one call (so one transaction): the children go in through crontick_job_insert_many (every
 -- default declared there), get the parent's id, and the spawn is recorded as the parent's step `_name` with
 -- their ids as its result (each child keeps `_traceparent`, the parent's span while it spawned, which the
--- child's span links to), fenced like every step (only while the parent still runs attempt `_attempt`). A
--- spawn already recorded returns its ids and adds nothing; a fenced one adds nothing and returns no row.
+-- child's span links to; and `_start_by`, its deadline to start, null for none), fenced like every step (only
+-- while the parent still runs attempt `_attempt`). A spawn already recorded returns its ids and adds nothing; a
+-- fenced one adds nothing and returns no row.
 create or replace function {schema}.crontick_job_spawn(
     _parent bigint,
     _attempt integer,
@@ -14,7 +15,8 @@ create or replace function {schema}.crontick_job_spawn(
     _max_attempts integer,
     _priority integer,
     _group_key text,
-    _traceparent text default null
+    _traceparent text default null,
+    _start_by timestamptz default null
 ) returns table (ids bigint[])
 language plpgsql
 as $$
@@ -40,7 +42,8 @@ begin
         _max_attempts => case when _max_attempts is not null then pg_catalog.array_fill(_max_attempts, array[_n]) end,
         _priorities => case when _priority is not null then pg_catalog.array_fill(_priority, array[_n]) end,
         _group_keys => case when _group_key is not null then pg_catalog.array_fill(_group_key, array[_n]) end,
-        _traceparents => case when _traceparent is not null then pg_catalog.array_fill(_traceparent, array[_n]) end) i(id);
+        _traceparents => case when _traceparent is not null then pg_catalog.array_fill(_traceparent, array[_n]) end,
+        _start_by => case when _start_by is not null then pg_catalog.array_fill(_start_by, array[_n]) end) i(id);
     _ids := coalesce(_ids, '{{}}'::bigint[]);
     update {schema}.jobs c set parent_id = _parent where c.id = any(_ids);
     insert into {schema}.job_steps (job_id, name, kind, status, attempt, result, created_at, finished_at)

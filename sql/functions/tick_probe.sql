@@ -23,6 +23,7 @@
 -- check to `probe` (the first entry of an index), its `due` to `idle` below, and its key to
 -- `duties` (and, for a time when it is next due, to the idle row's next_due_at). The signature
 -- stays as it is: a body edit ships with every migrate, no migration needed.
+-- `expired` (last, migration 0049): how many jobs the claim ended `cancelled` past their start_by (jobs.expired).
 -- previous_tick_at (the last tick's finished_at, read before this tick's own row exists) is
 -- there for scheduler-silence detection.
 -- The live definition: `crontick migrate` applies this file after the migrations, every time
@@ -38,7 +39,8 @@ create or replace function {schema}.crontick_tick_probe(
     _asks jsonb                -- each duty's parameters under its name (crontick.tick.duties.asks)
 )
 returns table (
-    idle boolean, jobs json, now timestamptz, next_job_at timestamptz, throttled_until timestamptz, duties jsonb
+    idle boolean, jobs json, now timestamptz, next_job_at timestamptz, throttled_until timestamptz, duties jsonb,
+    expired int
 )
 language plpgsql
 set plan_cache_mode = force_generic_plan
@@ -77,7 +79,7 @@ with clock as (
         (_asks -> 'retention'::text ->> 'failed_before'::text)::timestamptz as failed_before,
         (_asks -> 'retention'::text ->> 'kept_before'::text)::timestamptz as kept_before
 ), claimed as materialized (
-    select c.jobs, c.throttled_until from clock k, {schema}.crontick_job_claim_due(k.now, _limit, _lease, _flow) c
+    select c.jobs, c.throttled_until, c.expired from clock k, {schema}.crontick_job_claim_due(k.now, _limit, _lease, _flow) c
 ), probe as materialized (
     select k.now, a.*,
         -- Held jobs (a group's, behind its head) are not due: their head is (sql/migrations/0017_flow_claim.sql).
@@ -151,9 +153,11 @@ with clock as (
     -- pooler; set_config's local setting outlives this function, whose SET clause names only
     -- plan_cache_mode): its log row is all it writes, and a crash could lose only that row. CASE
     -- makes sure a tick that claimed jobs (never idle) keeps the durable commit.
+    -- The jobs the claim expired (start_by) are counted in its jobs.expired.
     insert into {schema}.crontick_ticks (started_at, finished_at, source, summary)
     select i.now, i.now, _source,
-        _summary || jsonb_build_object('next_due_at', least(i.next_job_at, i.next_reminder_at, i.next_slot_at))
+        pg_catalog.jsonb_set(_summary, '{{jobs,expired}}', pg_catalog.to_jsonb((select c.expired from claimed c)))
+            || jsonb_build_object('next_due_at', least(i.next_job_at, i.next_reminder_at, i.next_slot_at))
     from idle i
     where case when i.idle then set_config('synchronous_commit', 'off', true) = 'off' else false end
 )
@@ -166,7 +170,8 @@ select i.idle, (select c.jobs from claimed c), i.now, i.next_job_at, (select c.t
             'silent_seconds'::text, (select s.silent_seconds from silence s), 'previous_tick_at'::text, i.previous_tick_at),
         'alerts'::text, pg_catalog.jsonb_build_object('due'::text, i.alerts_due or i.silenced),
         'retention'::text, pg_catalog.jsonb_build_object('due'::text, i.retention_due)
-    )
+    ),
+    (select c.expired from claimed c)
 from idle i;
 end
 $$;

@@ -73,20 +73,21 @@ def test_slow_jobs_and_step_durations_per_type_after_a_tick(
     ]
 
 
-def test_yields_are_a_tick_outcome(
+def test_yields_and_expiries_are_tick_outcomes(
     database_url: str, conn: psycopg.Connection[Any], live_app: Callable[..., Any]
 ) -> None:
-    """Two tick rows of the last hour as the record statement writes them (jobs.yielded), one older."""
+    """Two tick rows of the last hour as the record statement writes them (jobs.yielded, jobs.expired), one older."""
     for yielded, age in ((2, "1 minute"), (3, "2 minutes"), (7, "2 hours")):
         conn.execute(
             "insert into crontick_ticks (started_at, finished_at, source, summary)"
             " values (now() - %s::interval, now() - %s::interval, 'test', jsonb_build_object('jobs',"
-            " jsonb_build_object('succeeded', 1, 'yielded', %s::int)))",
-            (age, age, yielded),
+            " jsonb_build_object('succeeded', 1, 'yielded', %s::int, 'expired', %s::int + 1)))",
+            (age, age, yielded, yielded),
         )
     with live_app(api_settings(database_url)) as base:
         got = _scrape(base)
     assert got["crontick_tick_jobs_last_hour", (("outcome", "yielded"),)] == 5
+    assert got["crontick_tick_jobs_last_hour", (("outcome", "expired"),)] == 7
     assert got["crontick_tick_jobs_last_hour", (("outcome", "succeeded"),)] == 2
 
 

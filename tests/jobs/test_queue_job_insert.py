@@ -187,6 +187,7 @@ def test_every_enqueue_path_runs_the_function(conn: psycopg.Connection[Any]) -> 
                 "max_attempts": None,
                 "received_at": "now",
                 "traceparent": None,
+                "start_by_seconds": None,
             },
         ),
         "admin_schedule_enqueue": lambda: conn.execute(

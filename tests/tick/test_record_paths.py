@@ -51,7 +51,7 @@ def record(conn: psycopg.Connection[Any], now: datetime, ids: list[int], quick: 
     params: dict[str, Any] = {
         "now": now,
         "summary": Jsonb({"reminders": {"sent": 0}, "more": False}),
-        "jobs": Jsonb({"claimed": 3, "rescued": 0}),
+        "jobs": Jsonb({"claimed": 3, "rescued": 0, "expired": 0}),
         "next_other_at": now + timedelta(hours=5),
     }
     if quick:
@@ -91,7 +91,7 @@ def test_the_quick_path_writes_and_answers_as_the_general_one(conn: psycopg.Conn
     assert logged is not None
     summary = logged[0]
     assert summary["jobs"] == {"claimed": 3, "rescued": 0, "succeeded": 2, "retried": 0, "failed": 0, "released": 0,
-                               "fenced": 1, "snoozed": 0, "yielded": 0}  # fmt: skip
+                               "fenced": 1, "snoozed": 0, "yielded": 0, "expired": 0}  # fmt: skip
     assert json.dumps(summary["jobs"]) == json.dumps(paths[False][2][0]["jobs"])  # the same keys, in the same order
     assert datetime.fromisoformat(summary["next_due_at"]) == now + timedelta(hours=2)
 
@@ -108,7 +108,7 @@ def test_a_batch_with_one_failure_takes_the_general_path_and_records_it(conn: ps
             "attempts": [1, 1],
             "others": Json(rows),
             "summary": Jsonb({}),
-            "jobs": Jsonb({"claimed": 3, "rescued": 0}),
+            "jobs": Jsonb({"claimed": 3, "rescued": 0, "expired": 0}),
             "next_other_at": None,
         },
     )

@@ -24,7 +24,9 @@ MAX_TYPES = 1_000
 # second bound is a histogram's `le`: 2 ms, 4 ms, ... 2^24 ms (4.7 h).
 RING_BUCKETS = 48
 DURATION_BOUNDS_MS = tuple(2.0**k for k in range(1, RING_BUCKETS // 2 + 1))
-TICK_OUTCOMES = ("succeeded", "retried", "failed", "snoozed", "rescued", "released", "fenced", "yielded")
+TICK_OUTCOMES = (
+    "succeeded", "retried", "failed", "snoozed", "rescued", "released", "fenced", "yielded", "expired",
+)  # fmt: skip
 
 
 class Family(NamedTuple):

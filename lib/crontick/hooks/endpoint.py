@@ -297,6 +297,7 @@ async def _record_job(
             group_key=flow.group_key,
             debounce=flow.debounce,
             max_attempts=hook.max_attempts,
+            start_by=hook.start_by_seconds,
         )
         return int(job_id), True
     max_attempts = hook.max_attempts if hook.max_attempts is not None else declared_max_attempts(hook.job_type)
@@ -306,6 +307,7 @@ async def _record_job(
         "priority": declared_priority(hook.job_type),
         "max_attempts": max_attempts,
         "traceparent": tracing.traceparent(),
+        "start_by_seconds": hook.start_by_seconds,
     }
     statement = "inbound_event_record"
     if flow != Flow():  # a debounce merges into the sender's open job, whose id only the enqueue knows
@@ -316,9 +318,16 @@ async def _record_job(
         cur = await conn.execute(query(statement), params)
         row = await cur.fetchone()
         if row is not None:
-            if statement == "inbound_event_flow_record" and max_attempts is not None and row[1]:
-                # Its enqueue (sql/functions/inbound_event_record.sql) takes no max_attempts: set here, not yet started.
-                await conn.execute(query("inbound_job_max_attempts"), {"id": row[0], "max_attempts": max_attempts})
+            if (
+                statement == "inbound_event_flow_record"
+                and (max_attempts is not None or hook.start_by_seconds is not None)
+                and row[1]
+            ):
+                # Its enqueue (sql/functions/inbound_event_record.sql) takes neither: set here, not yet started.
+                await conn.execute(
+                    query("inbound_job_options"),
+                    {"id": row[0], "max_attempts": max_attempts, "start_by_seconds": hook.start_by_seconds},
+                )
             if statement == "inbound_event_flow_record" and params["traceparent"] is not None and row[1]:
                 await conn.execute(query("job_keep_traceparent"), {"id": row[0], "traceparent": params["traceparent"]})
             return int(row[0]), bool(row[1])

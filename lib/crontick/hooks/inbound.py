@@ -6,13 +6,14 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from crontick import logs
-from crontick.errors import ConfigError
+from crontick.errors import ConfigError, CrontickError
 from crontick.jobs.debounce import Debounce, fill, template_fields
 from crontick.settings import MIN_SECRET_CHARS, declare_secret, webhook_signing_key
-from crontick.text import can_store, fit_key, type_problem
+from crontick.text import can_store, fit_key, start_by_params, type_problem
 
 VERIFIERS = ("twilio", "stripe", "github", "standard", "bearer")
 # The variable each provider's secret is read from when `secret` is not given; None: per hook.
@@ -49,6 +50,7 @@ class Hook:
     group_key: GroupKeyOption = None
     signal: SignalOption = None
     max_attempts: int | None = None  # its jobs' max_attempts (None: the handler's max_attempts=, else 4)
+    start_by_seconds: float | None = None  # its jobs' deadline to start, from the event's arrival (None: none)
 
     def event_key(self, event: Any) -> str | None:
         """The key this event signals (None: none; a field missing or a function that fails is logged)."""
@@ -111,6 +113,7 @@ def inbound(
     group_key: GroupKeyOption = None,
     signal: SignalOption = None,
     max_attempts: int | None = None,
+    start_by_seconds: float | None = None,
 ) -> Hook:
     """Serve POST /api/hooks/{name}: each verified event becomes one job of `job_type`, deduplicated for
     30 days (crontick.tick.retention.KEEP_INBOUND_EVENTS) on what its sender signed.
@@ -131,6 +134,9 @@ def inbound(
     only signals; with both it enqueues and signals.
 
     `max_attempts` is what each of its jobs gets (None: the handler's `max_attempts=`, else 4).
+    `start_by_seconds` is each job's deadline to start, counted from the event's arrival (as `crontick.enqueue`'s
+    `start_by=` in seconds): a job not started by then ends `cancelled`, "expired: ...", and never runs (a reply ten
+    minutes late is worse than none). None: no deadline.
 
     `secret` defaults to the provider's usual variable (TWILIO_AUTH_TOKEN, STRIPE_WEBHOOK_SECRET,
     GITHUB_WEBHOOK_SECRET) or CRONTICK_HOOK_<NAME>_SECRET for `standard` and `bearer`; it is read
@@ -153,11 +159,12 @@ def inbound(
     from crontick.jobs import registry  # at declaration only: a tick's cold start does not load the handlers' registry
 
     registry.check_max_attempts(f"crontick.inbound({name!r})", max_attempts)
+    _check_start_by(name, job_type, start_by_seconds)
     variable = secret_variable(name, verify)
     value = secret if secret is not None else (os.environ.get(variable) or "").strip()
     _check_secret(name, verify, variable if secret is None else "secret=", value)
     declare_secret(value)  # scrubbed from stored errors and alerts like the Settings' own secrets
-    hook = Hook(name, job_type or "", verify, value, debounce, group_key, signal, max_attempts)
+    hook = Hook(name, job_type or "", verify, value, debounce, group_key, signal, max_attempts, start_by_seconds)
     existing = _hooks.get(name)
     if existing is not None and (existing.job_type, existing.verify) != (job_type or "", verify):
         raise ConfigError(
@@ -182,6 +189,21 @@ def _check_flow(name: str, debounce: DebounceOption, group_key: GroupKeyOption) 
         template_fields(group_key, f"{where}: group_key")
     elif group_key is not None and not callable(group_key):
         raise ConfigError(f"{where}: expected group_key as a template or a function of the event, got: {group_key!r}")
+
+
+def _check_start_by(name: str, job_type: str | None, start_by_seconds: object) -> None:
+    """Seconds, as enqueue's start_by takes them (a datetime would be one fixed time for every event to come)."""
+    if start_by_seconds is None:
+        return
+    where = f"crontick.inbound({name!r})"
+    if job_type is None:
+        raise ConfigError(f"{where}: expected a job type with start_by_seconds=, got none (the hook only signals)")
+    if isinstance(start_by_seconds, datetime):
+        raise ConfigError(f"{where}: expected start_by_seconds as seconds from each event's arrival, got a datetime")
+    try:
+        start_by_params(f"{where}: start_by_seconds", start_by_seconds)
+    except CrontickError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _check_signal(name: str, signal: SignalOption) -> None:

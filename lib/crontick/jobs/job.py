@@ -115,7 +115,8 @@ class Job(NamedTuple):
     # Child jobs (issue 36): crontick.workflows.children does the work.
     def spawn(self, name: str, type: str, payloads: Iterable[Any], **enqueue_options: Any) -> Any:
         """Enqueue one job of `type` per payload, once (recorded as step `name`: a retry spawns nothing again), and
-        return their ids (awaited in an `async def` handler). Options: run_after, max_attempts, priority, group_key."""
+        return their ids (awaited in an `async def` handler). Options: run_after, max_attempts, priority, group_key and
+        start_by (each child's deadline to start: seconds from now or an aware datetime, as crontick.enqueue's)."""
         children.check_cancel(self)
         return children.spawn(self, name, type, payloads, enqueue_options)
 

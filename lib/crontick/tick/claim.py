@@ -37,6 +37,7 @@ class Claim(NamedTuple):
     leases_expired: bool  # some running job's lease has passed: rescue, then claim again
     now: datetime  # the claim's time: the one passed in, else the database's clock
     throttled_until: datetime | None = None  # an exhausted rate limit held back due jobs: when it reopens
+    expired: int = 0  # pending jobs past their start_by that the same statement ended `cancelled`
 
 
 def claim_of(row: Sequence[Any], at: int = 0) -> Claim:
@@ -109,4 +110,5 @@ def claimed_jobs(batch: list[list[Any]] | None) -> list[Job]:
 async def claim_due(
     conn: psycopg.AsyncConnection[Any], now: datetime | None, limit: int, lease_seconds: float
 ) -> list[Job]:
+    """claim_batch's jobs only (those a claim expires are not counted: a tick's claims go through claim_batch)."""
     return (await claim_batch(conn, now, limit, lease_seconds)).jobs

@@ -32,7 +32,7 @@ class Tick:  # not a dataclass: every tick's cold start imports this module
     __slots__ = (
         "conn", "settings", "pacing", "clock", "deadline", "now", "claim_now", "send_reminders", "answer", "jobs",
         "recorded", "more", "next_due_at", "alerts_raised", "_out_of_time", "started", "follow_ups", "follow_up_in",
-        "delivered", "found_next",
+        "delivered", "found_next", "expired",
     )  # fmt: skip
 
     def __init__(
@@ -62,6 +62,7 @@ class Tick:  # not a dataclass: every tick's cold start imports this module
         # Each duty's part of the probe's answer, by its name (the claim's, when it took the probe's place).
         self.answer: Mapping[str, Mapping[str, Any]] = _NOTHING
         self.jobs: list[Job] = []  # the batch claimed so far
+        self.expired = 0  # jobs its claims ended `cancelled` past their start_by (jobs.expired)
         self.recorded: Recorded | None = None  # the record statement's answer, for the duties after it
         # The tick's answer, known before the duties after the record statement run (the wake-ups duty books it):
         # whether it left work due now, and when work is next due (None: nothing pending).

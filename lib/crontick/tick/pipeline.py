@@ -18,7 +18,7 @@ from crontick.reminders.window import ReminderCounts
 from crontick.schedules.registry import ScheduleCounts
 from crontick.settings import Settings
 from crontick.tick import probe
-from crontick.tick.claim import Claim, RescueCounts, claim_batch, claim_due
+from crontick.tick.claim import Claim, RescueCounts, claim_batch
 from crontick.tick.duties import DUTIES
 from crontick.tick.duty import Duty, Tick
 from crontick.tick.follow_up import FOLLOW_UP_LATE_SECONDS, MAX_FOLLOW_UP_TICKS, follow_up_in
@@ -38,6 +38,7 @@ class JobCounts:
     fenced: int = 0  # outcomes not written because another tick had taken the job over
     snoozed: int = 0  # handlers that raised crontick.Snooze, or parked in job.sleep / job.wait_for: attempt not counted
     yielded: int = 0  # workflows the budget stopped after progress: pending, due at once, attempt not counted
+    expired: int = 0  # pending jobs past their start_by, ended `cancelled` unrun by the tick's claims (no attempt)
 
 
 @dataclass(frozen=True)
@@ -217,6 +218,7 @@ async def work(
             tick.next_due_at = _next_due_at(tick, duties, found.next_job_at)
             after = await _after_record(tick, duties)
             idle = TickResult(
+                jobs=JobCounts(expired=tick.expired),
                 reminders=counts.get("reminders", ReminderCounts()),
                 duration_ms=int((clock() - t0) * 1000),
                 next_due_at=tick.next_due_at,
@@ -256,7 +258,7 @@ async def _probe(
     # read it. Never this host's clock, which may be minutes off: leases, due times, rescues, retries
     # and the log all agree between hosts. What happens later in the tick adds the time since (a
     # retry's time: run_batch's now_at), or reads the database's clock again (claim_now).
-    tick.now, tick.jobs, tick.answer = found.now, found.jobs, found.duties
+    tick.now, tick.jobs, tick.answer, tick.expired = found.now, found.jobs, found.duties, found.expired
     return found
 
 
@@ -271,7 +273,8 @@ async def _before_batch(tick: Tick, duties: tuple[Duty, ...]) -> dict[str, Any]:
     out_of_time = tick.out_of_time  # asked now at the latest, before the batch: the tick's `more` says so
     room = tick.settings.batch_size - len(tick.jobs)
     if made_due and room > 0 and not out_of_time:  # rescued jobs, a slot due now: run in this very tick
-        tick.jobs = tick.jobs + await claim_due(tick.conn, tick.claim_now, room, tick.settings.lease_seconds)
+        claim = await claim_batch(tick.conn, tick.claim_now, room, tick.settings.lease_seconds)
+        tick.jobs, tick.expired = tick.jobs + claim.jobs, tick.expired + claim.expired
     return counts
 
 
@@ -304,7 +307,7 @@ def _worked(
     partial = TickResult(JobCounts(), sent, False, duration_ms, scheduled).to_json() | run
     # What the duties did since the probe shows in the next one. The record statement adds the jobs' own next time.
     next_other_at = _next_due_at(tick, duties, None)
-    tick_log = TickLog(tick.time, source, partial, len(tick.jobs), rescued.total, next_other_at)
+    tick_log = TickLog(tick.time, source, partial, len(tick.jobs), rescued.total, next_other_at, tick.expired)
     finished_at = tick.time + timedelta(milliseconds=duration_ms)
     return Worked(found, tick, duties, counts, outcomes, duration_ms, next_other_at, tick_log, finished_at, run)
 
@@ -347,15 +350,12 @@ async def complete(
     tick.now, tick.recorded, tick.clock = worked.finished_at, recorded, clock
     job_counts = JobCounts(
         claimed=len(tick.jobs),
-        succeeded=recorded.succeeded,
-        retried=recorded.retried,
-        failed=recorded.failed,
+        succeeded=recorded.succeeded, retried=recorded.retried, failed=recorded.failed,
         rescued=worked.counts.get("rescue", RescueCounts(0, 0)).total,
-        released=recorded.released,
-        fenced=recorded.fenced,
-        snoozed=recorded.snoozed,
+        released=recorded.released, fenced=recorded.fenced, snoozed=recorded.snoozed,
         yielded=sum(1 for o in worked.outcomes if o.yielded and o.job_id in recorded.written),
-    )
+        expired=tick.expired,
+    )  # fmt: skip
     more, next_due_at = _pending(tick, worked, recorded, job_counts)
     tick.more, tick.next_due_at = more, next_due_at  # the tick's answer, for the duties after the record (wake-ups)
     with translated():

@@ -33,6 +33,7 @@ class Probe(NamedTuple):
     next_job_at: datetime | None  # the earliest run_after of a pending job (at or before now: due)
     throttled_until: datetime | None  # an exhausted rate limit held back due jobs: when it reopens
     duties: dict[str, dict[str, Any]]  # each duty's part of the answer (crontick.tick.duties), by its name
+    expired: int = 0  # pending jobs past their start_by that its claim ended `cancelled` (jobs.expired)
 
 
 _NEVER = datetime.min.replace(tzinfo=UTC)
@@ -41,7 +42,8 @@ _NEVER = datetime.min.replace(tzinfo=UTC)
 def from_claim(claim: Claim) -> Probe:
     """What a caller that knows jobs are due (a drain whose last tick left some) has instead of the probe's
     answer: a claim with job_claim_due, which still reports expired leases (for the rescue duty) and the time."""
-    return Probe(False, claim.jobs, claim.now, _NEVER, claim.throttled_until, {"rescue": {"due": claim.leases_expired}})
+    rescue = {"rescue": {"due": claim.leases_expired}}
+    return Probe(False, claim.jobs, claim.now, _NEVER, claim.throttled_until, rescue, claim.expired)
 
 
 def parameters(
@@ -104,9 +106,9 @@ async def look(
     row = await cur.fetchone()
     assert row is not None  # the statement always returns its one row
     # Probe's fields are the statement's columns, in order (tests/tick/test_probe_rows.py); any after them are not read.
-    idle, jobs, found_now, next_job_at, throttled_until, answer = row[: len(Probe._fields)]
+    idle, jobs, found_now, next_job_at, throttled_until, answer, expired = row[: len(Probe._fields)]
     if stopped is not None:
         answer["reminders"] = {"due": False, "next_at": None, "error": str(stopped)}
     if now is None:
         pace.db_ahead = found_now - sent_at
-    return Probe(idle, claimed_jobs(jobs), found_now, next_job_at, throttled_until, answer)
+    return Probe(idle, claimed_jobs(jobs), found_now, next_job_at, throttled_until, answer, expired)

@@ -24,6 +24,7 @@ class TickLog(NamedTuple):
     claimed: int
     rescued: int
     next_other_at: datetime | None = None  # when reminders or slots are next due; the statement adds the jobs'
+    expired: int = 0  # jobs the tick's claims ended `cancelled` past their start_by
 
 
 class Recorded(NamedTuple):
@@ -133,7 +134,7 @@ def outcomes_statement(
             started_at=tick.started_at,
             source=tick.source,
             summary=Jsonb(tick.summary),
-            jobs=Jsonb({"claimed": tick.claimed, "rescued": tick.rescued}),
+            jobs=Jsonb({"claimed": tick.claimed, "rescued": tick.rescued, "expired": tick.expired}),
             next_other_at=tick.next_other_at,
         )
     if claim_next is None:

@@ -2,7 +2,8 @@
 
 - job.spawn(name, type, payloads) enqueues one child per payload and records the spawn as the
   parent's step `name` in the same call (sql/functions/job_spawn.sql): a retry, a rescue or a
-  resume spawns nothing again and gets the same ids.
+  resume spawns nothing again and gets the same ids. `start_by=` gives each child a deadline to
+  start, as enqueue's does (a child not started by then ends `cancelled`, which its join reports).
 - job.join(name, ids, timeout_seconds=...) reads the children; while one has not ended, it parks
   the parent in a job.wait_for on the key 'crontick.join:<parent id>', which the last child to
   end signals (sql/functions/job_child_ended.sql, a trigger), so no tick polls. Every wake reads
@@ -30,8 +31,8 @@ from psycopg.types.json import Jsonb
 
 from crontick import logs, tracing
 from crontick.db import query
-from crontick.errors import Cancelled, StepError, StepFenced
-from crontick.text import json_problem, text_problem, type_problem
+from crontick.errors import Cancelled, CrontickError, StepError, StepFenced
+from crontick.text import json_problem, start_by_params, text_problem, type_problem
 from crontick.workflows import calls, steps
 from crontick.workflows.steps import Recorded, StepBatch
 
@@ -45,7 +46,7 @@ ENDED = ("done", "failed", "cancelled")
 # How many times one job.join may wake and find a child still running before it gives up waiting (each wake
 # is a signal: the last child's end, or a stale one kept from an earlier join of the same parent).
 MAX_JOIN_WAKES = 100
-SPAWN_OPTIONS = ("run_after", "max_attempts", "priority", "group_key")
+SPAWN_OPTIONS = ("run_after", "max_attempts", "priority", "group_key", "start_by")
 
 
 class _Watch:
@@ -112,6 +113,10 @@ def _spawn_params(job: Job, name: str, type: str, payloads: list[Any], options: 
         raise StepError(f"{where}: expected a job type, got {type!r:.200}")
     if problem := text_problem("group_key", options.get("group_key")):
         raise StepError(f"{where}: {problem}")
+    try:  # each child's deadline to start, as enqueue's start_by (a datetime, or seconds from now)
+        deadline = start_by_params(where, options.get("start_by"), options.get("run_after"))
+    except CrontickError as exc:
+        raise StepError(str(exc)) from None
     rows = [
         {"payload": _payload(where, i, payload_of(f"{where}: payload {i}", type, payload))}
         for i, payload in enumerate(payloads)
@@ -128,6 +133,7 @@ def _spawn_params(job: Job, name: str, type: str, payloads: list[Any], options: 
         "priority": options.get("priority", priority),
         "group_key": options.get("group_key"),
         "traceparent": tracing.traceparent(),  # the parent's span while the app traces: each child's span links to it
+        **deadline,
     }
 
 
