@@ -19,7 +19,20 @@ import psycopg
 
 from crontick import enqueue_many
 
-from . import chart, coldstart, declared, http_drain, long_work, report, scale, server, summary, wakeup_day, workflows
+from . import (
+    chart,
+    coldstart,
+    declared,
+    http_drain,
+    long_work,
+    report,
+    scale,
+    server,
+    summary,
+    tracing_overhead,
+    wakeup_day,
+    workflows,
+)
 from .noop import JOB_TYPE, SYNC_JOB_TYPE
 from .seen import PATH_VARIABLE, Seen
 from .systems import System, all_systems, analyze, clear, crontick_enqueue, crontick_install
@@ -294,6 +307,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         bench.log("a simulated day: a fixed 15-minute schedule, then the waker (QStash stand-in)")
         results["wakeup_day"] = day = wakeup_day.measure(admin)
         results["targets"].extend(wakeup_day.targets(day))
+        bench.log("tracing overhead: the drain untraced, then traced (BatchSpanProcessor, SimpleSpanProcessor)")
+        # In a thread: the section drains with asyncio.run of its own, as `python -m bench.tracing_overhead` does.
+        results["tracing_overhead"] = traced = await asyncio.to_thread(
+            tracing_overhead.measure, admin, tracing_overhead.JOBS, min(bench.runs, SLOW_RUNS + 2)
+        )
+        results["targets"].extend(tracing_overhead.targets(traced))
         results["settings"]["bench_seconds"] = round(time.monotonic() - began)
         return results
 

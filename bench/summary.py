@@ -122,6 +122,10 @@ def render(results: dict[str, Any]) -> str:
         from .wakeup_day import render as render_day
 
         parts.append(render_day(results["wakeup_day"]))
+    if results.get("tracing_overhead"):
+        from .tracing_overhead import render as render_tracing
+
+        parts.append(render_tracing(results["tracing_overhead"]))
     parts.append(
         table(
             "targets",

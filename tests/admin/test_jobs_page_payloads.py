@@ -77,3 +77,22 @@ def test_a_typed_jobs_page_shows_its_payload_schema(database_url: str, conn: psy
     shown = html.unescape(page)
     assert '"maxLength": 1600' in shown and '"required": [' in shown and '"title": "Reply"' in shown
     assert "see you at &lt;10&gt;" in page  # the payload still escaped
+
+
+def test_the_api_and_its_openapi_give_a_typed_jobs_payload_schema(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    typed = crontick.enqueue(conn, "t_admin.typed_reply", {"to": "+316", "text": "hello"})
+    plain = crontick.enqueue(conn, "t_admin.plain", {"text": "alone"})
+    settings = settings_for(database_url)
+    auth = {"Authorization": f"Bearer {settings.admin_secret}"}
+    with running(settings) as base:
+        got = httpx.get(f"{base}/api/admin/jobs/{typed}", headers=auth)
+        other = httpx.get(f"{base}/api/admin/jobs/{plain}", headers=auth)
+        described = httpx.get(f"{base}/api/admin/openapi.json", headers=auth)
+    assert got.status_code == 200, got.text
+    found = got.json()["payload_schema"]
+    assert found["model"] == "Reply" and found["schema"] == Reply.model_json_schema()
+    assert other.json()["payload_schema"] is None
+    detail = described.json()["components"]["schemas"]["JobDetail"]["allOf"][1]["properties"]
+    assert detail["payload_schema"]["type"] == ["object", "null"]

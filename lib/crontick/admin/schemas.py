@@ -164,6 +164,13 @@ def _job_detail() -> dict[str, Any]:
                         "history": {"type": "array", "items": ref("Attempt")},
                         "steps": {"type": "array", "items": ref("Step"), "maxItems": steps.STEPS_SHOWN},
                         "waiting_for": {"anyOf": [ref("Wait"), {"type": "null"}]},
+                        "payload_schema": {
+                            "type": ["object", "null"],
+                            "description": "The JSON Schema of the job type's payloads, when its handler in this "
+                            "process declares `payload=Model` (a pydantic model); null otherwise.",
+                            "properties": {"model": TEXT, "schema": {"type": "object"}},
+                            "required": ["model", "schema"],
+                        },
                     }
                 ),
             ]

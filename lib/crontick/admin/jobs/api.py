@@ -10,6 +10,7 @@ from starlette.responses import Response
 
 from crontick.admin import answer, inputs, tx
 from crontick.admin.jobs import PENDING_SPLIT, search, store
+from crontick.admin.jobs.page import payload_schema
 from crontick.jobs.queue import STATUSES
 
 
@@ -56,6 +57,9 @@ async def get_job(request: Request, conn: tx.Conn, role: str) -> Response:
     job = await store.get_job(conn, job_id) if job_id else None
     if job:
         await store.attempt_ticks(conn, job["history"])
+        # The handler's payload= model here (as the job page shows it), or null.
+        found = payload_schema(job["type"])
+        job["payload_schema"] = None if found is None else {"model": found[0], "schema": found[1]}
     return answer.api(job) if job else answer.not_found_job(request)
 
 
