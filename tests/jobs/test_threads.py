@@ -99,3 +99,48 @@ def test_a_handler_sees_the_batchs_context_and_its_changes_stay_its_own() -> Non
 
     assert all(o.status == "done" for o in asyncio.run(go()))
     assert seen == ["the batch's"] * 3  # each job in a fresh copy: the one before's set() is not seen
+
+
+timed_ran_in: list[str] = []
+timed_threads: list[threading.Thread] = []
+timed_release = threading.Event()
+
+
+@crontick.handler("t_threads.timed", timeout_seconds=5)
+def timed(payload: Any, job: crontick.Job) -> None:
+    timed_ran_in.append(threading.current_thread().name)
+    timed_threads.append(threading.current_thread())
+    seen.append(asked.get())
+
+
+@crontick.handler("t_threads.timed_stuck", timeout_seconds=0.3)
+def timed_stuck(payload: Any, job: crontick.Job) -> None:
+    timed_threads.append(threading.current_thread())
+    timed_release.wait(10)
+
+
+def test_a_sync_handler_with_its_own_timeout_runs_in_the_batchs_threads_with_the_batchs_context() -> None:
+    timed_ran_in.clear()
+    seen.clear()
+
+    async def go() -> list[Outcome]:
+        asked.set("the batch's")
+        return await run_batch(jobs(*["t_threads.timed"] * 4), now=NOW, deadline=time.monotonic() + 20, concurrency=2)
+
+    assert [o.status for o in asyncio.run(go())] == ["done"] * 4
+    # asyncio.to_thread's threads are the loop's default executor's, named asyncio_N.
+    assert timed_ran_in and all(n.startswith("crontick-job") for n in timed_ran_in), timed_ran_in
+    assert seen == ["the batch's"] * 4
+
+
+def test_a_sync_handler_cut_by_its_timeout_leaves_its_thread_and_the_next_job_a_fresh_one() -> None:
+    timed_threads.clear()
+    timed_release.clear()
+    try:
+        outcomes = run(jobs("t_threads.timed_stuck", "t_threads.name", "t_threads.timed"), concurrency=1)
+        assert [o.status for o in outcomes] == ["pending", "done", "done"], [o.last_error for o in outcomes]
+        assert outcomes[0].attempts == 1 and "its handler's timeout_seconds" in (outcomes[0].last_error or "")
+        # The cut handler still holds its thread: the jobs after it ran in another, not queued behind it.
+        assert len(timed_threads) == 2 and timed_threads[0] is not timed_threads[1], timed_threads
+    finally:
+        timed_release.set()

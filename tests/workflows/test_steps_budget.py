@@ -68,6 +68,17 @@ def sync_blocks_once(payload: Any, job: crontick.Job) -> None:
         raise
 
 
+@crontick.handler("t_yield.timed", timeout_seconds=0.5)
+def sync_outlives_its_timeout(payload: Any, job: crontick.Job) -> None:
+    job.step("a", _call, job, "a")
+    time.sleep(1.0)  # its own timeout (0.5 s) stops it here; its thread runs on
+    try:
+        job.step("b", _call, job, "b")
+    except StepError as exc:
+        refused.append(str(exc))
+        raise
+
+
 @crontick.handler("t_yield.async")
 async def async_blocks_once(payload: Any, job: crontick.Job) -> None:
     runs[job.id] += 1
@@ -199,3 +210,16 @@ def test_a_step_timeout_above_the_whole_budget_fails_instead_of_yielding_forever
     tick(database_url, settings_for(database_url, time_budget_seconds=8.0), now=db_now(conn))
     row = job_row(conn, job_id)
     assert row["attempts"] == 1 and "could never start" in row["last_error"]
+
+
+def test_a_def_handler_its_own_timeout_cut_makes_no_further_step(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    job_id = crontick.enqueue(conn, "t_yield.timed", {})
+    result = tick(database_url, now=db_now(conn))
+    assert (result.jobs.retried, result.jobs.yielded) == (1, 0)  # a handler's timeout fails its attempt, as before
+    # The tick waited for the thread to end: its step "b" was refused, not run.
+    assert len(refused) == 1 and "its handler's timeout_seconds had already stopped" in refused[0], refused
+    assert calls[(job_id, "b")] == 0 and _steps(conn, job_id) == ["a"]
+    row = job_row(conn, job_id)
+    assert row["attempts"] == 1 and "(its handler's timeout_seconds)" in row["last_error"]

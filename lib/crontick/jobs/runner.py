@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 
@@ -33,6 +33,8 @@ from crontick.workflows.parked import Parked
 
 if TYPE_CHECKING:
     from crontick.jobs.job_spans import BatchSpans
+
+T = TypeVar("T")
 
 
 async def run_batch(
@@ -91,7 +93,7 @@ async def run_batch(
         if step_batch is not None:
             steps.end(step_batch)
         if batch.threads is not None:
-            threads.give_back(batch.threads, workers, idle=batch.in_threads == 0)
+            threads.give_back(batch.threads, workers, idle=batch.runs_in(batch.threads) == 0)
     return batch.outcomes_in_order()
 
 
@@ -115,10 +117,11 @@ class _Batch:
     ) -> None:
         self.jobs, self.now, self.deadline, self.clock, self.rand = jobs, now, deadline, clock, rand
         self.workers = workers
-        # Sync handlers' threads, one per worker, taken when the first sync job starts; the runs given them not ended.
+        # Sync handlers' threads, one per worker, taken when the first sync job starts; the runs given each pool
+        # (this one, and one a handler's timeout retired) not ended.
         self.threads: concurrent.futures.ThreadPoolExecutor | None = None
-        self.in_threads = 0
-        self._in_threads_lock = threading.Lock()
+        self._runs: dict[concurrent.futures.ThreadPoolExecutor, int] = {}
+        self._runs_lock = threading.Lock()
         self.settings = settings
         started_at = clock()
         self.now_at = started_at if now_at is None else now_at
@@ -174,7 +177,11 @@ class _Batch:
                         continue
                     if _in_thread_run(job):
                         running = run = _ThreadRun(pending, self.finish, clock, deadline, self.spans, self.started)
-                        await self.in_thread(run, index, job)
+                        await self.in_thread(run.run, index, job)
+                    elif _timed_in_thread(job):
+                        running = (index, job, clock())
+                        self.started(index, job, running[2])
+                        self.finish(index, job, await self.timed_in_thread(job))
                     else:
                         running = (index, job, clock())
                         self.started(index, job, running[2])
@@ -191,23 +198,54 @@ class _Batch:
                 text = f"TimeoutError: job {job.id} ({job.type}) was stopped after {clock() - began:.1f} s (the tick's time budget)"
                 self.finish(index, job, Ended(text, budget_stopped=True, new_steps=new_steps))
 
-    def in_thread(self, run: _ThreadRun, index: int, job: Job) -> asyncio.Future[None]:
-        """What asyncio.to_thread(run.run, index, job) does (the worker's context copied into the thread; cancelling
-        the wait leaves the thread to finish), in one of the batch's threads."""
+    def in_thread(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """What asyncio.to_thread(fn, *args) does (the worker's context copied into the thread; cancelling the wait
+        leaves the thread to finish), in one of the batch's threads."""
         if self.threads is None:
             self.threads = threads.take(self.workers)
-        with self._in_threads_lock:
-            self.in_threads += 1
+        pool = self.threads
+        with self._runs_lock:
+            self._runs[pool] = self._runs.get(pool, 0) + 1
         context = contextvars.copy_context()
-        return asyncio.get_running_loop().run_in_executor(self.threads, context.run, self.thread_run, run, index, job)
+        return asyncio.get_running_loop().run_in_executor(pool, context.run, self.thread_run, pool, fn, *args)
 
-    def thread_run(self, run: _ThreadRun, index: int, job: Job) -> None:
+    def thread_run(self, pool: concurrent.futures.ThreadPoolExecutor, fn: Callable[..., T], *args: Any) -> T:
         try:
-            run.run(index, job)
+            return fn(*args)
         finally:  # this thread takes no more of the batch's jobs: the step writes' group commit waits for it no more
             steps.thread_left()
-            with self._in_threads_lock:
-                self.in_threads -= 1
+            with self._runs_lock:
+                self._runs[pool] -= 1
+
+    def runs_in(self, pool: concurrent.futures.ThreadPoolExecutor) -> int:
+        """How many runs given `pool` have not ended (a handler the budget or its timeout cut still holds a thread)."""
+        with self._runs_lock:
+            return self._runs.get(pool, 0)
+
+    async def timed_in_thread(self, job: Job) -> Ended:
+        """A sync handler with its own timeout_seconds: a hop of its own to the batch's threads, waited for that long.
+
+        At its timeout the wait ends and the thread is left to finish, as asyncio.to_thread's would be; its next
+        job.step raises (crontick.workflows.budget), and the batch's later jobs get fresh threads: the cut one may
+        never end, and a pool of one thread per worker would make a later job wait behind it.
+        """
+        entry = registry.get(job.type)
+        assert entry is not None and entry.timeout_seconds is not None
+        limit = asyncio.timeout(entry.timeout_seconds)
+        try:
+            async with limit:
+                return await self.in_thread(_attempt_in_thread, job, self.spans)
+        except TimeoutError:
+            if not limit.expired():  # not ours (the awaited run returns its handler's errors, it does not raise them)
+                raise
+        if self.steps is not None:
+            self.steps.budget.stop(job, by="its handler's timeout_seconds")
+        if self.threads is not None:
+            retired, self.threads = self.threads, None
+            threads.give_back(retired, self.workers, idle=False)
+        return Ended(
+            f"TimeoutError: job {job.id} ({job.type}) was stopped after {entry.timeout_seconds:.1f} s (its handler's timeout_seconds)"
+        )
 
     def outcomes_in_order(self) -> list[Outcome]:
         """One outcome per job: whatever no worker reached before the deadline (or the process's exit) goes back, its
@@ -242,10 +280,16 @@ class _Pending:
 def _in_thread_run(job: Job) -> bool:
     """A sync handler without its own timeout_seconds can share a thread hop with the jobs after it.
 
-    One with a timeout_seconds keeps a hop of its own, so that the timeout can stop waiting for it.
+    One with a timeout_seconds keeps a hop of its own (_timed_in_thread), so that the timeout can stop waiting for it.
     """
     entry = registry.get(job.type)
     return entry is not None and not entry.is_async and entry.timeout_seconds is None
+
+
+def _timed_in_thread(job: Job) -> bool:
+    """A sync handler with its own timeout_seconds: one job per hop to the batch's threads (_Batch.timed_in_thread)."""
+    entry = registry.get(job.type)
+    return entry is not None and not entry.is_async and entry.timeout_seconds is not None
 
 
 class _ThreadRun:
@@ -316,13 +360,12 @@ async def _attempt(job: Job, trace_id: str | None = None) -> Ended:
     limit = None if entry.timeout_seconds is None else asyncio.timeout(entry.timeout_seconds)
     running = logs.running(job, trace_id)  # every line logged until the handler ends names the job
     try:
-        if limit is None and entry.is_async:  # the common case, without a frame of its own
-            value = await entry.func(job.payload, job)  # type: ignore[misc]  # the tick's budget, held by the worker, still bounds it
-        elif limit is None:
-            value = await _call(entry, job)
+        # Only async handlers come here: sync ones run in the batch's threads (_Batch.worker).
+        if limit is None:  # the tick's budget, held by the worker, still bounds it
+            value = await entry.func(job.payload, job)  # type: ignore[misc]
         else:
             async with limit:
-                value = await _call(entry, job)
+                value = await entry.func(job.payload, job)  # type: ignore[misc]
         if value is not None:  # the job's result, which job.join returns (crontick.workflows.children)
             await children.keep_result(job, value)
     except TimeoutError as exc:
@@ -350,6 +393,8 @@ def _attempt_in_thread(job: Job, spans: BatchSpans | None = None) -> Ended:
 
 
 def _run_in_context(job: Job, entry: Handler, context: contextvars.Context, trace_id: str | None) -> Ended:
+    if isinstance(job.payload, UndecodablePayload):  # as in _attempt: the handler is not called
+        return Ended(f"PermanentError: job {job.id} ({job.type}): {job.payload.reason}", True)
     context.run(logs.running, job, trace_id)
     try:
         value = context.run(entry.func, job.payload, job)
@@ -376,12 +421,6 @@ def _ended(exc: BaseException) -> Ended:
     # An exception carrying a provider's 429 or 503 (httpx, the OpenAI and Anthropic SDKs): with a
     # Retry-After, crontick.jobs.decision snoozes the job for it; without one it is an ordinary failure.
     return Ended(_describe(exc), traceback=trace, throttle=retry.throttle_of(exc))
-
-
-async def _call(entry: Handler, job: Job) -> Any:
-    if entry.is_async:
-        return await entry.func(job.payload, job)  # type: ignore[misc]
-    return await asyncio.to_thread(entry.func, job.payload, job)
 
 
 def _unknown_type(job: Job) -> str:

@@ -43,7 +43,7 @@ class RunBudget:
         self._ends: dict[int, float] = {}  # job id -> when its run ends (a clock() time)
         self._left_at_start: dict[int, float] = {}
         self._new: dict[int, int] = {}  # job id -> steps recorded in this run
-        self._cut: set[int] = set()  # jobs the budget stopped: their steps raise from then on
+        self._cut: dict[int, str] = {}  # jobs the budget (or their timeout) stopped, and by what: their steps raise
 
     def recorded(self, job_ids: Iterable[int]) -> None:
         """Steps of these jobs were recorded in this run (one id per step)."""
@@ -56,10 +56,11 @@ class RunBudget:
         self._ends[job.id] = ends_at
         self._left_at_start[job.id] = ends_at - self.clock()
 
-    def stop(self, job: RunningJob) -> int:
-        """The runner, at the budget: `job`'s steps raise from now on. Returns how many steps this run recorded."""
+    def stop(self, job: RunningJob, by: str = "the tick's budget") -> int:
+        """The runner, at the budget (or a sync handler's timeout_seconds, `by`): `job`'s steps raise from now on.
+        Returns how many steps this run recorded."""
         with self._lock:
-            self._cut.add(job.id)
+            self._cut[job.id] = by
             return self._new.get(job.id, 0)
 
     def time_left(self, job: RunningJob) -> float:
@@ -69,9 +70,10 @@ class RunBudget:
 
     def check_running(self, job: RunningJob, name: str) -> None:
         """A StepError, recording nothing, once the budget has stopped `job` (a def handler's thread runs on)."""
-        if job.id in self._cut:
+        by = self._cut.get(job.id)
+        if by is not None:
             raise StepError(
-                f"job {job.id} ({job.type}) step {name!r}: expected a running handler, got one the tick's budget "
+                f"job {job.id} ({job.type}) step {name!r}: expected a running handler, got one {by} "
                 "had already stopped (its thread ran on); the step was not run and nothing was recorded"
             )
 
