@@ -27,7 +27,11 @@ def traced() -> Iterator[Any]:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     if _trace_module is not None:
+        # Both places an import looks: sys.modules, and the package's attribute, which `from opentelemetry import
+        # trace` reads first. Code that imported opentelemetry.trace while it was out of sys.modules made a second
+        # module (with no provider set) and left it on the package: the tests' spans were then non-recording.
         sys.modules["opentelemetry.trace"] = _trace_module
+        sys.modules["opentelemetry"].trace = _trace_module  # type: ignore[attr-defined]
     import opentelemetry.trace as trace
 
     if _provider is None:
