@@ -17,9 +17,15 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/crontick dev
 
-## The whole suite against CRONTICK_TEST_DATABASE_URL, or an embedded PostgreSQL when it is unset.
+## The whole suite against CRONTICK_TEST_DATABASE_URL, or an embedded PostgreSQL when it is unset: on
+## PYTEST_WORKERS processes (pytest-xdist; the tests mostly wait on processes, HTTP and PostgreSQL), then the
+## `serial` ones (tests/chaos, tests/perf: kill -9 and measures that want the CPU to themselves) on their own.
+PYTEST_WORKERS ?= 3
+SUITE := -m pytest -q -n $(PYTEST_WORKERS) -m "not serial"
+SERIAL := -m pytest -q -m serial
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python $(SUITE)
+	$(BIN)/python $(SERIAL)
 
 ## ruff (lint rules and format, configured in pyproject.toml) over the whole tree, mypy --strict over lib/, then
 ## import-linter: the layers contract in pyproject.toml (imports flow one way; no cycle comes back).
@@ -58,7 +64,8 @@ test-wheel: $(STAMP)
 	$(PYTHON) -m venv $(WHEEL_VENV)
 	$(WHEEL_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(WHEEL_VENV)/bin/python -m pip install --quiet "$$(ls dist/crontick-*.whl)[dev]"
-	CRONTICK_TEST_WHEEL="$$(ls dist/crontick-*.whl)" CRONTICK_TEST_INSTALLED=wheel $(WHEEL_VENV)/bin/python -m pytest -q
+	CRONTICK_TEST_WHEEL="$$(ls dist/crontick-*.whl)" CRONTICK_TEST_INSTALLED=wheel $(WHEEL_VENV)/bin/python $(SUITE)
+	CRONTICK_TEST_WHEEL="$$(ls dist/crontick-*.whl)" CRONTICK_TEST_INSTALLED=wheel $(WHEEL_VENV)/bin/python $(SERIAL)
 
 ## Benchmark against procrastinate, pgqueuer and plain psycopg loops (CRONTICK_BENCH_DATABASE_URL or embedded).
 ## Its peers live in their own venv, so they never slow the runtime venv's imports (cold start is measured there).

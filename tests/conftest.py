@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 
 # Names code on other branches still imports from here; they live in tests/support, and new code imports
 # them from there (tests/unit/test_test_layout.py fails on an import of a conftest).
+# Their tests are marked serial: `make test` runs them alone, after the rest has run on several workers.
+SERIAL_FOLDERS = frozenset({"chaos", "perf"})
+
 __all__ = ["ROOT", "TEST_SECRET", "free_port", "fresh_database", "serve", "url_of"]
 
 
@@ -174,6 +177,17 @@ def provider(provider_server: Provider) -> Provider:
     return provider_server
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist with no CRONTICK_TEST_DATABASE_URL, the controller starts the one embedded server
+    (tests/support/databases.py) and its workers inherit the variable naming it: one server, never two."""
+    if getattr(config.option, "numprocesses", None) and not os.environ.get("PYTEST_XDIST_WORKER"):
+        databases.share_with_workers()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Marks each test db, http, process or pure (tests/support/kinds.py); `slow` is marked by hand."""
+    """Marks each test db, http, process or pure (tests/support/kinds.py), and serial in SERIAL_FOLDERS; `slow`
+    is marked by hand."""
     kinds.mark(items)
+    for item in items:
+        if item.path.parent.name in SERIAL_FOLDERS:
+            item.add_marker(pytest.mark.serial)

@@ -23,6 +23,13 @@ def admin_url() -> str:
     return embedded.start(ROOT / ".crontick" / f"test-pg-{os.getpid()}", cleanup=True)
 
 
+def share_with_workers() -> None:
+    """Starts the embedded server in this process (pytest-xdist's controller, which outlives its workers and
+    deletes the data when it exits) and names it in CRONTICK_TEST_DATABASE_URL for the workers it spawns."""
+    if not os.environ.get("CRONTICK_TEST_DATABASE_URL"):
+        os.environ["CRONTICK_TEST_DATABASE_URL"] = admin_url()
+
+
 @contextmanager
 def fresh_database(admin_url: str, template: str) -> Iterator[str]:
     """A new database cloned from `template`, dropped afterwards; yields its conninfo.
