@@ -60,7 +60,8 @@ def test_a_booking_adds_one_statement_and_one_call_and_a_repeat_one_statement(
         due = datetime.now(UTC) + timedelta(hours=1)
         first, _, sent_first = duty_run(DUTY, {}, settings=settings, next_due_at=due)
         again, _, sent_again = duty_run(DUTY, {}, settings=settings, next_due_at=due)
-    assert (first, sent_first) == (WakeupCounts(1, 0), ["wakeup_claim"])
+    # QStash's cancel of a superseded booking needs the messageId it answered: stored in a statement of its own
+    assert (first, sent_first) == (WakeupCounts(1, 0), ["wakeup_claim", "wakeup_message_id"])
     assert (again, sent_again) == (WakeupCounts(0, 0), ["wakeup_claim"])  # booked already: no call
     assert len(stand_in.published) == 1
 
@@ -183,7 +184,8 @@ def test_a_delivered_tick_records_its_instant_served_in_the_claims_statement_or_
         idle, _, sent_idle = duty_run(DUTY, {}, settings=settings, next_due_at=None, delivered=delivered)
         in_process, _, sent_in_process = duty_run(DUTY, {}, settings=settings, next_due_at=due, delivered=delivered,
                                                   follow_up_in=2.0)  # fmt: skip
-    assert (booked, sent_booking) == (WakeupCounts(1, 0), ["wakeup_claim"]) and served.fetchone()[0] is not None
+    booking = ["wakeup_claim", "wakeup_message_id"]  # QStash's messageId, which its cancel needs
+    assert (booked, sent_booking) == (WakeupCounts(1, 0), booking) and served.fetchone()[0] is not None
     assert (idle, sent_idle) == (WakeupCounts(0, 0), ["wakeup_served"])
     assert (in_process, sent_in_process) == (WakeupCounts(0, 0), ["wakeup_served"])
     assert len(stand_in.published) == 1
