@@ -69,6 +69,7 @@ class QStashStandIn:
     clock_ahead_seconds: float = 0.0
     held: bool = False
     cancelled: list[str] = field(default_factory=list)  # message ids deleted with DELETE /v2/messages/{id}
+    stall_cancel_seconds: float = 0.0  # a DELETE answers this late
     _dedupe: dict[str, tuple[str, float]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -221,6 +222,8 @@ def qstash_stand_in(token: str, signing_key: str, *, held: bool = False) -> Iter
             self.wfile.write(data)
 
         def do_DELETE(self) -> None:  # noqa: N802 (http.server's name)
+            if stand_in.stall_cancel_seconds:
+                time.sleep(stand_in.stall_cancel_seconds)
             headers = {k.lower(): v for k, v in self.headers.items()}
             status, answer = stand_in.cancel(self.path, headers)
             data = json.dumps(answer).encode()

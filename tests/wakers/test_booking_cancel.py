@@ -141,6 +141,20 @@ def test_a_cancel_that_fails_or_hangs_never_fails_the_booking(
     assert len(failed) == 2 and all(e["provider"] == "qstash" for e in failed)
 
 
+def test_a_cancel_that_does_not_answer_leaves_the_booking_within_its_timeout(
+    database_url: str, stand_in: QStashStandIn, conn: psycopg.Connection[Any], log_lines: LogLines
+) -> None:
+    settings = _settings(database_url, stand_in)
+    now = _now(conn)
+    first = asyncio.run(_book(database_url, settings, now + timedelta(minutes=5), now))
+    stand_in.stall_cancel_seconds = 5.0
+    started = time.monotonic()
+    second = asyncio.run(_book(database_url, settings, now + timedelta(minutes=9), now))
+    took = time.monotonic() - started
+    assert second.status == "booked" and took < 2.0 * settings.wakeup_timeout_seconds + 1.0
+    assert [e["instant"] for e in _events(log_lines, "wakeup_cancel_failed")] == [first.instant.isoformat()]  # type: ignore[union-attr]
+
+
 def test_a_cancelled_message_is_never_delivered(database_url: str, conn: psycopg.Connection[Any]) -> None:
     with recording_server() as app, qstash_stand_in(TOKEN, QSTASH_CURRENT) as stand_in:
         settings = _settings(database_url, stand_in, public_url=app.url)
