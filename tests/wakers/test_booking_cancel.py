@@ -166,3 +166,19 @@ def test_a_cancelled_message_is_never_delivered(database_url: str, conn: psycopg
         time.sleep(1.0)
         assert [d.message_id for d in stand_in.deliveries if d.delivered_at] == [second.message_id]
         assert len(delivered) == 1
+
+
+def test_a_cancelled_instant_booked_again_is_delivered_under_its_new_key(
+    database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    with recording_server() as app, qstash_stand_in(TOKEN, QSTASH_CURRENT) as stand_in:
+        settings = _settings(database_url, stand_in, public_url=app.url)
+        now = _now(conn)
+        first = asyncio.run(_book(database_url, settings, now + timedelta(seconds=2), now))
+        second = asyncio.run(_book(database_url, settings, now + timedelta(seconds=3), now))
+        again = asyncio.run(_book(database_url, settings, now + timedelta(seconds=2), now))  # new work at it
+        stand_in.wait_delivered(2, timeout=10)
+        time.sleep(1.0)
+        delivered = [d.message_id for d in stand_in.deliveries if d.delivered_at]
+    assert again.status == "booked" and again.instant == first.instant and stand_in.cancelled == [first.message_id]
+    assert sorted(delivered) == sorted([again.message_id, second.message_id])
