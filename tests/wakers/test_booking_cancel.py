@@ -182,3 +182,20 @@ def test_a_cancelled_instant_booked_again_is_delivered_under_its_new_key(
         delivered = [d.message_id for d in stand_in.deliveries if d.delivered_at]
     assert again.status == "booked" and again.instant == first.instant and stand_in.cancelled == [first.message_id]
     assert sorted(delivered) == sorted([again.message_id, second.message_id])
+
+
+def test_concurrent_ticks_book_a_later_instant_once_and_cancel_the_earlier_once(
+    database_url: str, stand_in: QStashStandIn, conn: psycopg.Connection[Any]
+) -> None:
+    settings = _settings(database_url, stand_in)
+    now = _now(conn)
+    first = asyncio.run(_book(database_url, settings, now + timedelta(minutes=5), now))
+
+    async def all_at_once() -> list[WakeupOutcome]:
+        due = now + timedelta(minutes=9)
+        return list(await asyncio.gather(*(_book(database_url, settings, due, now) for _ in range(8))))
+
+    outcomes = asyncio.run(all_at_once())
+    assert sorted(o.status for o in outcomes) == ["already"] * 7 + ["booked"]
+    assert stand_in.cancelled == [first.message_id] and len(stand_in.published) == 2
+    assert [r[1] for r in _rows(conn)] == ["cancelled", "booked"]
