@@ -373,9 +373,11 @@ CREATE TABLE crontick.crontick_wakeups (
     failed_at timestamp with time zone,
     error text,
     served_at timestamp with time zone,
+    message_id text,
+    generation integer DEFAULT 1 NOT NULL,
     CONSTRAINT crontick_wakeups_pkey PRIMARY KEY (instant),
     CONSTRAINT crontick_wakeups_error_short CHECK (octet_length(error) <= 2000),
-    CONSTRAINT crontick_wakeups_status_valid CHECK (status = ANY (ARRAY['booked'::text, 'failed'::text]))
+    CONSTRAINT crontick_wakeups_status_valid CHECK (status = ANY (ARRAY['booked'::text, 'failed'::text, 'cancelled'::text]))
 );
 ALTER TABLE crontick.crontick_wakeups ENABLE ROW LEVEL SECURITY;
 

@@ -3,8 +3,16 @@
 -- name: wakeup_claim
 -- Take the booking of one instant, once across concurrent ticks (sql/functions/wakeup_claim.sql).
 -- `attempt`: 0 when the instant is booked already, else which call of the provider this is. `served`: the
--- instant whose delivery started this tick, recorded as served in the same call (null: none).
-select {schema}.crontick_wakeup_claim(%(instant)s, %(provider)s, %(served)s) as attempt
+-- instant whose delivery started this tick, recorded as served in the same call (null: none). The bookings it
+-- supersedes (before `cancel_before`, at most `cancel_limit`) come back cancelled, for the provider to delete.
+select c.attempt, c.generation, c.cancelled, c.generations, c.message_ids
+from {schema}.crontick_wakeup_claim(%(instant)s, %(provider)s, %(served)s, %(now)s, %(cancel_before)s,
+                                    %(cancel_limit)s) c
+
+-- name: wakeup_message_id
+-- A booking the provider accepted: the id it answered, which its cancel needs (QStash's messageId).
+update {schema}.crontick_wakeups w set message_id = %(message_id)s
+where w.instant = %(instant)s and w.status = 'booked'
 
 -- name: wakeup_served
 -- A delivered tick that books nothing records its instant as served (crontick.tick.wakeups_duty); one that books

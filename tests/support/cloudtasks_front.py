@@ -1,6 +1,7 @@
 """Cloud Tasks locally: gcloud-tasks-emulator (PyPI; gRPC) keeps the time and calls the target, and a small REST
 front of ours adds what it lacks, as Google documents it: the metadata server's access token, CreateTask over REST
-(`POST /v2/<queue>/tasks`), 409 ALREADY_EXISTS for a task name seen before, and the `oidcToken`: each task's call
+(`POST /v2/<queue>/tasks`), 409 ALREADY_EXISTS for a task name seen before (a deleted one too, as Cloud Tasks refuses
+a recently deleted name), DeleteTask (`DELETE /v2/<queue>/tasks/<id>`: 404 NOT_FOUND for none), and the `oidcToken`: each task's call
 carries an ID token for the service account, signed by a local OIDC issuer (tests/support/credentials.OidcIssuer)."""
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class Front:
     url: str = ""
     names: set[str] = field(default_factory=set)
     created: list[dict[str, Any]] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)  # task names deleted with DeleteTask
     token_fetches: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -53,6 +55,19 @@ class Front:
         if self.emulator is not None:
             self._forward(task)
         return 200, {**task, "dispatchCount": 0, "view": "BASIC"}
+
+    def delete(self, path: str, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        """DeleteTask: the task is gone (never dispatched), 200 with an empty body; 404 NOT_FOUND when there is none."""
+        if headers.get("authorization") != f"Bearer {ACCESS_TOKEN}":
+            return 401, _error(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
+        name = path.removeprefix("/v2/")
+        with self.lock:
+            if not name.startswith(f"{QUEUE}/tasks/") or name not in self.names or name in self.deleted:
+                return 404, _error(404, "NOT_FOUND", "Requested entity was not found.")
+            self.deleted.append(name)  # kept in `names`: the name stays refused
+        if self.emulator is not None:
+            self.emulator.delete_task(name=name)
+        return 200, {}
 
     def _forward(self, task: dict[str, Any]) -> None:
         """To the emulator, with the OIDC token Cloud Tasks would add (the emulator has no OIDC)."""
@@ -130,6 +145,9 @@ def cloudtasks_front(issuer: OidcIssuer, tasks_emulator: Any = None) -> Iterator
         def do_POST(self) -> None:  # noqa: N802
             body = self.rfile.read(int(self.headers.get("content-length") or 0))
             self._answer(*front.create(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+
+        def do_DELETE(self) -> None:  # noqa: N802
+            self._answer(*front.delete(self.path, {k.lower(): v for k, v in self.headers.items()}))
 
         def _answer(self, status: int, answer: dict[str, Any]) -> None:
             data = json.dumps(answer).encode()

@@ -68,6 +68,8 @@ class QStashStandIn:
     copies_at_once: bool = False
     clock_ahead_seconds: float = 0.0
     held: bool = False
+    cancelled: list[str] = field(default_factory=list)  # message ids deleted with DELETE /v2/messages/{id}
+    stall_cancel_seconds: float = 0.0  # a DELETE answers this late
     _dedupe: dict[str, tuple[str, float]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -96,8 +98,23 @@ class QStashStandIn:
             threading.Thread(target=self._deliver_copies, args=(delivery,), daemon=True).start()
         return 201, {"messageId": message_id}
 
+    def cancel(self, path: str, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        """`DELETE /v2/messages/{messageId}`: a pending message is deleted (never delivered), 200; 404 when there is
+        none (delivered already, or never published)."""
+        if headers.get("authorization") != f"Bearer {self.token}":
+            return 401, {"error": "Unauthorized"}
+        message_id = path.removeprefix("/v2/messages/")
+        with self._lock:
+            pending = [d for d in self.deliveries if d.message_id == message_id and d.delivered_at is None]
+            if not pending or message_id in self.cancelled:
+                return 404, {"error": "message not found"}
+            self.cancelled.append(message_id)
+        return 200, {}
+
     def _deliver_copies(self, delivery: Delivery) -> None:
         time.sleep(max(0.0, delivery.due_at - self.clock_ahead_seconds - time.time()))
+        if delivery.message_id in self.cancelled:
+            return
         copies = [delivery] + [
             Delivery(delivery.message_id, delivery.url, delivery.due_at, headers=delivery.headers, body=delivery.body)
             for _ in range(self.copies - 1)
@@ -117,7 +134,8 @@ class QStashStandIn:
     def pending(self) -> list[Delivery]:
         """The deliveries not made yet, earliest Not-Before first."""
         with self._lock:
-            return sorted((d for d in self.deliveries if d.delivered_at is None and not d.statuses),
+            return sorted((d for d in self.deliveries
+                       if d.delivered_at is None and not d.statuses and d.message_id not in self.cancelled),
                           key=lambda d: d.due_at)  # fmt: skip
 
     def advance(self, seconds: float) -> None:
@@ -196,6 +214,18 @@ def qstash_stand_in(token: str, signing_key: str, *, held: bool = False) -> Iter
                 time.sleep(stand_in.stall_seconds)
             headers = {k.lower(): v for k, v in self.headers.items()}
             status, answer = stand_in.publish(self.path, headers, body)
+            data = json.dumps(answer).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_DELETE(self) -> None:  # noqa: N802 (http.server's name)
+            if stand_in.stall_cancel_seconds:
+                time.sleep(stand_in.stall_cancel_seconds)
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            status, answer = stand_in.cancel(self.path, headers)
             data = json.dumps(answer).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

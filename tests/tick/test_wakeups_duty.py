@@ -16,8 +16,10 @@ import httpx
 import psycopg
 
 from crontick.tick.wakeups_duty import DUTY, WakeupCounts
+from crontick.wakers import cloudtasks
 from tests.support import noop_jobs
-from tests.support.credentials import QSTASH_CURRENT
+from tests.support.cloudtasks_front import QUEUE, cloudtasks_front
+from tests.support.credentials import QSTASH_CURRENT, OidcIssuer
 from tests.support.http_checks import AUTH, TICK
 from tests.support.qstash_server import qstash_stand_in
 from tests.tick.support import TOKEN, DutyRun, settings_for, waking_app
@@ -60,7 +62,8 @@ def test_a_booking_adds_one_statement_and_one_call_and_a_repeat_one_statement(
         due = datetime.now(UTC) + timedelta(hours=1)
         first, _, sent_first = duty_run(DUTY, {}, settings=settings, next_due_at=due)
         again, _, sent_again = duty_run(DUTY, {}, settings=settings, next_due_at=due)
-    assert (first, sent_first) == (WakeupCounts(1, 0), ["wakeup_claim"])
+    # QStash's cancel of a superseded booking needs the messageId it answered: stored in a statement of its own
+    assert (first, sent_first) == (WakeupCounts(1, 0), ["wakeup_claim", "wakeup_message_id"])
     assert (again, sent_again) == (WakeupCounts(0, 0), ["wakeup_claim"])  # booked already: no call
     assert len(stand_in.published) == 1
 
@@ -183,7 +186,34 @@ def test_a_delivered_tick_records_its_instant_served_in_the_claims_statement_or_
         idle, _, sent_idle = duty_run(DUTY, {}, settings=settings, next_due_at=None, delivered=delivered)
         in_process, _, sent_in_process = duty_run(DUTY, {}, settings=settings, next_due_at=due, delivered=delivered,
                                                   follow_up_in=2.0)  # fmt: skip
-    assert (booked, sent_booking) == (WakeupCounts(1, 0), ["wakeup_claim"]) and served.fetchone()[0] is not None
+    booking = ["wakeup_claim", "wakeup_message_id"]  # QStash's messageId, which its cancel needs
+    assert (booked, sent_booking) == (WakeupCounts(1, 0), booking) and served.fetchone()[0] is not None
     assert (idle, sent_idle) == (WakeupCounts(0, 0), ["wakeup_served"])
     assert (in_process, sent_in_process) == (WakeupCounts(0, 0), ["wakeup_served"])
     assert len(stand_in.published) == 1
+
+
+def test_a_booking_that_supersedes_one_cancels_it_with_no_statement_of_its_own(
+    duty_run: DutyRun, database_url: str, issuer: OidcIssuer
+) -> None:
+    """The cancel rides in the claim's statement: QStash's booking is its two (the claim, the messageId its cancel
+    needs), a key-named provider's (Cloud Tasks) the one claim, cancelling or not; each cancel is one HTTP call."""
+    due = datetime.now(UTC) + timedelta(hours=1)
+    with qstash_stand_in(TOKEN, QSTASH_CURRENT) as stand_in:
+        settings = settings_for(database_url, waker="qstash", qstash_token=TOKEN, qstash_url=stand_in.url,
+                                public_url="http://127.0.0.1:9")  # fmt: skip
+        _, _, sent_first = duty_run(DUTY, {}, settings=settings, next_due_at=due)
+        later, _, sent_later = duty_run(DUTY, {}, settings=settings, next_due_at=due + timedelta(minutes=5))
+    assert sent_first == sent_later == ["wakeup_claim", "wakeup_message_id"] and later == WakeupCounts(1, 0)
+    assert stand_in.cancelled == [stand_in.deliveries[0].message_id] and len(stand_in.published) == 2
+    cloudtasks._tokens.clear()
+    with cloudtasks_front(issuer) as front:
+        project, _, location, _, queue = QUEUE.split("/")[1:]
+        settings = settings_for(database_url, waker="cloudtasks", public_url="https://app.example.com",
+                                cloudtasks_project=project, cloudtasks_location=location, cloudtasks_queue=queue,
+                                cloudtasks_service_account="tasks@octo-project.iam.gserviceaccount.com",
+                                cloudtasks_url=front.url, gcp_metadata_url=front.url)  # fmt: skip
+        _, _, sent_first = duty_run(DUTY, {}, settings=settings, next_due_at=due + timedelta(minutes=10))
+        later, _, sent_later = duty_run(DUTY, {}, settings=settings, next_due_at=due + timedelta(minutes=15))
+    assert sent_first == sent_later == ["wakeup_claim"] and later == WakeupCounts(1, 0)
+    assert front.deleted == [front.created[0]["name"]] and len(front.created) == 2

@@ -69,6 +69,39 @@ def test_a_refused_access_token_is_a_failed_booking(issuer: OidcIssuer, database
     assert outcome.status == "failed" and "metadata server" in (outcome.error or "") and front.created == []
 
 
+def test_a_cancel_deletes_the_task_and_its_name_stays_refused(issuer: OidcIssuer) -> None:
+    """DeleteTask as Cloud Tasks documents it; 404 (gone already) is no failure; the deleted name is refused (409)
+    afterwards, which crontick.wakers.booking's generation key steps around."""
+    cloudtasks._tokens.clear()
+    with cloudtasks_front(issuer) as front:
+        provider = CloudTasks(_settings(front.url, "https://app.example.com", issuer))
+        instant = datetime(2031, 1, 1, 9, 0, 5, tzinfo=UTC)
+        asyncio.run(provider.book(instant, "crontick-abc-20310101T090005Z", datetime.now(UTC)))
+        asyncio.run(provider.cancel("crontick-abc-20310101T090005Z", None))
+        asyncio.run(provider.cancel("crontick-abc-20310101T090005Z", None))  # 404 now: no failure
+        again = asyncio.run(provider.book(instant, "crontick-abc-20310101T090005Z", datetime.now(UTC)))
+        other = asyncio.run(provider.book(instant, "crontick-abc-g2-20310101T090005Z", datetime.now(UTC)))
+    assert front.deleted == [f"{QUEUE}/tasks/crontick-abc-20310101T090005Z"]
+    assert again.duplicate and not other.duplicate
+
+
+def test_a_superseded_task_is_deleted_by_the_next_booking(issuer: OidcIssuer, database_url: str) -> None:
+    cloudtasks._tokens.clear()
+    with cloudtasks_front(issuer) as front:
+        settings = _settings(front.url, "https://app.example.com", issuer, database_url)
+
+        async def booking(due: datetime, now: datetime) -> Any:
+            async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+                return await book_next(conn, settings, due, now)
+
+        now = datetime.now(UTC)
+        first = asyncio.run(booking(now + timedelta(minutes=5), now))
+        second = asyncio.run(booking(now + timedelta(minutes=9), now))
+    assert (first.status, second.status) == ("booked", "booked")
+    assert front.deleted == [first.message_id]
+    assert [t["name"] for t in front.created] == [first.message_id, second.message_id]
+
+
 @pytest.mark.slow
 def test_the_task_arrives_at_its_instant_and_the_tick_accepts_its_token(
     issuer: OidcIssuer, database_url: str, conn: psycopg.Connection[Any]

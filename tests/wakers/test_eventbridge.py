@@ -63,6 +63,34 @@ def test_book_next_rounds_up_to_the_minute(endpoint: str, database_url: str) -> 
     assert outcome.status == "booked" and outcome.instant == datetime(2031, 1, 1, 9, 2, tzinfo=UTC)
 
 
+def test_a_cancel_deletes_the_schedule_and_a_missing_one_is_no_failure(endpoint: str) -> None:
+    """DeleteSchedule (`DELETE /schedules/<name>?groupName=`, SigV4 signed) as AWS documents it; 404 is no failure."""
+    provider = EventBridge(_settings(endpoint))
+    instant = (datetime.now(UTC) + timedelta(hours=3)).replace(second=0, microsecond=0)
+    key = f"crontick-test-cancel-{instant:%Y%m%dT%H%M%SZ}"
+    asyncio.run(provider.book(instant, key, datetime.now(UTC)))
+    asyncio.run(provider.cancel(key, None))
+    asyncio.run(provider.cancel(key, None))  # ResourceNotFoundException now: gone already, no failure
+    scheduler = aws.client(endpoint, "scheduler")
+    with pytest.raises(scheduler.exceptions.ResourceNotFoundException):
+        scheduler.get_schedule(Name=key)
+
+
+def test_a_superseded_schedule_is_deleted_by_the_next_booking(endpoint: str, database_url: str) -> None:
+    settings = _settings(endpoint, database_url)
+    now = datetime.now(UTC)
+
+    async def booking(due: datetime) -> Any:
+        async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+            return await book_next(conn, settings, due, now)
+
+    first = asyncio.run(booking(now + timedelta(minutes=5)))
+    second = asyncio.run(booking(now + timedelta(minutes=9)))
+    assert (first.status, second.status) == ("booked", "booked")
+    names = {s["Name"] for s in aws.client(endpoint, "scheduler").list_schedules()["Schedules"]}
+    assert second.message_id.rsplit("/", 1)[1] in names and first.message_id.rsplit("/", 1)[1] not in names
+
+
 @pytest.mark.slow
 def test_the_schedule_fires_at_its_minute_and_runs_a_tick(
     endpoint: str, database_url: str, conn: psycopg.Connection[Any]

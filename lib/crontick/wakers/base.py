@@ -51,6 +51,17 @@ class Provider(Protocol):
         ...
 
 
+class Cancels(Protocol):
+    """A provider that can delete a booking it accepted (crontick.wakers.booking cancels superseded ones)."""
+
+    keeps_message_id: bool  # its cancel needs the id book() answered (stored on the booking's row)
+
+    async def cancel(self, key: str, message_id: str | None) -> None:
+        """Delete the booking of `key` (its `message_id`, if kept); WakerError when it fails. Gone already
+        (delivered, deleted) is not a failure."""
+        ...
+
+
 def tick_body(instant: datetime) -> bytes:
     return json.dumps({**TICK_EVENT, "instant": instant.isoformat()}, separators=(",", ":")).encode()
 

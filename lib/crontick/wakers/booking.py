@@ -28,6 +28,18 @@ HORIZON_STEP_SECONDS = 3600
 # A delivery that came early by at most this much (the provider's clock ahead of the database's) moves the next
 # booking by as much; one earlier than that is logged and not followed.
 EARLY_LEAD_MAX = timedelta(minutes=15)
+# At most this many superseded bookings are cancelled by one tick's booking (each is one provider call, made
+# alongside the booking's); any more are cancelled by the next bookings, or just arrive as empty ticks.
+CANCEL_PER_TICK = 3
+
+
+class Claim(NamedTuple):
+    """crontick_wakeup_claim's row: which call this is (0: booked already), the instant's generation (its key), and
+    the superseded bookings it cancelled: (instant, generation, message_id)."""
+
+    attempt: int
+    generation: int = 1
+    superseded: tuple[tuple[datetime, int, str | None], ...] = ()
 
 
 class WakeupOutcome(NamedTuple):
@@ -62,12 +74,15 @@ def instant_for(provider: Provider, next_due_at: datetime, now: datetime) -> dat
     return datetime.fromtimestamp(min(up, latest), UTC)
 
 
-def booking_key(provider: Provider, settings: Settings, instant: datetime) -> str:
+def booking_key(provider: Provider, settings: Settings, instant: datetime, generation: int = 1) -> str:
     """The provider-side dedupe key of one instant: `crontick-<app>-<UTC instant>`, where <app> is a hash of
-    the schema and what is called, so apps that share a provider account never share a key. At most 64
-    characters of [A-Za-z0-9-], which every provider takes as a name."""
+    the schema and what is called, so apps that share a provider account never share a key. An instant booked
+    again after its booking was cancelled (generation 2 and on) is `crontick-<app>-g<generation>-<UTC instant>`:
+    providers refuse or dedupe a reused key. At most 64 characters of [A-Za-z0-9-], which every provider takes as
+    a name."""
     app = hashlib.sha256(f"{settings.schema}|{provider.name}|{provider.target}".encode()).hexdigest()[:12]
-    return f"crontick-{app}-{instant.strftime('%Y%m%dT%H%M%SZ')}"
+    again = f"g{generation}-" if generation >= 2 else ""
+    return f"crontick-{app}-{again}{instant.strftime('%Y%m%dT%H%M%SZ')}"
 
 
 async def book_next(
@@ -120,13 +135,16 @@ async def book_next(
         next_due_at += _lead(provider, delivered, now)  # by the provider's clock, which the early delivery measured
     instant = instant_for(provider, next_due_at, now)
     outcome = WakeupOutcome("booked", provider.name, instant)
+    # Bookings before the work's due time are superseded (nothing is due before it, by the probe); none when the
+    # work is held back or due now.
+    cancel_before = next_due_at if next_due_at > now and hasattr(provider, "cancel") else None
     try:
-        attempt = await _claim(conn, provider, instant, delivered)
+        claim = await _claim(conn, provider, instant, delivered, now, cancel_before)
     except Exception as exc:
         return _failed(outcome._replace(status="failed", error=f"claim: {type(exc).__name__}: {exc}", retryable=True))
-    if not attempt:
+    if not claim.attempt:
         return outcome._replace(status="already")
-    return await _call(conn, provider, settings, outcome._replace(attempt=attempt), now)
+    return await _call(conn, provider, settings, outcome._replace(attempt=claim.attempt), now, claim)
 
 
 def _lead(provider: Provider, delivered: datetime, now: datetime) -> timedelta:
@@ -140,14 +158,24 @@ def _lead(provider: Provider, delivered: datetime, now: datetime) -> timedelta:
 
 
 async def _claim(
-    conn: psycopg.AsyncConnection[Any], provider: Provider, instant: datetime, served: datetime | None
-) -> int:
-    """Which call of the provider this is for `instant` (1 for a new one); 0 when it is booked already.
-    `served`: the delivered instant, recorded as served in the same statement."""
-    params = {"instant": instant, "provider": provider.name, "served": served}
+    conn: psycopg.AsyncConnection[Any],
+    provider: Provider,
+    instant: datetime,
+    served: datetime | None,
+    now: datetime,
+    cancel_before: datetime | None,
+) -> Claim:
+    """Which call of the provider this is for `instant` (1 for a new one; 0 when it is booked already), and the
+    bookings before `cancel_before` it supersedes, cancelled in the same statement. `served`: the delivered
+    instant, recorded as served in the same statement."""
+    params = {"instant": instant, "provider": provider.name, "served": served, "now": now,
+              "cancel_before": cancel_before, "cancel_limit": CANCEL_PER_TICK if cancel_before else 0}  # fmt: skip
     cur = await conn.execute(query("wakeup_claim"), params)
     row = await cur.fetchone()
-    return int(row[0]) if row and row[0] else 0
+    if not row or not row[0]:
+        return Claim(0)
+    superseded = tuple(zip(row[2] or (), row[3] or (), row[4] or (), strict=True))
+    return Claim(int(row[0]), int(row[1]), superseded)
 
 
 async def serve(conn: psycopg.AsyncConnection[Any], instant: datetime) -> None:
@@ -168,15 +196,23 @@ async def delivery_state(conn: psycopg.AsyncConnection[Any], instant: datetime) 
 
 
 async def _call(
-    conn: psycopg.AsyncConnection[Any], provider: Provider, settings: Settings, outcome: WakeupOutcome, now: datetime
+    conn: psycopg.AsyncConnection[Any],
+    provider: Provider,
+    settings: Settings,
+    outcome: WakeupOutcome,
+    now: datetime,
+    claim: Claim,
 ) -> WakeupOutcome:
-    """The provider call of a claimed instant: on success nothing more (the claim said `booked`), on failure the
-    error recorded, so the next tick claims the instant again."""
+    """The provider call of a claimed instant, alongside the cancels of the bookings it superseded (all within the
+    one total timeout): on success nothing more (the claim said `booked`; a provider whose cancel needs the id it
+    answered has it stored), on failure the error recorded, so the next tick claims the instant again."""
     instant = outcome.instant
     assert instant is not None
+    deadline = asyncio.get_running_loop().time() + settings.wakeup_timeout_seconds * TOTAL_TIMEOUT_FACTOR
+    cancels = [asyncio.ensure_future(_cancel(provider, settings, *s, deadline)) for s in claim.superseded]
     try:
-        async with asyncio.timeout(settings.wakeup_timeout_seconds * TOTAL_TIMEOUT_FACTOR):
-            booked = await provider.book(instant, booking_key(provider, settings, instant), now)
+        async with asyncio.timeout_at(deadline):
+            booked = await provider.book(instant, booking_key(provider, settings, instant, claim.generation), now)
     except WakerError as exc:
         outcome = outcome._replace(status="failed", error=str(exc), retryable=exc.retryable)
     except TimeoutError:
@@ -188,13 +224,37 @@ async def _call(
         outcome = outcome._replace(message_id=booked.message_id)
         logs.info("wakeup_booked", provider=provider.name, instant=instant.isoformat(),
                   message_id=booked.message_id, duplicate=booked.duplicate)  # fmt: skip
+        await asyncio.gather(*cancels)
+        if getattr(provider, "keeps_message_id", False) and booked.message_id is not None:
+            try:
+                await conn.execute(query("wakeup_message_id"), {"instant": instant, "message_id": booked.message_id})
+            except Exception as exc:  # only its cancel is lost: its delivery arrives as an empty tick
+                logs.warning("wakeup_record_failed", provider=provider.name, instant=instant.isoformat(),
+                             detail=f"{type(exc).__name__}: {exc}")  # fmt: skip
         return outcome
+    await asyncio.gather(*cancels)
     try:
         await conn.execute(query("wakeup_failed"), {"instant": instant, "error": outcome.error})
     except Exception as exc:
         logs.warning("wakeup_record_failed", provider=provider.name, instant=instant.isoformat(),
                      detail=f"{type(exc).__name__}: {exc}")  # fmt: skip
     return _failed(outcome)
+
+
+async def _cancel(
+    provider: Provider, settings: Settings, instant: datetime, generation: int, message_id: str | None, deadline: float
+) -> None:
+    """Delete one superseded booking at the provider by `deadline`. Never raises: a cancel that fails is logged
+    (`wakeup_cancel_failed`), and its delivery arrives as an ordinary tick that finds nothing due."""
+    key = booking_key(provider, settings, instant, generation)
+    try:
+        async with asyncio.timeout_at(deadline):
+            await provider.cancel(key, message_id)  # type: ignore[attr-defined]
+    except Exception as exc:
+        detail = "no answer in time" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
+        logs.warning("wakeup_cancel_failed", provider=provider.name, instant=instant.isoformat(), detail=detail)
+    else:
+        logs.info("wakeup_cancelled", provider=provider.name, instant=instant.isoformat())
 
 
 def _failed(outcome: WakeupOutcome) -> WakeupOutcome:

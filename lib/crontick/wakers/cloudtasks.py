@@ -4,7 +4,10 @@
 library), authorised with the host's access token from the metadata server. The task's name holds
 the instant, so a repeat answers 409 ALREADY_EXISTS: already booked. Its `oidcToken` makes Cloud
 Tasks sign each call with a Google ID token for the service account, which the tick accepts with
-CRONTICK_GOOGLE_OIDC_EMAILS and CRONTICK_GOOGLE_OIDC_AUDIENCE (crontick.auth.google).
+CRONTICK_GOOGLE_OIDC_EMAILS and CRONTICK_GOOGLE_OIDC_AUDIENCE (crontick.auth.google). A superseded booking is
+cancelled with DeleteTask (`DELETE {CRONTICK_CLOUDTASKS_URL}/v2/<queue>/tasks/<key>`); 404: run or gone already.
+Cloud Tasks refuses a deleted task's name for a while, so an instant booked again after a cancel is a new key
+(crontick.wakers.booking.booking_key's generation).
 """
 
 from __future__ import annotations
@@ -69,6 +72,16 @@ class CloudTasks:
         if response.status_code != 200:
             raise failure(response, "Cloud Tasks CreateTask")
         return Booked(json_field(response, "name") or key)
+
+    keeps_message_id = False  # its cancel names the task by its key
+
+    async def cancel(self, key: str, message_id: str | None) -> None:
+        """DeleteTask of the task named `key`; 404 (dispatched and gone already, or never made) is no failure."""
+        headers = {"Authorization": f"Bearer {await self.access_token()}"}
+        url = f"{self.api}/v2/{self.queue}/tasks/{key}"
+        response = await send("DELETE", url, timeout=self.timeout, headers=headers)
+        if response.status_code not in (200, 404):
+            raise failure(response, "Cloud Tasks DeleteTask")
 
     async def access_token(self) -> str:
         """The host's access token (Cloud Run's, a VM's): from the metadata server, kept until shortly before it expires."""

@@ -5,12 +5,15 @@ with `at(<UTC instant>)`, `ScheduleExpressionTimezone: UTC`, `FlexibleTimeWindow
 `ActionAfterCompletion: DELETE` and the target's Input `{"crontick": "tick", "instant": ...}`, which
 crontick.aws runs as a tick. The schedule's name holds the instant, so a repeat answers ConflictException (409):
 already booked. Minute precision (it fires within its minute); a past `at()` is refused, hence the lead.
+A superseded booking is cancelled with `DeleteSchedule` (`DELETE /schedules/<name>?groupName=<group>`, signed
+the same way); 404 ResourceNotFoundException: it fired (and deleted itself) already.
 """
 
 from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlencode
 
 from crontick.settings import Settings
 from crontick.wakers import sigv4
@@ -63,6 +66,19 @@ class EventBridge:
         if response.status_code != 200:
             raise failure(response, "EventBridge Scheduler CreateSchedule")
         return Booked(json_field(response, "ScheduleArn") or key)
+
+    keeps_message_id = False  # its cancel names the schedule by its key
+
+    async def cancel(self, key: str, message_id: str | None) -> None:
+        """DeleteSchedule of the schedule named `key`; 404 (fired and deleted already, or never made) is no failure."""
+        url = f"{self.endpoint}/schedules/{key}?{urlencode({'groupName': self.group})}"
+        headers = sigv4.signed_headers(
+            "DELETE", url, {}, b"", region=self.region, service="scheduler",
+            credentials=self.credentials, now=datetime.now(UTC),
+        )  # fmt: skip
+        response = await send("DELETE", url, timeout=self.timeout, headers=headers)
+        if response.status_code not in (200, 404):
+            raise failure(response, "EventBridge Scheduler DeleteSchedule")
 
 
 def provider(settings: Settings) -> EventBridge:

@@ -49,6 +49,17 @@ class QStash:
             raise WakerError(f"QStash publish answered {response.status_code} without a messageId", retryable=True)
         return Booked(message_id, duplicate=response.status_code == 202)
 
+    keeps_message_id = True
+
+    async def cancel(self, key: str, message_id: str | None) -> None:
+        """`DELETE {QSTASH_URL}/v2/messages/{messageId}`; 404: delivered or gone already."""
+        if message_id is None:
+            raise WakerError(f"expected the QStash messageId of {key}, got none", retryable=False)
+        headers = {"Authorization": f"Bearer {self.token}"}
+        response = await send("DELETE", f"{self.api}/v2/messages/{message_id}", timeout=self.timeout, headers=headers)
+        if response.status_code not in (200, 202, 204, 404):
+            raise failure(response, "QStash cancel")
+
 
 def provider(settings: Settings) -> QStash:
     return QStash(settings)
