@@ -16,18 +16,11 @@ import psycopg
 
 import crontick
 from tests.support import core_jobs  # noqa: F401  (registers the t_core.* job types)
-from tests.support.http_checks import AUTH, TICK
+from tests.support.waking import posted_tick
 from tests.tick.support import waking_app
 
 ADMIN_SECRET = "pause-admin-secret-" + "p" * 32
 PAUSED = "t_core.ok"
-
-
-def posted_tick(url: str) -> dict[str, Any]:
-    response = httpx.post(url + TICK, headers=AUTH, timeout=30)
-    assert response.status_code == 200, response.text
-    body: dict[str, Any] = response.json()
-    return body
 
 
 def test_a_paused_due_job_books_nothing_and_resuming_runs_it_and_books_the_next(
