@@ -83,11 +83,11 @@ with clock as (
 ), probe as materialized (
     select k.now, a.*,
         -- Held jobs (a group's, behind its head) are not due: their head is (sql/migrations/0017_flow_claim.sql).
-        -- Nor are a paused type's or group's (sql/functions/job_next_at.sql): a tick with only those
-        -- pending is idle, and books no wake-up for them.
+        -- Nor are a paused type's, group's or rate limit's (sql/functions/job_next_at.sql, given _flow): a
+        -- tick with only those pending is idle, and books no wake-up for them.
         -- Durable steps (issue 21): a waiting job's run_after is its wait's deadline, which the
         -- record statement acts on (crontick_job_record_outcomes wakes it), so it counts here too.
-        least({schema}.crontick_job_next_at(),
+        least({schema}.crontick_job_next_at(_flow),
               (select min(run_after) from {schema}.jobs where status = 'waiting')) as next_job_at,
         exists (select 1 from {schema}.jobs where status = 'running' and locked_until < k.now) as leases_expired,
         -- Reminders, as reminder_claim_due finds them: a row still 'sending' after its lease (its

@@ -14,10 +14,10 @@ import psycopg
 import pytest
 
 import crontick
-from crontick.schedules import registry
 from tests.admin.api_support import ADMIN, api_settings, insert_jobs
 from tests.support import core_jobs  # noqa: F401  (registers the t_core.* job types)
 from tests.support.admin_pages import csrf_of, running, settings_for, signed_in
+from tests.support.declared import declared
 from tests.support.http_checks import LiveApp
 
 JOBS = "/api/admin/jobs"
@@ -47,11 +47,8 @@ def failed_ok_job(conn: psycopg.Connection[Any]) -> int:
 
 @pytest.fixture
 def hourly() -> Iterator[str]:
-    crontick.schedule(SCHEDULE, "0 * * * *", "t_core.ok", {"from": "schedule"})
-    try:
-        yield SCHEDULE
-    finally:
-        registry.unregister(SCHEDULE)
+    with declared(SCHEDULE, "0 * * * *", "t_core.ok", {"from": "schedule"}) as name:
+        yield name
 
 
 def test_api_retry_runs_the_job_without_a_tick_call(

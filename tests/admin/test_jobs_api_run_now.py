@@ -15,6 +15,7 @@ import crontick
 from crontick.schedules import registry
 from tests.admin.api_support import ADMIN, VIEWER, api_settings, insert_jobs
 from tests.support.core_jobs import db_now, job_row, tick
+from tests.support.declared import declared
 from tests.support.http_checks import LiveApp, assert_json_error
 
 JOBS = "/api/admin/jobs"
@@ -27,11 +28,8 @@ def _audit(conn: psycopg.Connection[Any]) -> list[tuple[str, str, int]]:
 
 @pytest.fixture
 def hourly() -> Iterator[str]:
-    crontick.schedule(SCHEDULE, "0 * * * *", "t_core.ok", {"from": "schedule"})
-    try:
-        yield SCHEDULE
-    finally:
-        registry.unregister(SCHEDULE)
+    with declared(SCHEDULE, "0 * * * *", "t_core.ok", {"from": "schedule"}) as name:
+        yield name
 
 
 def test_run_now_makes_a_pending_job_due_and_keeps_its_attempts(

@@ -10,21 +10,17 @@ from typing import Any
 import psycopg
 import pytest
 
-import crontick
-from crontick.schedules import registry
 from tests.support.admin_pages import VIEWER_SECRET, add_jobs, csrf_of, running, settings_for, signed_in
 from tests.support.core_jobs import db_now, tick
+from tests.support.declared import declared
 
 SCHEDULE = "t-pages-ops-nightly"
 
 
 @pytest.fixture
 def nightly() -> Iterator[str]:
-    crontick.schedule(SCHEDULE, "30 2 * * *", "t_core.ok", {"kind": "nightly"})
-    try:
-        yield SCHEDULE
-    finally:
-        registry.unregister(SCHEDULE)
+    with declared(SCHEDULE, "30 2 * * *", "t_core.ok", {"kind": "nightly"}) as name:
+        yield name
 
 
 def test_scheduled_jobs_show_run_after_and_run_now_keeps_attempts(

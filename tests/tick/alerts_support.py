@@ -5,14 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-import httpx
 import psycopg
 from psycopg.rows import dict_row
 from standardwebhooks.webhooks import Webhook
 
 from crontick.settings import Settings
 from tests.support.constants import TEST_SECRET
-from tests.support.http_checks import AUTH, TICK
 from tests.support.reminders import Provider, Received
 
 ALERT_SECRET = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
@@ -50,10 +48,3 @@ def verified(received: Received) -> dict[str, Any]:
 def make_alerts_due(conn: psycopg.Connection[Any], now: datetime) -> None:
     """Fake time for a retry: every pending alert's backoff has passed at `now`."""
     conn.execute("update crontick_alerts set next_attempt_at = %(now)s where status = 'pending'", {"now": now})
-
-
-def tick_ok(url: str) -> dict[str, Any]:
-    response = httpx.post(url + TICK, headers=AUTH, timeout=30)
-    assert response.status_code == 200, response.text
-    body: dict[str, Any] = response.json()
-    return body

@@ -13,7 +13,8 @@ from crontick.tick import alerts as alerts_module
 from tests.support import core_jobs  # noqa: F401  (registers the t_core.* job types)
 from tests.support.http_checks import LiveApp
 from tests.support.reminders import Provider, Received
-from tests.tick.alerts_support import alert_settings, alerts, make_alerts_due, received_alerts, tick_ok, verified
+from tests.support.waking import posted_tick
+from tests.tick.alerts_support import alert_settings, alerts, make_alerts_due, received_alerts, verified
 
 
 def make_due(conn: psycopg.Connection[Any]) -> None:
@@ -38,13 +39,13 @@ def test_a_job_failing_for_good_raises_exactly_one_signed_alert(
     receiver.behave = answer(200, times=0)
     job_id = crontick.enqueue(conn, "t_core.fail", {}, max_attempts=2)
     with live_app(alert_settings(database_url, receiver)) as url:
-        first = tick_ok(url)
+        first = posted_tick(url)
         assert first["jobs"]["retried"] == 1 and received_alerts(receiver) == []  # a retry is no alert
         make_due(conn)
-        assert tick_ok(url)["jobs"]["failed"] == 1
+        assert posted_tick(url)["jobs"]["failed"] == 1
         for _ in range(3):  # later ticks, with and without work, send nothing more
             make_due(conn)
-            tick_ok(url)
+            posted_tick(url)
     [sent] = received_alerts(receiver)
     body = verified(sent)
     assert body["event"] == "job_failed" and body["job_id"] == job_id and body["job_type"] == "t_core.fail"
@@ -64,15 +65,15 @@ def test_an_endpoint_answering_500_gets_the_alert_on_a_later_tick(
     receiver.behave = answer(500, times=1)
     job_id = crontick.enqueue(conn, "t_core.permanent", {})
     with live_app(alert_settings(database_url, receiver)) as url:
-        assert tick_ok(url)["jobs"]["failed"] == 1
+        assert posted_tick(url)["jobs"]["failed"] == 1
         [row] = alerts(conn)
         assert row["status"] == "pending" and row["attempts"] == 1 and "HTTP 500" in row["last_error"]
         assert "not-a-real-token" not in row["last_error"]  # the URL's path is a secret (Slack, Discord)
-        tick_ok(url)  # the retry is not due yet: nothing is sent
+        posted_tick(url)  # the retry is not due yet: nothing is sent
         assert len(received_alerts(receiver)) == 1
         make_alerts_due(conn, conn.execute("select now()").fetchone()[0])  # type: ignore[index]
-        tick_ok(url)
-        tick_ok(url)
+        posted_tick(url)
+        posted_tick(url)
     first, second = received_alerts(receiver)
     assert first.body == second.body and first.headers["webhook-id"] == second.headers["webhook-id"]
     assert verified(second)["job_id"] == job_id
@@ -87,7 +88,7 @@ def test_the_last_failed_attempt_closes_the_alert_and_raises_no_other(
     crontick.enqueue(conn, "t_core.permanent", {})
     with live_app(alert_settings(database_url, receiver)) as url:
         for _ in range(alerts_module.MAX_ATTEMPTS + 2):
-            tick_ok(url)
+            posted_tick(url)
             make_alerts_due(conn, conn.execute("select now()").fetchone()[0])  # type: ignore[index]
     assert len(received_alerts(receiver)) == alerts_module.MAX_ATTEMPTS
     [row] = alerts(conn)  # no alert about the alert
@@ -100,9 +101,9 @@ def test_a_refusing_endpoint_closes_the_alert_at_once(
     receiver.behave = answer(404)  # Slack's answer for a revoked webhook: retrying cannot help
     crontick.enqueue(conn, "t_core.permanent", {})
     with live_app(alert_settings(database_url, receiver)) as url:
-        tick_ok(url)
+        posted_tick(url)
         make_alerts_due(conn, conn.execute("select now()").fetchone()[0])  # type: ignore[index]
-        tick_ok(url)
+        posted_tick(url)
     assert len(received_alerts(receiver)) == 1
     [row] = alerts(conn)
     assert row["status"] == "failed" and "HTTP 404" in row["last_error"]
@@ -113,8 +114,8 @@ def test_without_a_url_alerts_are_recorded_and_nothing_is_sent(
 ) -> None:
     job_id = crontick.enqueue(conn, "t_core.permanent", {})
     with live_app(alert_settings(database_url, receiver, alert_webhook_url=None)) as url:
-        tick_ok(url)
-        tick_ok(url)
+        posted_tick(url)
+        posted_tick(url)
     assert received_alerts(receiver) == []
     [row] = alerts(conn)
     assert row["event"] == "job_failed" and row["body"]["job_id"] == job_id
@@ -132,8 +133,8 @@ def test_a_rescued_job_out_of_attempts_raises_one_alert(
         (job_id,),
     )
     with live_app(alert_settings(database_url, receiver)) as url:
-        assert tick_ok(url)["jobs"]["rescued"] == 1
-        tick_ok(url)
+        assert posted_tick(url)["jobs"]["rescued"] == 1
+        posted_tick(url)
     [sent] = received_alerts(receiver)
     body = verified(sent)
     assert body["event"] == "job_failed" and body["job_id"] == job_id and "LeaseExpired" in body["error"]

@@ -15,7 +15,8 @@ from tests.support import (
 )
 from tests.support.http_checks import LiveApp
 from tests.support.reminders import Provider, Received
-from tests.tick.alerts_support import alert_settings, alerts, received_alerts, tick_ok
+from tests.support.waking import posted_tick
+from tests.tick.alerts_support import alert_settings, alerts, received_alerts
 
 REFUSED = "expected an answer with no Content-Encoding or one layer of gzip or deflate, got: 'gzip, gzip'"
 
@@ -45,7 +46,7 @@ def test_an_odd_answer_leaves_the_alert_pending_with_its_reason(
     receiver.behave = behave
     crontick.enqueue(conn, "t_core.fail", {}, max_attempts=1)
     with live_app(alert_settings(database_url, receiver)) as url:
-        assert tick_ok(url)["jobs"]["failed"] == 1
+        assert posted_tick(url)["jobs"]["failed"] == 1
     assert len(received_alerts(receiver)) == 1
     [row] = alerts(conn)
     assert (row["status"], row["attempts"]) == ("pending", 1)

@@ -22,6 +22,7 @@ from tests.support.cloudtasks_front import QUEUE, cloudtasks_front
 from tests.support.credentials import QSTASH_CURRENT, OidcIssuer
 from tests.support.http_checks import AUTH, TICK
 from tests.support.qstash_server import qstash_stand_in
+from tests.support.waking import posted_tick
 from tests.tick.support import TOKEN, DutyRun, settings_for, waking_app
 
 
@@ -33,13 +34,6 @@ def enqueue_in(conn: psycopg.Connection[Any], seconds: float) -> int:
     ).fetchone()
     assert row is not None
     return int(row[0])
-
-
-def posted_tick(url: str) -> dict[str, Any]:
-    response = httpx.post(url + TICK, headers=AUTH, timeout=30)
-    assert response.status_code == 200, response.text
-    body: dict[str, Any] = response.json()
-    return body
 
 
 def test_without_a_waker_the_duty_costs_nothing(duty_run: DutyRun) -> None:

@@ -99,8 +99,42 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     return 0
 
 
-def _act(args: argparse.Namespace, act: Callable[..., Awaitable[tx.ActionResult]], done: str) -> int:
+def kick(args: argparse.Namespace) -> None:
+    """After an action that made work due now has committed (retry, run-now, resume): start a tick as
+    `crontick.kick()` does (crontick.hooks.kick.after_commit), so the work does not wait for the scheduler.
+
+    `CRONTICK_KICK=http` calls the app's own tick URL; `off` with a waker set books a wake-up for now; `inline` runs
+    the tick in this process, but only with CRONTICK_HANDLERS set (as `crontick tick` needs it): without the app's
+    handlers this process would put back each job it claimed, and fail one older than the unknown type's grace, so
+    then it starts nothing (logged as `kick_skipped`). Never fails the command: a failed kick is logged."""
+    from crontick import logs
+    from crontick.hooks.kick import after_commit
+    from crontick.runtime import Runtime
+
+    settings = Settings.from_env(args.env)
+    if settings.kick == "inline" and not settings.handler_modules:
+        logs.info(
+            "kick_skipped", reason="CRONTICK_KICK=inline without CRONTICK_HANDLERS: this process knows no handler"
+        )
+        return
+
+    async def go() -> None:
+        rt = Runtime(settings)
+        try:
+            await after_commit(rt)  # nothing when rt is misconfigured (no database): it was logged
+        finally:
+            await rt.close()
+
+    asyncio.run(go())
+
+
+def _act(
+    args: argparse.Namespace, act: Callable[..., Awaitable[tx.ActionResult]], done: str, *, kicks: bool = False
+) -> int:
+    """`act` on job `args.job_id`, printed; `kicks`: the job is due now once it succeeded, so start a tick (kick)."""
     result = _run(args, lambda conn: act(conn, args.job_id, role="cli"))
+    if result.ok and kicks:
+        kick(args)
     if args.json:
         body = result.row if result.ok else {"error": result.error, "detail": result.detail}
         print(_json(body))
@@ -113,7 +147,7 @@ def _act(args: argparse.Namespace, act: Callable[..., Awaitable[tx.ActionResult]
 
 
 def cmd_retry(args: argparse.Namespace) -> int:
-    return _act(args, store.retry_job, "pending again")
+    return _act(args, store.retry_job, "pending again", kicks=True)
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
@@ -121,7 +155,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_run_now(args: argparse.Namespace) -> int:
-    return _act(args, store.run_now_job, "due now")
+    return _act(args, store.run_now_job, "due now", kicks=True)
 
 
 def cmd_stats(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from crontick.admin.flow import store
-from crontick.cli.admin import _json, _run
+from crontick.cli.admin import _json, _run, kick
 from crontick.errors import CrontickError
 
 KINDS = {"type": "type", "group": "group", "rate-limit": "rate_limit"}
@@ -36,6 +36,8 @@ def add_parsers(sub: Any) -> None:
 def cmd_toggle(args: argparse.Namespace) -> int:
     act = store.pause if args.pausing else store.resume
     result = _run(args, lambda conn: act(conn, KINDS[args.kind], args.name, role="cli"))
+    if result.ok and not args.pausing:  # a resumed pause's jobs are due now: start a tick, as the admin's Resume does
+        kick(args)
     if args.json:
         print(_json(result.row if result.ok else {"error": result.error, "detail": result.detail}))
         return 0 if result.ok else 1

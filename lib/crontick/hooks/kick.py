@@ -80,17 +80,22 @@ def attach(runtime: Runtime | None) -> None:
 
 
 def _wanted(rt: Runtime) -> bool:
-    """False when kicks are off (CRONTICK_KICK=off, or no database): then no thread and no connection starts."""
-    return rt.settings.kick != "off" and rt.db is not None
+    """False when neither a kick nor a wake-up is to start (CRONTICK_KICK=off without a waker, or no database):
+    then no thread and no connection starts."""
+    return (rt.settings.kick != "off" or rt.settings.waker != "none") and rt.db is not None
 
 
 async def after_commit(rt: Runtime) -> None:
-    """Run (or send) a coalesced kick; never raises: a failed kick only leaves work for the scheduled tick."""
+    """Run (or send) a coalesced kick; never raises: a failed kick only leaves work for the scheduled tick.
+    With CRONTICK_KICK=off and a waker set, book a wake-up for now instead (book_now)."""
     mode = rt.settings.kick
     if not _wanted(rt):
         return
     if rt.settings.refuses_ticks:  # a preview deployment: its work waits for production's ticks
         logs.info("kick_skipped", reason="preview deployment (VERCEL_ENV=preview, CRONTICK_ALLOW_PREVIEW unset)")
+        return
+    if mode == "off":
+        await book_now(rt)
         return
     one_round: Callable[[], Awaitable[bool]] = (
         (lambda: _tick_inline(rt)) if mode == "inline" else (lambda: _tick_http(rt.settings))
@@ -119,6 +124,29 @@ async def _coalesced(one_round: Callable[[], Awaitable[bool]], mode: str) -> Non
     except Exception as exc:  # noqa: BLE001 - a kick must never fail the request that caused it
         coalescer.end()
         logs.warning("kick_failed", mode=mode, error=f"{type(exc).__name__}: {exc}")
+
+
+async def book_now(rt: Runtime) -> None:
+    """Kicks are off but a waker is set: book this app's tick for now through the waker
+    (crontick.wakers.booking.book_next, with next_due_at = the database's clock), so work made due now (the
+    admin's Retry, Run now, a resumed pause; an inbound event; crontick.kick()) does not wait for the safety
+    net. Two statements (the clock, the booking's claim) and one provider call; an instant booked already
+    (a burst in the same second) makes no call. Never raises: a failed booking leaves the work for the next tick.
+    """
+    from crontick.wakers import booking
+
+    try:
+        async with rt.bounded() as db:  # within the cut-off, as a tick is: a database that hangs costs seconds
+            conn = await db.connection()
+            cur = await conn.execute(query("database_now"))
+            row = await cur.fetchone()
+            assert row is not None  # one row always
+            outcome = await booking.book_next(conn, rt.settings, row[0], row[0])
+    except Exception as exc:  # noqa: BLE001 - like a kick, a booking must never fail the request that caused it
+        logs.warning("kick_failed", mode="waker", error=f"{type(exc).__name__}: {exc}")
+        return
+    logs.info("kick_booked", provider=outcome.provider, status=outcome.status,
+              instant=outcome.instant.isoformat() if outcome.instant else None)  # fmt: skip
 
 
 async def _tick_inline(rt: Runtime) -> bool:

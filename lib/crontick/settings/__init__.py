@@ -230,7 +230,7 @@ class Settings(wakeups.WakeupSettings, mail.MailSettings):
     # Prompt start (crontick.hooks.kick).
     kick: str = setting("CRONTICK_KICK", HOOKS, "inline", check=variables.kick_mode, derive=derived.kick_for_host,
         shown="`http` on AWS Lambda, else `inline`", doc="""How a tick is started right after an inbound event or
-        `crontick.kick()`: `off`, `inline` (a tick in this process after the response; Vercel waits for it) or `http`
+        `crontick.kick()`: `off` (with `CRONTICK_WAKER` set, a wake-up booked for now instead), `inline` (a tick in this process after the response; Vercel waits for it) or `http`
         (a call to this app's own tick URL with a one-use token, for hosts that freeze after the response). See
         [Prompt start](prompt-start.md).""")
     # Admin (crontick.admin): see admin_roles.
