@@ -143,7 +143,8 @@ from {schema}.crontick_job_claim_due(%(now)s::timestamptz, %(limit)s::int, %(lea
 select written, succeeded, retried, failed, released, fenced, jobs_due, next_job_at, snoozed, alerts_due
 from {schema}.crontick_job_record_outcomes(
     %(now)s::timestamptz, %(done_ids)s::bigint[], %(done_attempts)s::int[], %(others)s::json, %(log)s::boolean,
-    %(started_at)s::timestamptz, %(source)s::text, %(summary)s::jsonb, %(jobs)s::jsonb, %(next_other_at)s::timestamptz);
+    %(started_at)s::timestamptz, %(source)s::text, %(summary)s::jsonb, %(jobs)s::jsonb, %(next_other_at)s::timestamptz,
+    %(done_ms)s::double precision[]);
 
 -- name: job_record_and_claim
 -- crontick tick --drain, a tick whose next one would claim straight away: job_record_outcomes,
@@ -154,7 +155,7 @@ select written, succeeded, retried, failed, released, fenced, jobs_due, next_job
 from {schema}.crontick_job_record_and_claim(
     %(now)s::timestamptz, %(done_ids)s::bigint[], %(done_attempts)s::int[], %(others)s::json, %(log)s::boolean,
     %(started_at)s::timestamptz, %(source)s::text, %(summary)s::jsonb, %(jobs)s::jsonb, %(next_other_at)s::timestamptz,
-    %(limit)s::int, %(lease)s::interval, %(flow)s::jsonb);
+    %(limit)s::int, %(lease)s::interval, %(flow)s::jsonb, %(done_ms)s::double precision[]);
 
 -- name: tick_probe
 -- Tick, first statement (crontick.tick.probe.look): claim the due jobs (as job_claim_due does, with

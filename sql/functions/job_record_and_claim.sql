@@ -21,7 +21,8 @@ create or replace function {schema}.crontick_job_record_and_claim(
     _next_other_at timestamptz,
     _limit int,                 -- the next batch: the most jobs to claim, and their lease
     _lease interval,
-    _flow jsonb                 -- flow control's claim arguments (crontick.flow.claim_args)
+    _flow jsonb,                -- flow control's claim arguments (crontick.flow.claim_args)
+    _done_ms double precision[] default null  -- crontick_job_record_outcomes's (last and defaulted there too)
 )
 returns table (
     written bigint[], succeeded bigint, retried bigint, failed bigint, released bigint, fenced bigint,
@@ -34,7 +35,7 @@ declare
     r record;
 begin
     select * into r from {schema}.crontick_job_record_outcomes(
-        _now, _done_ids, _done_attempts, _others, _log, _started_at, _source, _summary, _jobs, _next_other_at);
+        _now, _done_ids, _done_attempts, _others, _log, _started_at, _source, _summary, _jobs, _next_other_at, _done_ms);
     return query
     select r.written, r.succeeded, r.retried, r.failed, r.released, r.fenced, r.jobs_due, r.next_job_at,
         r.snoozed, r.alerts_due, c.jobs, c.leases_expired, c.now, c.throttled_until, c.expired

@@ -25,9 +25,10 @@
 --
 -- The outcomes arrive in two parts: succeeded attempts (most of a batch) as two arrays, ids and
 -- claimed attempts, which the server reads without parsing; every other outcome as one JSON
--- array of [id, claimed_attempt, status, attempts, run_after, last_error, snoozed, traceback, park, yielded, slow]
+-- array of [id, claimed_attempt, status, attempts, run_after, last_error, snoozed, traceback, park, yielded, slow, ms]
 -- (crontick.jobs.job.Outcome's fields, in order; an older caller's shorter array reads as no park, no yield, not
--- slow). A slow attempt (CRONTICK_SLOW_JOB_SECONDS) always comes in that array, never as a succeeded id. A batch whose
+-- slow, no run time). Each attempt's run time (ms) goes to the per-type duration ring: the succeeded ones' as
+-- _done_ms, beside _done_ids; the others' as their row's last element. A slow attempt (CRONTICK_SLOW_JOB_SECONDS) always comes in that array, never as a succeeded id. A batch whose
 -- attempts all succeeded takes a shorter statement (tests/db/test_record_paths.py holds the two
 -- to the same rows and answers). The parts of the two statements marked "twin begin <name>" ...
 -- "twin end <name>" are the same text, and tests/unit/test_function_twins.py holds them so: edit
@@ -54,7 +55,11 @@ create or replace function {schema}.crontick_job_record_outcomes(
     _source text,
     _summary jsonb,         -- the tick's summary; its job counts are added here
     _jobs jsonb,            -- the claimed and rescued counts, as a JSON object
-    _next_other_at timestamptz  -- when reminders or slots are next due; the jobs' own is added here
+    _next_other_at timestamptz, -- when reminders or slots are next due; the jobs' own is added here
+    -- How long each succeeded attempt of _done_ids ran (ms, its handler's own time; migration 0047). Last and
+    -- defaulted: a previous release's call without it still means what it meant, its durations then counted
+    -- from the claim to this statement, as before.
+    _done_ms double precision[] default null
 )
 returns table (
     written bigint[], succeeded bigint, retried bigint, failed bigint, released bigint, fenced bigint,
@@ -83,10 +88,10 @@ if json_array_length(_others) = 0 then
             locked_until = null,
             finished_at = _now,
             updated_at = _now
-        from unnest(_done_ids, _done_attempts) as d(id, claimed_attempt)
+        from unnest(_done_ids, _done_attempts, _done_ms) as d(id, claimed_attempt, ms)
         -- `is true`: each row by primary key (see the fence's note above).
         where j.id = d.id and (j.status = 'running') is true and j.attempts = d.claimed_attempt
-        returning j.id, j.type, j.started_at, j.group_key  -- type, started_at: type_rollup (issue 23); group_key: flow
+        returning j.id, j.type, j.started_at, d.ms, j.group_key  -- type, started_at, ms: type_rollup (issue 23); group_key: flow
     ), woken as (
         -- steps: waits past their deadline go back to pending (as in the statement below).
         -- twin begin wake_waits
@@ -102,15 +107,14 @@ if json_array_length(_others) = 0 then
     ), type_rollup as (
         -- Issue 23, the admin's per-type figures (crontick.admin.figures; the ring table is
         -- migration 0020's): as type_rollup in the statement below, every attempt done here.
-        -- A batch's jobs share their claim's started_at: counted per (type, started_at) first, so the
-        -- bucket's arithmetic runs once per claim, not once per job.
+        -- Each attempt's bucket is its own run time (ms); counted per (type, started_at, ms) first.
         -- twin begin type_rollup_head
         insert into {schema}.crontick_type_minutes as m (type, slot, shard, bucket, minute, done, failed, retried, slow)
         select w.type, (floor(extract(epoch from _now) / 60)::bigint % 1500)::smallint, (pg_backend_pid() % 4)::smallint,
-            least(floor(2 * ln(greatest(extract(epoch from _now - coalesce(w.started_at, _now)) * 1000, 1)) / ln(2)), 47)::smallint,
+            least(floor(2 * ln(greatest(coalesce(w.ms, extract(epoch from _now - coalesce(w.started_at, _now)) * 1000), 1)) / ln(2)), 47)::smallint,
         -- twin end type_rollup_head
             date_trunc('minute', _now), sum(w.n), 0, 0, 0
-        from (select w.type, w.started_at, count(*) as n from written w group by 1, 2) w
+        from (select w.type, w.started_at, w.ms, count(*) as n from written w group by 1, 2, 3) w
         -- twin begin type_rollup_tail
         group by 1, 2, 3, 4, 5
         order by 1, 4
@@ -162,14 +166,15 @@ end if;
 with outcome as materialized (
     select d.id, d.claimed_attempt, 'done'::text as status, d.claimed_attempt as attempts,
         null::timestamptz as run_after, null::text as last_error, false as snoozed, null::text as traceback,
-        null::json as park, false as yielded, false as slow
-    from unnest(_done_ids, _done_attempts) as d(id, claimed_attempt)
+        null::json as park, false as yielded, false as slow, d.ms
+    from unnest(_done_ids, _done_attempts, _done_ms) as d(id, claimed_attempt, ms)
     union all
     select (o ->> 0)::bigint, (o ->> 1)::int, o ->> 2, (o ->> 3)::int, (o ->> 4)::timestamptz, o ->> 5,
         coalesce((o ->> 6)::boolean, false), o ->> 7,
         case when json_typeof(o -> 8) = 'array' then o -> 8 end,  -- steps: park (JSON null: none)
         coalesce((o ->> 9)::boolean, false),  -- a yield (crontick.jobs.decision.yields); absent from older callers
-        coalesce((o ->> 10)::boolean, false)  -- slow (crontick.jobs.runner, CRONTICK_SLOW_JOB_SECONDS); the same
+        coalesce((o ->> 10)::boolean, false),  -- slow (crontick.jobs.runner, CRONTICK_SLOW_JOB_SECONDS); the same
+        (o ->> 11)::double precision  -- ms, the attempt's run time (migration 0047); null from older callers
     from json_array_elements(_others) o
 ), written as (
     update {schema}.jobs j set
@@ -189,7 +194,7 @@ with outcome as materialized (
     from outcome o
     where j.id = o.id and (j.status = 'running') is true and j.attempts = o.claimed_attempt  -- by primary key (above)
     -- started_at is the claim's, which this update leaves as it was.
-    returning j.id, j.started_at, j.type, j.status, j.attempts, j.last_error, j.group_key
+    returning j.id, j.started_at, j.type, j.status, j.attempts, j.last_error, j.group_key, o.ms
 ), parked as (
     -- steps: the sleep or wait that parked a job, recorded as its step (fenced: only written jobs).
     insert into {schema}.job_steps (job_id, name, kind, status, attempt, result, event_key, wait_until, created_at, finished_at)
@@ -235,14 +240,15 @@ with outcome as materialized (
     -- Issue 23, the admin's per-type figures (crontick.admin.figures; the ring table is migration
     -- 0020's), kept apart from the outcome writes: each attempt that ran (done, retried or failed;
     -- not a release or a snooze, which hand the attempt back) counted by type, this minute, the
-    -- shard of this backend and its duration bucket (from the claim to this statement). Rows go
+    -- shard of this backend and its duration bucket: the attempt's own run time (ms, sent by the runner; migration
+    -- 0047), else, from a previous release's call, the claim to this statement (a batch's time). Rows go
     -- in key order, so two ticks that share rows cannot deadlock; a row last written for an older
     -- minute of the ring is reset in place. A slow attempt (migration 0044) counts in `slow` as well, whatever
     -- it ended in: a slow job the budget stopped after progress yields, handing its attempt back, and is slow too.
     -- twin begin type_rollup_head
     insert into {schema}.crontick_type_minutes as m (type, slot, shard, bucket, minute, done, failed, retried, slow)
     select w.type, (floor(extract(epoch from _now) / 60)::bigint % 1500)::smallint, (pg_backend_pid() % 4)::smallint,
-        least(floor(2 * ln(greatest(extract(epoch from _now - coalesce(w.started_at, _now)) * 1000, 1)) / ln(2)), 47)::smallint,
+        least(floor(2 * ln(greatest(coalesce(w.ms, extract(epoch from _now - coalesce(w.started_at, _now)) * 1000), 1)) / ln(2)), 47)::smallint,
     -- twin end type_rollup_head
         date_trunc('minute', _now),
         count(*) filter (where w.status = 'done' and o.attempts >= o.claimed_attempt and not o.snoozed),

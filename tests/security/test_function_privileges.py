@@ -152,3 +152,38 @@ def test_a_grant_on_enqueue_outlives_the_migration_that_adds_its_traceparent_arg
         signatures = conn.execute("select count(*) from pg_proc where proname = 'enqueue'").fetchone()
         job_id = _as(conn, worker, "select crontick.enqueue('send_email', '{}', traceparent => null)")[0]
         assert signatures == (1,) and isinstance(job_id, int) and job_id > 0
+
+
+OLD_RECORD_ARGUMENTS = "timestamptz, bigint[], int[], json, boolean, timestamptz, text, jsonb, jsonb, timestamptz"
+
+
+def test_a_grant_on_the_record_functions_outlives_the_migration_that_adds_their_run_times(
+    database_url: str, make_role: Callable[[str], str]
+) -> None:
+    """0047 drops crontick_job_record_outcomes's and crontick_job_record_and_claim's signatures for ones with the
+    run times last: a role granted the old ones by name (a tick run under a role of its own) may call the new ones."""
+    ticker = make_role(database_url)
+    old = {
+        "crontick_job_record_outcomes": OLD_RECORD_ARGUMENTS,
+        "crontick_job_record_and_claim": f"{OLD_RECORD_ARGUMENTS}, int, interval, jsonb",
+    }
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        # The database as 0045 left it: the old signatures only, granted to the ticker by name.
+        conn.execute("delete from crontick.crontick_migrations where version = '0047_record_run_times'")
+        for name, arguments in old.items():
+            conn.execute(f"drop function crontick.{name}({arguments}, double precision[])")
+            conn.execute(f"create function crontick.{name}({arguments}) returns void language sql as ''")
+            conn.execute(f"revoke execute on function crontick.{name} from public")
+            conn.execute(
+                sql.SQL("grant execute on function crontick.{}(" + arguments + ") to {}").format(
+                    sql.Identifier(name), sql.Identifier(ticker)
+                )
+            )
+        assert asyncio.run(db.migrate(database_url)) == ["0047_record_run_times"]
+        for name, arguments in old.items():
+            assert conn.execute("select count(*) from pg_proc where proname = %s", (name,)).fetchone() == (1,)
+            allowed = conn.execute(
+                "select has_function_privilege(%s, %s::regprocedure, 'execute')",
+                (ticker, f"crontick.{name}({arguments}, double precision[])"),
+            ).fetchone()
+            assert allowed == (True,), name

@@ -154,6 +154,8 @@ class Outcome(NamedTuple):
     yielded: bool = False
     # CRONTICK_SLOW_JOB_SECONDS: the attempt ran at least that long (logged as slow_job; counted per type).
     slow: bool = False
+    # How long the attempt ran (ms, from its start to its end on the runner's clock): the per-type durations count it.
+    ms: float | None = None
 
 
 class UndecodablePayload(NamedTuple):

@@ -149,10 +149,9 @@ class _Batch:
 
     def finish(self, index: int, job: Job, ended: Ended) -> None:
         """Record how the job at `index` ended: decided here, with the time it ended (on the tick's clock)."""
-        slow = self.slow.ended(index)
+        slow, ms = self.slow.ended(index)
         if ended is SUCCEEDED:
-            outcome = decision.succeeded(job)
-            self.outcomes[index] = outcome._replace(slow=True) if slow else outcome
+            self.outcomes[index] = decision.succeeded(job)._replace(slow=slow, ms=ms)
             return
         finished = self.now + timedelta(seconds=self.clock() - self.now_at)
         entry = registry.get(job.type)
@@ -160,8 +159,9 @@ class _Batch:
         rules = decision.Rules(
             self.settings.secrets, self.settings.unknown_type_grace_seconds, f"{socket.gethostname()} pid {os.getpid()}"
         )
-        outcome = decision.decide(job, ended, finished, self.rand(), policy, rules)
-        self.outcomes[index] = outcome._replace(slow=True) if slow else outcome
+        self.outcomes[index] = decision.decide(job, ended, finished, self.rand(), policy, rules)._replace(
+            slow=slow, ms=ms
+        )
 
     async def worker(self) -> None:
         pending, clock, deadline = self.pending, self.clock, self.deadline

@@ -29,13 +29,17 @@ class SlowWatch:
         with self.lock:
             self.running[index] = (job, began)
 
-    def ended(self, index: int) -> bool:
-        """The job at `index` has ended: whether it ran the threshold or longer (logged now if watch() had not yet)."""
+    def ended(self, index: int) -> tuple[bool, float | None]:
+        """The job at `index` has ended: whether it ran the threshold or longer (logged now if watch() had not yet),
+        and how long it ran, in ms (None for a job never started), which the record counts in the per-type durations."""
         with self.lock:
             job, began = self.running.pop(index, (None, 0.0))
-            if job is not None and index not in self.slow and self.clock() - began >= self.after_seconds:
+            if job is None:
+                return index in self.slow, None
+            ran = self.clock() - began
+            if index not in self.slow and ran >= self.after_seconds:
                 self._note(index, job, began)
-            return index in self.slow
+            return index in self.slow, ran * 1000
 
     async def watch(self) -> None:
         """Until cancelled (the batch's end): sleep until the next running job crosses the threshold, and log it."""

@@ -54,6 +54,11 @@ def _int_array(values: list[int]) -> str:
     return "{" + ",".join(map(str, values)) + "}"
 
 
+def _ms_array(values: list[float | None]) -> str:
+    """Run times in ms as an array literal, as _int_array (to the microsecond; NULL for none)."""
+    return "{" + ",".join("NULL" if v is None else f"{v:.3f}" for v in values) + "}"
+
+
 class Statement(NamedTuple):
     """A named query with its parameters, built before it is sent (crontick.tick.drain builds one while another runs)."""
 
@@ -85,10 +90,11 @@ def outcomes_statement(
     *,
     claim_next: tuple[int, float] | None = None,
 ) -> Statement:
-    """record()'s statement. Succeeded attempts, most of a batch, go as two integer arrays (ids,
-    claimed attempts) that the server reads without parsing; the others as one JSON array of rows."""
+    """record()'s statement. Succeeded attempts, most of a batch, go as arrays (ids, claimed attempts, run times)
+    that the server reads without parsing; the others as one JSON array of rows."""
     done_ids: list[int] = []
     done_attempts: list[int] = []
+    done_ms: list[float | None] = []
     others: list[list[Any]] = []
     for o in outcomes:
         # A slow attempt goes with the others: its flag counts it in the per-type ring (rare, so the short path stays).
@@ -100,6 +106,7 @@ def outcomes_statement(
         ):
             done_ids.append(o.job_id)
             done_attempts.append(o.claimed_attempt)
+            done_ms.append(o.ms)
         else:
             others.append(
                 [
@@ -114,6 +121,7 @@ def outcomes_statement(
                     o.park,  # durable steps: the sleep or wait that parked the job (crontick.workflows)
                     o.yielded,  # a workflow that yielded to a later tick (crontick.jobs.decision.yields)
                     o.slow,  # ran CRONTICK_SLOW_JOB_SECONDS or longer (crontick.jobs.runner)
+                    o.ms,  # how long it ran: the per-type durations (sql/migrations/0047_record_run_times.sql)
                 ]
             )
     params: dict[str, Any] = {
@@ -127,6 +135,7 @@ def outcomes_statement(
         "summary": None,
         "jobs": None,
         "next_other_at": None,
+        "done_ms": _ms_array(done_ms),
     }
     if tick is not None:
         params.update(
