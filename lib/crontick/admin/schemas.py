@@ -107,6 +107,16 @@ def _jobs() -> dict[str, Any]:
     }
 
 
+# A job's payload schema (crontick.jobs.payloads), in GET /api/admin/jobs/{id}.
+PAYLOAD_SCHEMA = {
+    "type": ["object", "null"],
+    "description": "The JSON Schema of the job type's payloads, when its handler in this process declares "
+    "`payload=Model` (a pydantic model); null otherwise.",
+    "properties": {"model": TEXT, "schema": {"type": "object"}},
+    "required": ["model", "schema"],
+}
+
+
 def _job_detail() -> dict[str, Any]:
     """One job's attempts and durable steps (crontick.workflows), a job page, and a deleted job."""
     return {
@@ -164,13 +174,7 @@ def _job_detail() -> dict[str, Any]:
                         "history": {"type": "array", "items": ref("Attempt")},
                         "steps": {"type": "array", "items": ref("Step"), "maxItems": steps.STEPS_SHOWN},
                         "waiting_for": {"anyOf": [ref("Wait"), {"type": "null"}]},
-                        "payload_schema": {
-                            "type": ["object", "null"],
-                            "description": "The JSON Schema of the job type's payloads, when its handler in this "
-                            "process declares `payload=Model` (a pydantic model); null otherwise.",
-                            "properties": {"model": TEXT, "schema": {"type": "object"}},
-                            "required": ["model", "schema"],
-                        },
+                        "payload_schema": PAYLOAD_SCHEMA,
                     }
                 ),
             ]
