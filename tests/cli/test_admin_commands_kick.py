@@ -10,11 +10,11 @@ from typing import Any
 
 import psycopg
 
-from tests.admin.api_support import insert_jobs
 from tests.support import core_jobs  # noqa: F401  (registers the t_core.* job types for the app under uvicorn)
 from tests.support.constants import TEST_SECRET
 from tests.support.core_jobs import job_row
 from tests.support.credentials import QSTASH_CURRENT, QSTASH_NEXT
+from tests.support.job_rows import insert_jobs
 from tests.support.run_cli import cli_env, crontick
 from tests.support.waking import TOKEN, waking_app
 

@@ -13,8 +13,9 @@ from typing import Any
 import httpx
 import psycopg
 
-from tests.admin.api_support import ADMIN, API_ADMIN_SECRET, insert_jobs
 from tests.support import core_jobs  # noqa: F401  (registers the t_core.* job types)
+from tests.support.credentials import ADMIN, API_ADMIN_SECRET
+from tests.support.job_rows import insert_jobs
 from tests.support.waking import waking_app
 
 WAIT_SECONDS = 20.0  # how long the delivery and its tick may take on a busy machine: not a promise on speed

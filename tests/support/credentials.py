@@ -19,6 +19,11 @@ if TYPE_CHECKING:
     from pytest_httpserver import HTTPServer
 
 # Shaped like Upstash's signing keys (sig_ + 28 characters).
+# The JSON admin API's two bearer secrets (tests/admin, and the kicks its actions start in tests/hooks).
+API_ADMIN_SECRET = "api-admin-secret-" + "A" * 32
+API_VIEWER_SECRET = "api-viewer-secret-" + "V" * 32
+ADMIN = {"Authorization": f"Bearer {API_ADMIN_SECRET}"}
+VIEWER = {"Authorization": f"Bearer {API_VIEWER_SECRET}"}
 QSTASH_CURRENT = "sig_7kYjw48mhY7kAjqNGcy6cr29RJ6r"
 QSTASH_NEXT = "sig_5ZB6DVzB1wjE8S6rZ7eenA8Pdnhs"
 REPOSITORY = "octo-org/octo-repo"
