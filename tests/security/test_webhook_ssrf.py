@@ -108,4 +108,7 @@ def test_a_huge_response_is_read_only_up_to_the_cap(
     row = _run(database_url, conn, httpserver.url_for("/huge"), allow_private)
     assert row["status"] == "pending" and "answered HTTP 500: eee" in row["last_error"], row
     assert len(row["last_error"]) < 1000
-    assert sent["bytes"] < 64 * wire.RESPONSE_MAX_BYTES, f"{sent['bytes']} bytes were pulled from the server"
+    # What the server wrote includes what loopback's socket buffers took before the client hung up (up to about
+    # 10 MiB with Linux's default tcp_wmem and tcp_rmem maxima; 4 MiB was seen under load): far below the 256 MiB a
+    # whole read would pull.
+    assert sent["bytes"] < 256 * wire.RESPONSE_MAX_BYTES, f"{sent['bytes']} bytes were pulled from the server"
