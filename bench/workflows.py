@@ -61,18 +61,21 @@ async def _truncate(url: str) -> None:
         await conn.execute("truncate crontick.jobs")  # a trigger empties job_steps with it
 
 
-async def measure(admin: str, workdir: Path, jobs: int = JOBS, runs: int = 1) -> dict[str, Any]:
-    """`_measure` on databases of this run's own (two runs at once on one server do not share one), dropped after."""
+async def measure(admin: str, workdir: Path, jobs: int = JOBS, runs: int = 1, *, dbos: bool = True) -> dict[str, Any]:
+    """`_measure` on databases of this run's own (two runs at once on one server do not share one), dropped after.
+    `dbos=False` drains crontick's rows only (a quick loop while changing the drain): no DBOS rows, no ratios to it."""
     suffix = uuid.uuid4().hex[:8]
     names = (f"crontick_bench_steps_{suffix}", f"crontick_bench_dbos_{suffix}")
     try:
-        return await _measure(admin, workdir, jobs, runs, names)
+        return await _measure(admin, workdir, jobs, runs, names, dbos)
     finally:
         for name in names:
             server.drop_database(admin, name)
 
 
-async def _measure(admin: str, workdir: Path, jobs: int, runs: int, names: tuple[str, str]) -> dict[str, Any]:
+async def _measure(
+    admin: str, workdir: Path, jobs: int, runs: int, names: tuple[str, str], dbos: bool
+) -> dict[str, Any]:
     """Each system `runs` times, interleaved (DBOS at each of its worker_concurrency settings); jobs per second
     (median) and whether each job ran once; both of crontick's handler forms against DBOS at its best setting."""
     from .dbos_peer import POLLING_INTERVAL_SECONDS, WORKER_CONCURRENCIES
@@ -83,7 +86,7 @@ async def _measure(admin: str, workdir: Path, jobs: int, runs: int, names: tuple
     share(seen)
     crontick_url = server.fresh_database(admin, names[0])
     await crontick_install(crontick_url)
-    dbos_names = {c: _dbos_name(c, POLLING_INTERVAL_SECONDS) for c in WORKER_CONCURRENCIES}
+    dbos_names = {c: _dbos_name(c, POLLING_INTERVAL_SECONDS) for c in WORKER_CONCURRENCIES} if dbos else {}
     raw: dict[str, dict[str, list[Any]]] = {
         n: {"drain": [], "problems": []} for n in (ONE_STEP, THREE_STEPS, THREE_STEPS_SYNC, *dbos_names.values())
     }
@@ -107,9 +110,16 @@ async def _measure(admin: str, workdir: Path, jobs: int, runs: int, names: tuple
             raw[name]["problems"].append(seen.check())
             print(f"{name}: {jobs / raw[name]['drain'][-1]:,.0f} workflows/s", file=sys.stderr, flush=True)
     rows = {name: _row(name, entry, jobs) for name, entry in raw.items()}
+    ours, ours_sync = rows[THREE_STEPS]["jobs_per_second"], rows[THREE_STEPS_SYNC]["jobs_per_second"]
+    if not dbos_names:
+        return {
+            "jobs": jobs,
+            "runs": runs,
+            "rows": list(rows.values()),
+            "sync_over_async_three_steps": ours_sync / ours,
+        }
     best = max(dbos_names, key=lambda c: rows[dbos_names[c]]["jobs_per_second"])
     dbos_best = rows[dbos_names[best]]["jobs_per_second"]
-    ours, ours_sync = rows[THREE_STEPS]["jobs_per_second"], rows[THREE_STEPS_SYNC]["jobs_per_second"]
     return {
         "jobs": jobs,
         "runs": runs,
@@ -178,10 +188,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.workflows", description=__doc__)
     parser.add_argument("--jobs", type=int, default=JOBS)
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument(
+        "--no-dbos",
+        action="store_true",
+        help="crontick's rows only, for quick loops: prints them and def ÷ async def, writes no results",
+    )
     args = parser.parse_args(argv)
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="crontick-bench-steps-") as work:
         admin = server.admin_url(stack)
-        section = asyncio.run(measure(admin, Path(work), args.jobs, args.runs))
+        section = asyncio.run(measure(admin, Path(work), args.jobs, args.runs, dbos=not args.no_dbos))
+    if args.no_dbos:  # not a comparison with DBOS: the committed results keep the last full run
+        for r in section["rows"]:
+            print(f"{r['system']}: {r['jobs_per_second']:,.0f} jobs/s, runs {r['runs_seconds']} s, {r['exactly_once']}")
+        print(f"def ÷ async def: {section['sync_over_async_three_steps']:.2f}")
+        return 0
     print(render(section))
     results = json.loads(report.RESULTS.read_text()) if report.RESULTS.exists() else {}
     results["workflows"] = section

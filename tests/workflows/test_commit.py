@@ -12,6 +12,7 @@ from typing import Any
 import psycopg
 
 import crontick
+from crontick.errors import StepError
 from crontick.workflows.commit import GroupCommit
 from tests.support.wire import tick_statements
 
@@ -78,7 +79,7 @@ def test_a_thread_waiting_for_a_round_the_loop_never_finishes_gets_an_error_not_
 
     def write(commit: GroupCommit) -> None:
         try:
-            commit.write_in_thread(1, 1, "a", "1")
+            commit.write_in_thread(1, 1, "a", "1", None)
             ended.append(None)
         except BaseException as exc:  # noqa: BLE001 - what the thread saw is the test's subject
             ended.append(exc)
@@ -95,4 +96,29 @@ def test_a_thread_waiting_for_a_round_the_loop_never_finishes_gets_an_error_not_
         conn.execute("lock table crontick.job_steps")  # the round's statement waits behind it
         thread = asyncio.run(loop_that_ends_mid_round())
         thread.join(5)
-    assert not thread.is_alive() and len(ended) == 1 and ended[0] is not None, ended
+    # The round on the wire is cancelled: its writes get the cancellation; one queued behind it, a StepError.
+    assert not thread.is_alive() and len(ended) == 1, ended
+    assert isinstance(ended[0], (asyncio.CancelledError, StepError)), ended
+
+
+def test_a_thread_whose_rounds_statement_fails_gets_that_error(database_url: str) -> None:
+    ended: list[BaseException | None] = []
+
+    def write(commit: GroupCommit) -> None:
+        try:
+            commit.write_in_thread(1, 1, "a", "1", None)
+            ended.append(None)
+        except BaseException as exc:  # noqa: BLE001 - what the thread saw is the test's subject
+            ended.append(exc)
+
+    async def round_on_a_closed_connection() -> None:
+        other = await psycopg.AsyncConnection.connect(database_url, autocommit=True)
+        await other.close()  # the round's statement fails at once
+        commit = GroupCommit(other, asyncio.get_running_loop(), lambda ids: None)
+        thread = threading.Thread(target=write, args=(commit,))
+        thread.start()
+        while thread.is_alive():
+            await asyncio.sleep(0.01)
+
+    asyncio.run(asyncio.wait_for(round_on_a_closed_connection(), 10))
+    assert len(ended) == 1 and isinstance(ended[0], psycopg.OperationalError), ended

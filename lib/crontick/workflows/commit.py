@@ -12,7 +12,6 @@ committed) instead of three (the write queued, the commit, the next round starte
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
@@ -27,8 +26,43 @@ from crontick.errors import StepError
 # worth recording (a provider call), far above the microseconds a quick def workflow's thread takes between writes.
 GATHER_SECONDS = 0.002
 
-# A write's waiter: the loop's future (an async handler) or a plain one (a sync handler's thread).
-Done = asyncio.Future[bool] | concurrent.futures.Future[bool]
+
+class ThreadWaiter:
+    """A sync handler's thread waiting for its write's round: a lock the thread blocks on until the loop releases it.
+
+    What concurrent.futures.Future would do for this one waiter, without its Condition (a lock made per wait, a
+    waiters list, callbacks): the loop pays one lock release per step it wakes, the thread one acquire."""
+
+    __slots__ = ("_lock", "_value", "_error", "_set")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()  # held until the loop sets the outcome
+        self._value = False
+        self._error: BaseException | None = None
+        self._set = False
+
+    def done(self) -> bool:
+        return self._set
+
+    def set_result(self, value: bool) -> None:
+        self._value, self._set = value, True
+        self._lock.release()
+
+    def set_exception(self, exc: BaseException) -> None:
+        self._error, self._set = exc, True
+        self._lock.release()
+
+    def result(self) -> bool:
+        """In the thread: block until the outcome is set; whether the row was written, or the round's error."""
+        self._lock.acquire()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+# A write's waiter: the loop's future (an async handler) or a lock (a sync handler's thread).
+Done = asyncio.Future[bool] | ThreadWaiter
 
 
 class Write(NamedTuple):
@@ -73,7 +107,7 @@ class GroupCommit:
 
     def write_in_thread(self, job_id: int, attempt: int, name: str, text: str, seconds: float | None) -> bool:
         """In a sync handler's thread: queue one write, wait until a round has committed it, say whether it was."""
-        done: concurrent.futures.Future[bool] = concurrent.futures.Future()
+        done = ThreadWaiter()
         me = threading.get_ident()
         with self._lock:
             self._queue.append(Write(job_id, attempt, name, text, seconds, done, me))
