@@ -31,7 +31,7 @@ from tests.support.admin_pages import (
 from tests.support.constants import ROOT, TEST_SECRET
 
 # Serial (make test runs it alone): a chromium per test beside other workers on 2 cores once left the jobs list
-# without its "older" link,, so the paging journey saw one page of its 130 rows.
+# without its "older" link, so the paging journey saw one page of its 130 rows.
 pytestmark = pytest.mark.serial
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
