@@ -23,7 +23,7 @@ from typing import Any
 import jwt
 
 from tests.support.credentials import OidcIssuer
-from tests.support.servers import free_port, stop
+from tests.support.servers import answer_json, free_port, stop
 
 ACCESS_TOKEN = "ya29.local-access-token"
 QUEUE = "projects/octo-project/locations/europe-west1/queues/crontick"
@@ -138,24 +138,16 @@ def cloudtasks_front(issuer: OidcIssuer, tasks_emulator: Any = None) -> Iterator
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             if self.path == METADATA_TOKEN and self.headers.get("Metadata-Flavor") == "Google":
                 front.token_fetches += 1
-                self._answer(200, {"access_token": ACCESS_TOKEN, "expires_in": 3599, "token_type": "Bearer"})
+                answer_json(self, 200, {"access_token": ACCESS_TOKEN, "expires_in": 3599, "token_type": "Bearer"})
             else:
-                self._answer(404, {"error": "not found"})
+                answer_json(self, 404, {"error": "not found"})
 
         def do_POST(self) -> None:  # noqa: N802
             body = self.rfile.read(int(self.headers.get("content-length") or 0))
-            self._answer(*front.create(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+            answer_json(self, *front.create(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
 
         def do_DELETE(self) -> None:  # noqa: N802
-            self._answer(*front.delete(self.path, {k.lower(): v for k, v in self.headers.items()}))
-
-        def _answer(self, status: int, answer: dict[str, Any]) -> None:
-            data = json.dumps(answer).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            answer_json(self, *front.delete(self.path, {k.lower(): v for k, v in self.headers.items()}))
 
         def log_message(self, *args: Any) -> None:
             pass

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import re
 import threading
 import time
@@ -35,6 +34,7 @@ from typing import Any
 import httpx
 
 from tests.support.credentials import hs256
+from tests.support.servers import answer_json
 
 DEDUPE_WINDOW_SECONDS = 600
 INSTANT_AT_END = re.compile(r"(\d{8}T\d{6}Z)$")
@@ -213,25 +213,13 @@ def qstash_stand_in(token: str, signing_key: str, *, held: bool = False) -> Iter
             if stand_in.stall_seconds:
                 time.sleep(stand_in.stall_seconds)
             headers = {k.lower(): v for k, v in self.headers.items()}
-            status, answer = stand_in.publish(self.path, headers, body)
-            data = json.dumps(answer).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            answer_json(self, *stand_in.publish(self.path, headers, body))
 
         def do_DELETE(self) -> None:  # noqa: N802 (http.server's name)
             if stand_in.stall_cancel_seconds:
                 time.sleep(stand_in.stall_cancel_seconds)
             headers = {k.lower(): v for k, v in self.headers.items()}
-            status, answer = stand_in.cancel(self.path, headers)
-            data = json.dumps(answer).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            answer_json(self, *stand_in.cancel(self.path, headers))
 
         def log_message(self, *args: Any) -> None:
             pass

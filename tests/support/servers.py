@@ -1,7 +1,9 @@
-"""Serving in tests: a free loopback port, an ASGI app on uvicorn in a thread, a raw HTTP request, a process stopped."""
+"""Serving in tests: a free loopback port, an ASGI app on uvicorn in a thread, a JSON answer from an http.server
+handler, a raw HTTP request, a process stopped."""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import threading
@@ -15,6 +17,16 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def answer_json(handler: Any, status: int, answer: Any) -> None:
+    """Send `answer` as JSON from a stand-in's http.server request handler."""
+    data = json.dumps(answer).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
 
 
 @contextmanager

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import time
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -31,17 +29,6 @@ TOKEN = "qstash-token-for-the-stand-in"
 def stand_in() -> Any:
     with qstash_stand_in(TOKEN, QSTASH_CURRENT) as server:
         yield server
-
-
-@pytest.fixture
-def log_lines() -> Iterator[LogLines]:
-    lines = LogLines()
-    logger = logging.getLogger("crontick")
-    logger.addHandler(lines)
-    try:
-        yield lines
-    finally:
-        logger.removeHandler(lines)
 
 
 def _events(lines: LogLines, name: str) -> list[dict[str, Any]]:
@@ -122,7 +109,7 @@ def test_a_cancelled_instant_booked_again_gets_a_new_key(
 
 
 def test_a_cancel_that_fails_or_hangs_never_fails_the_booking(
-    database_url: str, stand_in: QStashStandIn, conn: psycopg.Connection[Any], log_lines: LogLines
+    database_url: str, stand_in: QStashStandIn, conn: psycopg.Connection[Any], crontick_log: LogLines
 ) -> None:
     settings = _settings(database_url, stand_in)
     now = _now(conn)
@@ -130,19 +117,19 @@ def test_a_cancel_that_fails_or_hangs_never_fails_the_booking(
     conn.execute("update crontick.crontick_wakeups set message_id = 'msg_unknown'")  # its cancel answers 404
     conn.commit()
     ok = asyncio.run(_book(database_url, settings, now + timedelta(minutes=9), now))
-    assert ok.status == "booked" and _events(log_lines, "wakeup_cancel_failed") == []
+    assert ok.status == "booked" and _events(crontick_log, "wakeup_cancel_failed") == []
     conn.execute("update crontick.crontick_wakeups set message_id = null")  # nothing to cancel it by: logged
     conn.execute("update crontick.crontick_wakeups set status = 'booked'")
     conn.commit()
     started = time.monotonic()
     later = asyncio.run(_book(database_url, settings, now + timedelta(minutes=12), now))
     assert later.status == "booked" and time.monotonic() - started < 2.0 * settings.wakeup_timeout_seconds + 1
-    failed = _events(log_lines, "wakeup_cancel_failed")
+    failed = _events(crontick_log, "wakeup_cancel_failed")
     assert len(failed) == 2 and all(e["provider"] == "qstash" for e in failed)
 
 
 def test_a_cancel_that_does_not_answer_leaves_the_booking_within_its_timeout(
-    database_url: str, stand_in: QStashStandIn, conn: psycopg.Connection[Any], log_lines: LogLines
+    database_url: str, stand_in: QStashStandIn, conn: psycopg.Connection[Any], crontick_log: LogLines
 ) -> None:
     settings = _settings(database_url, stand_in)
     now = _now(conn)
@@ -152,7 +139,7 @@ def test_a_cancel_that_does_not_answer_leaves_the_booking_within_its_timeout(
     second = asyncio.run(_book(database_url, settings, now + timedelta(minutes=9), now))
     took = time.monotonic() - started
     assert second.status == "booked" and took < 2.0 * settings.wakeup_timeout_seconds + 1.0
-    assert [e["instant"] for e in _events(log_lines, "wakeup_cancel_failed")] == [first.instant.isoformat()]  # type: ignore[union-attr]
+    assert [e["instant"] for e in _events(crontick_log, "wakeup_cancel_failed")] == [first.instant.isoformat()]  # type: ignore[union-attr]
 
 
 def test_a_cancelled_message_is_never_delivered(database_url: str, conn: psycopg.Connection[Any]) -> None:
