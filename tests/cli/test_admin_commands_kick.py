@@ -5,6 +5,7 @@ QStash stand-in delivering to the app under uvicorn), and nothing inline without
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -40,6 +41,9 @@ def test_without_the_handlers_an_inline_kick_starts_nothing(database_url: str, c
     assert result.returncode == 0, result.stderr
     assert job_row(conn, job_id)["status"] == "pending"
     assert conn.execute("select count(*) from crontick_ticks").fetchone() == (0,)
+    # Why nothing ran, as one JSON line on stderr (crontick.logs.setup): before, the CLI's info lines were dropped.
+    skipped = [json.loads(line) for line in result.stderr.splitlines() if '"kick_skipped"' in line]
+    assert len(skipped) == 1 and "CRONTICK_HANDLERS" in skipped[0]["reason"]
 
 
 def test_resume_with_kicks_off_books_a_wakeup_for_now_whose_delivery_runs_the_job(

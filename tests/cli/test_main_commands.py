@@ -107,6 +107,9 @@ def test_tick_prints_the_summary_and_names_handler_modules(database_url: str, co
     assert job_row(conn, ok)["status"] == "done"
     error = job_row(conn, unknown)["last_error"]
     assert "'t_cli.nobody_handles_this'" in error and "tests.support.sidefx_handlers" in error
+    # The tick's own lines go to stderr as JSON, one an event, as an app's do (crontick.logs.setup).
+    events = [json.loads(line)["event"] for line in result.stderr.splitlines()]
+    assert events == ["tick"], result.stderr
 
 
 def test_tick_drain_runs_batch_after_batch(database_url: str, conn: psycopg.Connection[Any]) -> None:

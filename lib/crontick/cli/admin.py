@@ -111,6 +111,7 @@ def kick(args: argparse.Namespace) -> None:
     from crontick.hooks.kick import after_commit
     from crontick.runtime import Runtime
 
+    logs.setup()  # the kick's lines (and an inline tick's) as JSON on stderr, as an app writes them
     settings = Settings.from_env(args.env)
     if settings.kick == "inline" and not settings.handler_modules:
         logs.info(

@@ -166,7 +166,10 @@ def _sync_connect(url: str) -> psycopg.Connection[Any]:
 
 
 def cmd_tick(args: argparse.Namespace) -> int:
+    from crontick import logs
     from crontick.runtime import Runtime
+
+    logs.setup()  # the tick's lines (a job failed, a wake-up booked) as JSON on stderr, as an app writes them
 
     # Each step ends at the cut-off (budget plus a margin), even when a pooler in front of a
     # database that is down would hold it for minutes: then exit 1 with one line, no traceback.
