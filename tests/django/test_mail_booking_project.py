@@ -27,9 +27,12 @@ def test_a_reminder_goes_out_through_djangos_email_backend_with_the_views_column
     }
     done = site.django("migrate", **templates)
     assert done.returncode == 0, done.stderr
-    appointment = site.book("Ada Lovelace", datetime.now(UTC) + timedelta(hours=2))
+    before = datetime.now(UTC)
+    when = before + timedelta(hours=2)
+    appointment = site.book("Ada Lovelace", when)
     with smtp.smtp_server() as (port, server):
         ticked = site.django("crontick_tick", SMTP_PORT=str(port), **templates)
+        after = datetime.now(UTC)
         assert ticked.returncode == 0, ticked.stderr
         assert json.loads(ticked.stdout.strip().splitlines()[-1])["reminders"]["sent"] == 1, ticked.stdout
         again = site.django("crontick_tick", SMTP_PORT=str(port), **templates)
@@ -41,7 +44,11 @@ def test_a_reminder_goes_out_through_djangos_email_backend_with_the_views_column
     assert mail["Idempotency-Key"] == f"reminder:{appointment}:24h"
     text, page = (part.get_content() for part in mail.iter_parts())
     link = f"https://salon.example/reschedule/{appointment}"
-    assert text.startswith("Hi Ada, your Haircut is today at ") and text.strip().endswith(f"Move it: {link}")
+    # {day} counts in the site's TIME_ZONE (UTC) from the claim, somewhere between `before` and `after`:
+    # booked two hours ahead after 22:00, the appointment is tomorrow.
+    days = {"today" if when.date() == moment.date() else "tomorrow" for moment in (before, after)}
+    assert any(text.startswith(f"Hi Ada, your Haircut is {day} at ") for day in days), text
+    assert text.strip().endswith(f"Move it: {link}")
     assert page.strip() == f'<p>Haircut: <a href="{link}">move it</a></p>'
 
     # A 5xx from the server, through Django's SMTP backend: failed at once, the reply in last_error.
