@@ -219,6 +219,42 @@ def test_a_retry_after_a_timeout_whose_booking_was_cancelled_ends_unknown(
     assert len(provider.requests) == 1
 
 
+SLOW_PROVIDER_SECONDS = 5.0  # answers this long after a request arrives: long past the budget below, even under load
+CUT_BUDGET_SECONDS = 1.0
+
+
+def test_a_send_cut_at_the_time_budget_is_retried_and_the_tick_says_when(
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
+) -> None:
+    """The eight-process race's short ends, one send at a time: the budget cuts a send mid-call; the
+    drain at the same `now` ends with `more: false` and `next_due_at` at its retry, and a tick then sends it."""
+    booking = one_booking(conn)
+    provider.behave = slow(SLOW_PROVIDER_SECONDS)
+    settings = settings_for(database_url, provider, "email", time_budget_seconds=CUT_BUDGET_SECONDS)
+
+    cut = tick(database_url, settings, NOW)
+    assert (cut.reminders.sent, cut.reminders.retried, cut.more) == (0, 1, True), cut.reminders  # out of time
+    assert cut.duration_ms < SLOW_PROVIDER_SECONDS * 1000, "the provider may have answered before the cut"
+    row = send_of(conn, booking)
+    assert (row["status"], row["attempts"], row["maybe_delivered"]) == ("failed", 1, True)
+    # Cut by the budget, or by the HTTP timeout that the budget left capped at the same instant: both ambiguous.
+    assert any(why in row["last_error"] for why in ("at the tick's time budget", "it may have been delivered"))
+    retry_at = row["next_attempt_at"]
+    assert NOW + timedelta(seconds=48) <= retry_at <= NOW + timedelta(seconds=75)  # 1 min ± 20 %, after the cut
+
+    drained = [tick(database_url, settings, NOW) for _ in range(2)]  # what a drain at a fixed `now` answers next
+    assert [(t.reminders.sent, t.reminders.more, t.next_due_at) for t in drained] == [(0, False, retry_at)] * 2
+
+    provider.behave = ok
+    assert tick(database_url, settings, retry_at).reminders.sent == 1
+    assert tick(database_url, settings, retry_at + timedelta(minutes=5)).reminders.sent == 0
+    row = send_of(conn, booking)
+    assert (row["status"], row["attempts"], row["next_attempt_at"]) == ("sent", 2, None)
+    # The cut request reached the provider and was never answered; the retry is the same request.
+    first, second = provider.requests
+    assert first.key == second.key == f"reminder:{booking}:24h" and first.body == second.body
+
+
 def send_due_with_clock(
     database_url: str, settings: Any, readings: list[float], deadline: float, now: datetime = NOW
 ) -> send.ReminderCounts:

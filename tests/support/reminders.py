@@ -212,6 +212,23 @@ def sends(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
     return conn.cursor(row_factory=dict_row).execute("select * from reminder_sends order by id").fetchall()
 
 
+def unsent(conn: psycopg.Connection[Any], booking_ids: Iterable[str], kind: str = "24h") -> list[dict[str, Any]]:
+    """The `kind` reminders of `booking_ids` not sent, each with its row's status (None: never claimed), attempt,
+    next attempt and error: what a race that ends short left behind, and why."""
+    return (
+        conn.cursor(row_factory=dict_row)
+        .execute(
+            "select b.id as booking_id, s.status, s.attempts, s.next_attempt_at, s.locked_until,"
+            "       pg_catalog.left(s.last_error, 200) as last_error"
+            " from pg_catalog.unnest(%(ids)s::text[]) as b(id)"
+            " left join reminder_sends s on s.booking_id = b.id and s.kind = %(kind)s"
+            " where s.status is distinct from 'sent' order by b.id",
+            {"ids": list(booking_ids), "kind": kind},
+        )
+        .fetchall()
+    )
+
+
 def send_of(conn: psycopg.Connection[Any], booking_id: int | str, kind: str = "24h") -> dict[str, Any]:
     row = (
         conn.cursor(row_factory=dict_row)
