@@ -18,9 +18,8 @@ from multiprocessing.context import ForkServerContext, ForkServerProcess
 from typing import Any
 
 from crontick import db
-from crontick.reminders.window import ReminderCounts
 from crontick.settings import Settings
-from crontick.tick.pipeline import run_tick
+from crontick.tick.pipeline import TickResult, run_tick
 
 COUNTS = ("sent", "failed", "unknown", "retried")
 # The races measure exactly-once across processes, not the budget: under load (2 cores, other
@@ -32,7 +31,7 @@ UNSENT_SHOWN = 20  # of the reminders a short race left unsent, the first this m
 
 @dataclass(frozen=True)
 class Answer:
-    """What one tick of a worker answered about reminders, and when it said work is next due."""
+    """What one tick of a worker answered about reminders, when it said work is next due, and how long it took."""
 
     sent: int
     failed: int
@@ -40,15 +39,17 @@ class Answer:
     retried: int
     more: bool
     next_due_at: datetime | None
+    duration_ms: int
 
     @classmethod
-    def of(cls, counts: ReminderCounts, next_due_at: datetime | None) -> Answer:
-        return cls(counts.sent, counts.failed, counts.unknown, counts.retried, counts.more, next_due_at)
+    def of(cls, result: TickResult) -> Answer:
+        counts = result.reminders
+        return cls(*(getattr(counts, n) for n in COUNTS), counts.more, result.next_due_at, result.duration_ms)
 
     def __str__(self) -> str:
         due = self.next_due_at.isoformat() if self.next_due_at else None
         counts = " ".join(f"{name}={getattr(self, name)}" for name in COUNTS)
-        return f"{counts} more={self.more} next_due_at={due}"
+        return f"{counts} more={self.more} next_due_at={due} in {self.duration_ms} ms"
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ async def ticks(values: dict[str, Any], now: datetime, mode: str) -> WorkerResul
         while True:
             result = await run_tick(conn, settings, now=now, source="worker")
             rem = result.reminders
-            answers.append(Answer.of(rem, result.next_due_at))
+            answers.append(Answer.of(result))
             if mode == "once" or (not any(getattr(rem, name) for name in COUNTS) and not rem.more):
                 return WorkerResult(os.getpid(), tuple(answers))
     finally:
