@@ -8,8 +8,3 @@
 -- before it is sent. A job that merged keeps its first enqueuer's, as sql/functions/job_insert_many.sql does.
 -- (Every other enqueue passes it to crontick_job_insert_many, which keeps a valid one.)
 update {schema}.jobs set traceparent = %(traceparent)s where id = %(id)s and traceparent is null
-
--- name: job_traceparents
--- crontick.jobs.runner.run_batch, once per batch and only when the app traces: the traceparents of
--- the batch's jobs, by primary key.
-select id, traceparent from {schema}.jobs where id = any(%(ids)s::bigint[]) and traceparent is not null

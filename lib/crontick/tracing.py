@@ -22,7 +22,7 @@ Attributes = Mapping[str, str | int | float | bool]
 _tracer: Any = None
 
 
-class _Api(NamedTuple):
+class Api(NamedTuple):
     """The parts of OpenTelemetry's API a job's span needs, looked up once: a `from ... import` per job and step
     cost about a microsecond each (bench/tracing_overhead.py)."""
 
@@ -31,19 +31,24 @@ class _Api(NamedTuple):
     set_span_in_context: Callable[[Any], Any]
     attach: Callable[[Any], Any]
     detach: Callable[[Any], None]
+    link: Callable[..., Any]  # opentelemetry.trace.Link, SpanContext and TraceFlags: a job's link to its enqueuer
+    span_context: Callable[..., Any]
+    trace_flags: Callable[[int], Any]
 
 
-_api: _Api | None = None
+_api: Api | None = None
 
 
-def _otel() -> _Api:
+def otel() -> Api:
+    """OpenTelemetry's API, imported on the first call (only ever made while the app traces)."""
     global _api
     if _api is None:
         from opentelemetry import context, trace
 
-        _api = _Api(
-            trace.SpanKind.CONSUMER, trace.SpanKind.INTERNAL, trace.set_span_in_context, context.attach, context.detach
-        )
+        _api = Api(
+            trace.SpanKind.CONSUMER, trace.SpanKind.INTERNAL, trace.set_span_in_context, context.attach, context.detach,
+            trace.Link, trace.SpanContext, trace.TraceFlags,
+        )  # fmt: skip
     return _api
 
 
@@ -97,18 +102,18 @@ def start(
     found = tracer()
     if found is None:
         return None
-    api = _api or _otel()
+    api = _api or otel()
     return found.start_span(name, kind=api.consumer if consumer else api.internal, attributes=attributes, links=links)
 
 
 def activate(current: Any) -> Any:
     """Make `current` the current span in this context; returns the token for deactivate()."""
-    api = _api or _otel()
+    api = _api or otel()
     return api.attach(api.set_span_in_context(current))
 
 
 def deactivate(token: Any) -> None:
-    (_api or _otel()).detach(token)
+    (_api or otel()).detach(token)
 
 
 def failed(current: Any, error: str, traceback: str | None) -> None:
@@ -158,20 +163,19 @@ def well_formed(text: object) -> bool:
 
 def _remote(text: str) -> Any:
     """The SpanContext a well-formed traceparent names, as a remote one."""
-    from opentelemetry.trace import SpanContext, TraceFlags
-
+    api = _api or otel()
     _version, trace_hex, span_hex, flags = text.split("-")
-    return SpanContext(int(trace_hex, 16), int(span_hex, 16), is_remote=True, trace_flags=TraceFlags(int(flags, 16)))
+    return api.span_context(
+        int(trace_hex, 16), int(span_hex, 16), is_remote=True, trace_flags=api.trace_flags(int(flags, 16))
+    )
 
 
 def link(text: str | None) -> Any | None:
     """A Link to the span a traceparent names (a job's enqueuer), or None for none or a malformed one."""
     if not well_formed(text) or sys.modules.get("opentelemetry.trace") is None:
         return None
-    from opentelemetry.trace import Link
-
     assert text is not None
-    return Link(_remote(text), _ENQUEUED_BY)
+    return (_api or otel()).link(_remote(text), _ENQUEUED_BY)
 
 
 _ENQUEUED_BY = {"crontick.link": "enqueued_by"}

@@ -23,8 +23,10 @@
 -- started_at (sql/migrations/0010_attempt_in_job_row.sql) is when the attempt started: the record
 -- step writes it into the attempts history, and a done job's row keeps it.
 -- The batch comes back as one JSON array of [id, type, payload, attempts, max_attempts,
--- created_at, scheduled_for, schedule, snoozes, payloads] (crontick.tick.claim.CLAIMED_COLUMNS,
+-- created_at, scheduled_for, schedule, snoozes, payloads, traceparent] (crontick.tick.claim.CLAIMED_COLUMNS,
 -- which tests/tick/test_claim_rows.py holds both bodies to): one value to decode instead of ten per job.
+-- traceparent (migration 0031: the enqueuer's W3C trace context, null unless the enqueuing app traced) comes
+-- with the job so that its span links to its enqueuer without a statement of its own (crontick.jobs.job_spans).
 -- Two bodies, the plain claim and the one with flow control (below): the parts marked
 -- "twin begin <name>" ... "twin end <name>" are the same text in both, and
 -- tests/unit/test_function_twins.py holds them so: edit one, edit the other.
@@ -120,13 +122,14 @@ with clock as (
     -- twin end lease
     where j.id = any(array(select d.id from due d))
     -- twin begin returning
-    returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at, j.scheduled_for, j.schedule, j.snoozes, j.payloads
+    returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at, j.scheduled_for, j.schedule, j.snoozes, j.payloads, j.traceparent
     -- twin end returning
 )
 -- twin begin answer
 select
     (select json_agg(json_build_array(
-        c.id, c.type, c.payload::text, c.attempts, c.max_attempts, c.created_at, c.scheduled_for, c.schedule, c.snoozes, c.payloads::text)
+        c.id, c.type, c.payload::text, c.attempts, c.max_attempts, c.created_at, c.scheduled_for, c.schedule, c.snoozes, c.payloads::text,
+        c.traceparent)
         order by c.id)
      from claimed c),
     exists (select 1 from {schema}.jobs r where r.status = 'running' and r.locked_until < k.now),
@@ -266,7 +269,7 @@ with clock as (
     -- twin end lease
     where j.id = any(array(select d.id from ranked d where d.name is null or d.n <= d.free))
     -- twin begin returning
-    returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at, j.scheduled_for, j.schedule, j.snoozes, j.payloads
+    returning j.id, j.type, j.payload, j.attempts, j.max_attempts, j.created_at, j.scheduled_for, j.schedule, j.snoozes, j.payloads, j.traceparent
     -- twin end returning
 ), used as (
     select d.name, count(*) filter (where d.n <= d.free) as k, count(*) filter (where d.n > d.free) as over
@@ -282,7 +285,8 @@ with clock as (
 -- twin begin answer
 select
     (select json_agg(json_build_array(
-        c.id, c.type, c.payload::text, c.attempts, c.max_attempts, c.created_at, c.scheduled_for, c.schedule, c.snoozes, c.payloads::text)
+        c.id, c.type, c.payload::text, c.attempts, c.max_attempts, c.created_at, c.scheduled_for, c.schedule, c.snoozes, c.payloads::text,
+        c.traceparent)
         order by c.id)
      from claimed c),
     exists (select 1 from {schema}.jobs r where r.status = 'running' and r.locked_until < k.now),

@@ -11,10 +11,13 @@ from typing import Any
 import psycopg
 
 import crontick
-from crontick import logs
+from crontick import logs, tracing
 from crontick.runtime import Runtime
+from crontick.tick.drain import drain
+from tests.support import wire
 from tests.support.core_jobs import settings_for
 from tests.support.logs import LogLines
+from tests.support.otel import untraced
 
 
 @crontick.handler("t_trace.steps")
@@ -33,6 +36,11 @@ def sync_steps(payload: Any, job: crontick.Job) -> None:
 @crontick.handler("t_trace.fails")
 def fails(payload: Any, job: crontick.Job) -> None:
     raise ValueError(f"no luck on attempt {job.attempt}")
+
+
+@crontick.handler("t_trace.noop")
+async def noop(payload: Any, job: crontick.Job) -> None:
+    return None
 
 
 def _tick(database_url: str) -> None:
@@ -108,3 +116,38 @@ def test_a_failed_attempt_is_an_error_and_the_retry_a_new_trace_linked_to_the_sa
         assert [link.context.span_id for link in run.links] == [request.get_span_context().span_id]
         [event] = run.events
         assert event.name == "exception" and "no luck on attempt" in event.attributes["exception.message"]
+
+
+def test_a_traced_drain_sends_the_statements_an_untraced_one_sends_and_links_each_job_to_its_enqueuer(
+    database_url: str, conn: psycopg.Connection[Any], spans: Any
+) -> None:
+    """Each job's enqueuer comes with the claimed job (its traceparent, in the claim's answer): tracing adds no
+    statement to a batch (the traceparents were once read with one statement more per batch)."""
+    from opentelemetry import trace
+
+    settings = settings_for(database_url, reminder_channel="console", batch_size=2)
+
+    def drained() -> list[str]:
+        result, statements = wire.traced(database_url, lambda aconn: drain(aconn, settings, source="test"))
+        assert result.jobs.succeeded == 5
+        return statements
+
+    with untraced():
+        assert tracing.tracer() is None
+        crontick.enqueue_many(conn, [("t_trace.noop", {"n": n}) for n in range(5)])
+        plain = drained()
+    assert spans.get_finished_spans() == ()
+    with trace.get_tracer("app").start_as_current_span("POST /orders") as request:
+        linked = crontick.enqueue_many(conn, [("t_trace.noop", {"n": n}) for n in range(3)])
+    unlinked = crontick.enqueue_many(conn, [("t_trace.noop", {"n": n}) for n in range(3, 5)])
+    assert drained() == plain
+    assert plain.count("job_record_and_claim") >= 1  # more than one batch: a statement per batch would show
+    runs = {
+        s.attributes["crontick.job.id"]: s for s in spans.get_finished_spans() if s.name == "crontick job t_trace.noop"
+    }
+    assert sorted(runs) == sorted(linked + unlinked)
+    for job_id in linked:
+        assert [link.context.span_id for link in runs[job_id].links] == [request.get_span_context().span_id]
+        assert runs[job_id].links[0].attributes == {"crontick.link": "enqueued_by"}
+    for job_id in unlinked:
+        assert list(runs[job_id].links) == []

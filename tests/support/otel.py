@@ -45,3 +45,17 @@ def traced() -> Iterator[Any]:
     finally:
         sys.modules.pop("opentelemetry.trace", None)
         tracing._tracer = None
+
+
+@contextmanager
+def untraced() -> Iterator[None]:
+    """Inside traced(): the block runs as in an app that does not trace (no opentelemetry.trace in sys.modules), then
+    tracing is back as it was."""
+    trace = sys.modules.pop("opentelemetry.trace", None)
+    tracing._tracer = None
+    try:
+        yield
+    finally:
+        if trace is not None:
+            sys.modules["opentelemetry.trace"] = trace
+        tracing._tracer = None

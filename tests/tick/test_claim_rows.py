@@ -44,8 +44,8 @@ def test_claimed_jobs_reads_each_column_by_name(database_url: str, conn: psycopg
     job_id = enqueue(conn, "t_core.ok", {"n": 1}, max_attempts=7)
     conn.execute(
         "update jobs set scheduled_for = created_at - interval '1 hour', schedule = 'nightly', snoozes = 3,"
-        " payloads = %s, attempts = 2 where id = %s",
-        [Jsonb([{"n": 0}, {"n": 1}]), job_id],
+        " payloads = %s, attempts = 2, traceparent = %s where id = %s",
+        [Jsonb([{"n": 0}, {"n": 1}]), "00-" + "a" * 32 + "-" + "b" * 16 + "-01", job_id],
     )
 
     async def claim() -> Claim:
@@ -69,5 +69,13 @@ def test_a_claim_from_an_older_function_without_payloads_reads_as_nothing_merged
     (job,) = claimed_jobs(older)
     assert (job.id, job.payload, job.merged_payloads, job.payloads) == (5, {"a": 1}, None, [{"a": 1}])
     # and a later one with a column after payloads reads the same as today's
-    (later,) = claimed_jobs([[*older[0], '[{"a": 0}, {"a": 1}]', "a column added at the end"]])
-    assert later._replace(merged_payloads=None) == job and later.merged_payloads == [{"a": 0}, {"a": 1}]
+    traceparent = "00-" + "1" * 32 + "-" + "2" * 16 + "-01"
+    (later,) = claimed_jobs([[*older[0], '[{"a": 0}, {"a": 1}]', traceparent, "a column added at the end"]])
+    assert later._replace(merged_payloads=None, traceparent=None) == job
+    assert later.merged_payloads == [{"a": 0}, {"a": 1}] and later.traceparent == traceparent
+
+
+def test_a_claim_from_an_older_function_without_traceparent_reads_as_enqueued_outside_a_trace() -> None:
+    older = [[5, "t", '{"a": 1}', 1, 4, "2026-01-05T09:00:00+00:00", None, None, 0, '[{"a": 1}]']]
+    (job,) = claimed_jobs(older)
+    assert job.traceparent is None and job.merged_payloads == [{"a": 1}]

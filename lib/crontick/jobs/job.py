@@ -32,6 +32,9 @@ class Job(NamedTuple):
     # Debounce: every payload merged into this job, oldest first (the jobs.payloads column, as the
     # claim returns it); None when it merged nothing. Read it as `payloads`.
     merged_payloads: Any = None
+    # The W3C traceparent of the span that enqueued it (kept only while the enqueuing app traced), which its run's
+    # span links to (crontick.jobs.job_spans); None when it was enqueued outside a trace.
+    traceparent: str | None = None
 
     @property
     def payloads(self) -> list[Any]:

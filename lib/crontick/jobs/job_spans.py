@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
-import psycopg
-
 from crontick import tracing
-from crontick.db import query
 from crontick.logs import RunningJob
 from crontick.text import TRACEBACK_MAX_CHARS, scrub
 from crontick.workflows.steps import Parked
@@ -33,44 +30,76 @@ class RunEnd(Protocol):
 E = TypeVar("E", bound=RunEnd)
 
 
+class TracedJob(RunningJob, Protocol):
+    """What a job's span is made of (crontick.Job has these): its enqueuer's traceparent besides the log's fields."""
+
+    @property
+    def traceparent(self) -> str | None: ...
+
+
 class BatchSpans:
-    """A traced batch's job spans: each job's enqueuer (read once for the batch), and the secrets scrubbed from errors."""
+    """A traced batch's job spans, on the app's `tracer`, with the secrets scrubbed from errors.
 
-    def __init__(self, enqueuers: dict[int, str], secrets: tuple[str, ...]) -> None:
-        self.enqueuers, self.secrets = enqueuers, secrets
+    What every job's span needs is looked up once for the batch (the tracer, OpenTelemetry's SpanKind and context
+    functions), and each job's enqueuer comes with the claimed Job (its traceparent): per job, only the span itself.
+    """
 
-    @classmethod
-    async def of(
-        cls, jobs: Sequence[RunningJob], conn: psycopg.AsyncConnection[Any] | None, secrets: tuple[str, ...]
-    ) -> BatchSpans:
-        """The traceparent each job was enqueued with (migration 0031), in one statement on the tick's `conn`."""
-        if conn is None:
-            return cls({}, secrets)
-        cur = await conn.execute(query("job_traceparents"), {"ids": [job.id for job in jobs]})
-        return cls({job_id: text for job_id, text in await cur.fetchall()}, secrets)
+    def __init__(self, tracer: Any, secrets: tuple[str, ...]) -> None:
+        api = tracing.otel()
+        self.tracer, self.secrets = tracer, secrets
+        self._consumer, self._in_context, self._attach, self._detach = (
+            api.consumer, api.set_span_in_context, api.attach, api.detach
+        )  # fmt: skip
+        # The last trace id and its hex: a batch's job spans are children of the tick's, all of one trace.
+        self._trace_hex: tuple[int, str] = (0, "")
 
-    def start(self, job: RunningJob) -> Any:
-        return start(job, self.enqueuers.get(job.id))
+    def start(self, job: TracedJob) -> Any:
+        """The span of one run of `job`, a child of the current one (the tick's), linked to its enqueuer's span (every
+        attempt's is), not made current."""
+        link = tracing.link(job.traceparent) if job.traceparent is not None else None
+        attributes = {
+            "crontick.job.id": job.id,
+            "crontick.job.type": job.type,
+            "crontick.job.attempt": job.attempt,
+            "messaging.system": "crontick",
+            "messaging.operation.type": "process",
+        }
+        return self.tracer.start_span(
+            f"crontick job {job.type}",
+            kind=self._consumer,
+            attributes=attributes,
+            links=None if link is None else (link,),
+        )
 
-    async def run(self, job: RunningJob, attempt: Callable[[str | None], Awaitable[E]]) -> E:
+    def trace_id(self, span: Any) -> str | None:
+        """tracing.trace_id(span), formatted once per trace rather than once per job (one tuple: threads read it)."""
+        context = span.get_span_context()
+        if not context.is_valid:
+            return None
+        known = self._trace_hex
+        if known[0] != context.trace_id:
+            known = self._trace_hex = (context.trace_id, f"{context.trace_id:032x}")
+        return known[1]
+
+    async def run(self, job: TracedJob, attempt: Callable[[str | None], Awaitable[E]]) -> E:
         """`attempt(trace_id)` inside the job's span, current while it runs; one the budget stops ends `stopped`."""
         span = self.start(job)
-        token = tracing.activate(span)
+        token = self._attach(self._in_context(span))
         try:
-            ended = await attempt(tracing.trace_id(span))
+            ended = await attempt(self.trace_id(span))
         except BaseException:
             end(span, "stopped", "TimeoutError: stopped by the tick's time budget")
             raise
         finally:
-            tracing.deactivate(token)
+            self._detach(token)
         self.end(span, ended)
         return ended
 
-    def run_in(self, job: RunningJob, context: contextvars.Context, attempt: Callable[[str | None], E]) -> E:
+    def run_in(self, job: TracedJob, context: contextvars.Context, attempt: Callable[[str | None], E]) -> E:
         """run() for a sync handler in a worker thread: the span is made current in `context`, where it runs."""
         span = self.start(job)
-        context.run(tracing.activate, span)
-        ended = attempt(tracing.trace_id(span))
+        context.run(self._attach, self._in_context(span))
+        ended = attempt(self.trace_id(span))
         self.end(span, ended)
         return ended
 
@@ -84,19 +113,6 @@ class BatchSpans:
         else:
             trace = ended.traceback and scrub(ended.traceback, self.secrets, max_chars=TRACEBACK_MAX_CHARS)
             end(span, "unknown_type" if ended.unknown_type else "failed", scrub(ended.error, self.secrets), trace)
-
-
-def start(job: RunningJob, traceparent: str | None) -> Any:
-    """The span of one run of `job`, a child of the tick's, linked to its enqueuer's span (every attempt's is)."""
-    link = tracing.link(traceparent)
-    attributes: tracing.Attributes = {
-        "crontick.job.id": job.id,
-        "crontick.job.type": job.type,
-        "crontick.job.attempt": job.attempt,
-        "messaging.system": "crontick",
-        "messaging.operation.type": "process",
-    }
-    return tracing.start(f"crontick job {job.type}", attributes, links=[link] if link else None, consumer=True)
 
 
 def end(span: Any, outcome: str, error: str | None = None, traceback: str | None = None) -> None:

@@ -62,11 +62,12 @@ async def run_batch(
     settings = settings if settings is not None else builtin.SETTINGS.get()
     workers = min(concurrency, len(jobs))
     batch = _Batch(jobs, now, deadline, settings, clock, rand, now_at, workers)
-    # Traces (crontick.tracing), only when the app uses OpenTelemetry: each job's enqueuer, one statement per batch.
-    if tracing.tracer() is not None and jobs:
+    # Traces (crontick.tracing), only when the app uses OpenTelemetry: a span per job, each linked to its enqueuer (the
+    # claimed Job's traceparent), no statement of their own.
+    if jobs and (tracer := tracing.tracer()) is not None:
         from crontick.jobs.job_spans import BatchSpans
 
-        batch.spans = await BatchSpans.of(jobs, conn, settings.secrets)
+        batch.spans = BatchSpans(tracer, settings.secrets)
     # Each worker task (and each thread hop it makes) copies this context when it starts: every handler
     # of the batch, however it runs, sees the batch's Settings.
     token = builtin.SETTINGS.set(settings)

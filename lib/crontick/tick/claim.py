@@ -54,24 +54,15 @@ def claim_of(row: Sequence[Any], at: int = 0) -> Claim:
 # column goes at the end: a process that does not know it reads the ones before it as before.
 CLAIMED_COLUMNS = (
     "id", "type", "payload", "attempts", "max_attempts", "created_at", "scheduled_for", "schedule", "snoozes",
-    "payloads",
+    "payloads", "traceparent",
 )  # fmt: skip
 # Each column's place in that array, found by its name.
-_ID, _TYPE, _PAYLOAD, _ATTEMPTS, _MAX_ATTEMPTS, _CREATED_AT, _SCHEDULED_FOR, _SCHEDULE, _SNOOZES, _PAYLOADS = map(
+_ID, _TYPE, _PAYLOAD, _ATTEMPTS, _MAX_ATTEMPTS, _CREATED_AT, _SCHEDULED_FOR, _SCHEDULE, _SNOOZES = map(
     CLAIMED_COLUMNS.index,
-    (
-        "id",
-        "type",
-        "payload",
-        "attempts",
-        "max_attempts",
-        "created_at",
-        "scheduled_for",
-        "schedule",
-        "snoozes",
-        "payloads",
-    ),
+    ("id", "type", "payload", "attempts", "max_attempts", "created_at", "scheduled_for", "schedule", "snoozes"),
 )
+# The columns a claim by an older function may lack (each added at the end): read only when the array has them.
+_PAYLOADS, _TRACEPARENT = CLAIMED_COLUMNS.index("payloads"), CLAIMED_COLUMNS.index("traceparent")
 
 
 async def claim_batch(
@@ -92,7 +83,8 @@ def claimed_jobs(batch: list[list[Any]] | None) -> list[Job]:
     """The jobs of a claim's JSON array, each an array of CLAIMED_COLUMNS.
 
     `payloads` (a debounced job's merged payloads, as JSON text, null when it merged nothing): a
-    claim without it (an older function's) reads as a job that merged nothing.
+    claim without it (an older function's) reads as a job that merged nothing. `traceparent` (its
+    enqueuer's, null unless the app traced): a claim without it reads as a job enqueued outside a trace.
     """
     if not batch:
         return []
@@ -102,6 +94,7 @@ def claimed_jobs(batch: list[list[Any]] | None) -> list[Job]:
             j[_ID], j[_TYPE], decode_payload(j[_PAYLOAD]), j[_ATTEMPTS], j[_MAX_ATTEMPTS], fromiso(j[_CREATED_AT]),
             j[_SCHEDULED_FOR] and fromiso(j[_SCHEDULED_FOR]), j[_SCHEDULE], j[_SNOOZES],
             decode_payload(j[_PAYLOADS]) if len(j) > _PAYLOADS and j[_PAYLOADS] is not None else None,
+            j[_TRACEPARENT] if len(j) > _TRACEPARENT else None,
         )
         for j in batch
     ]  # fmt: skip
