@@ -48,6 +48,21 @@ def _now(conn: psycopg.Connection[Any]) -> datetime:
     return row[0]  # type: ignore[no-any-return]
 
 
+class Race:
+    """A test's QStash settings, the database's now, and book(view) of an instant 20 minutes ahead from `view`."""
+
+    def __init__(self, database_url: str, stand_in: QStashStandIn, conn: psycopg.Connection[Any]) -> None:
+        self.url, self.settings, self.now = database_url, _settings(database_url, stand_in), _now(conn)
+
+    def book(self, known: Ledger | None, minutes: int = 20) -> WakeupOutcome:
+        return _book(self.url, self.settings, self.now + timedelta(minutes=minutes), self.now, known)
+
+
+@pytest.fixture
+def race(database_url: str, stand_in: QStashStandIn, conn: psycopg.Connection[Any]) -> Race:
+    return Race(database_url, stand_in, conn)
+
+
 def _rows(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
     return conn.execute(
         "select status, attempts, generation, message_id, error from crontick.crontick_wakeups order by instant"
@@ -55,14 +70,11 @@ def _rows(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
 
 
 def test_two_ticks_that_found_an_instant_new_book_it_once(
-    database_url: str, stand_in: QStashStandIn, conn: psycopg.Connection[Any]
+    race: Race, stand_in: QStashStandIn, conn: psycopg.Connection[Any]
 ) -> None:
-    settings = _settings(database_url, stand_in)
-    now = _now(conn)
-    due = now + timedelta(minutes=20)
     # Both probes ran before either booking was recorded: each sees no booking.
-    first = _book(database_url, settings, due, now, Ledger())
-    second = _book(database_url, settings, due, now, Ledger())
+    first = race.book(Ledger())
+    second = race.book(Ledger())
     assert (first.status, first.booked) == ("booked", 1)
     assert (second.status, second.booked, second.failed) == ("already", 0, 0) and second.duplicate
     # Two calls under one key: QStash deduplicated the second into the first message, delivered once.
@@ -72,62 +84,51 @@ def test_two_ticks_that_found_an_instant_new_book_it_once(
 
 
 def test_a_failed_call_never_overwrites_a_concurrent_booking(
-    database_url: str, stand_in: QStashStandIn, conn: psycopg.Connection[Any]
+    race: Race, stand_in: QStashStandIn, conn: psycopg.Connection[Any]
 ) -> None:
-    settings = _settings(database_url, stand_in)
-    now = _now(conn)
-    due = now + timedelta(minutes=20)
-    booked = _book(database_url, settings, due, now, Ledger())
+    booked = race.book(Ledger())
     stand_in.fail_next.append(503)  # the other tick's call, made from the same stale view, fails
-    raced = _book(database_url, settings, due, now, Ledger())
+    raced = race.book(Ledger())
     assert booked.status == "booked" and (raced.status, raced.failed, raced.error) == ("already", 0, None)
     assert _rows(conn) == [("booked", 1, 1, booked.message_id, None)]  # no failure recorded, so no alert counts it
     assert conn.execute("select count(*) from crontick.crontick_alerts").fetchone() == (0,)
 
 
 def test_a_failure_then_a_success_from_the_probes_rows(
-    database_url: str, stand_in: QStashStandIn, conn: psycopg.Connection[Any]
+    race: Race, stand_in: QStashStandIn, conn: psycopg.Connection[Any]
 ) -> None:
-    settings = _settings(database_url, stand_in)
-    now = _now(conn)
-    due = now + timedelta(minutes=20)
     stand_in.fail_next.append(500)
-    failed = _book(database_url, settings, due, now, Ledger())
+    failed = race.book(Ledger())
     assert failed.status == "failed" and failed.attempt == 1
     ((status, attempts, generation, message_id, error),) = _rows(conn)  # the failure made the row
     assert (status, attempts, generation, message_id) == ("failed", 1, 1, None) and "answered 500" in error
     known = _ledger(conn)
-    assert known.plan(failed.instant or now).attempt == 2
-    again = _book(database_url, settings, due, now, known)
+    assert known.plan(failed.instant or race.now).attempt == 2
+    again = race.book(known)
     assert (again.status, again.attempt) == ("booked", 2)
     assert _rows(conn) == [("booked", 2, 1, again.message_id, error)]  # the last failure kept for the admin
     assert len(stand_in.deliveries) == 1
 
 
 def test_a_success_after_a_concurrent_failure_stands(
-    database_url: str, stand_in: QStashStandIn, conn: psycopg.Connection[Any]
+    race: Race, stand_in: QStashStandIn, conn: psycopg.Connection[Any]
 ) -> None:
-    settings = _settings(database_url, stand_in)
-    now = _now(conn)
-    due = now + timedelta(minutes=20)
     stand_in.fail_next.append(500)
-    _book(database_url, settings, due, now, Ledger())
-    late = _book(database_url, settings, due, now, Ledger())  # its view predates the failure: attempt 1
+    race.book(Ledger())
+    late = race.book(Ledger())  # its view predates the failure: attempt 1
     assert late.status == "booked" and _rows(conn)[0][:2] == ("booked", 1)
 
 
 def test_a_cancelled_instant_is_booked_under_a_new_key_from_the_probes_rows(
-    database_url: str, stand_in: QStashStandIn, conn: psycopg.Connection[Any]
+    race: Race, stand_in: QStashStandIn, conn: psycopg.Connection[Any]
 ) -> None:
-    settings = _settings(database_url, stand_in)
-    now = _now(conn)
-    first = _book(database_url, settings, now + timedelta(minutes=5), now, _ledger(conn))
-    _book(database_url, settings, now + timedelta(minutes=9), now, _ledger(conn))  # supersedes the first
+    first = race.book(minutes=5, known=_ledger(conn))
+    race.book(minutes=9, known=_ledger(conn))  # supersedes the first
     assert [r[0] for r in _rows(conn)] == ["cancelled", "booked"]
     # A tick with the pre-cancel view calls under the cancelled key: the statement keeps the cancel, counts already.
-    stale = _book(database_url, settings, now + timedelta(minutes=5), now, Ledger())
+    stale = race.book(minutes=5, known=Ledger())
     assert stale.status == "already" and _rows(conn)[0][:3] == ("cancelled", 1, 1)
-    again = _book(database_url, settings, now + timedelta(minutes=5), now, _ledger(conn))
+    again = race.book(minutes=5, known=_ledger(conn))
     assert again.status == "booked" and again.instant == first.instant and _rows(conn)[0][:3] == ("booked", 1, 2)
     keys = [p["headers"]["upstash-deduplication-id"] for p in stand_in.published]
     assert "-g2-" in keys[-1] and "-g2-" not in keys[0]
