@@ -169,8 +169,3 @@ select idle, jobs, now, next_job_at, throttled_until, duties, expired
 from {schema}.crontick_tick_probe(
     %(now)s::timestamptz, %(limit)s::int, %(lease)s::interval, %(source)s::text, %(summary)s::jsonb,
     %(reminder_source)s::text, %(flow)s::jsonb, %(asks)s::jsonb);
-
--- name: database_now
--- The database's clock, for a caller outside a tick that books a wake-up for now (crontick.hooks.kick, with
--- CRONTICK_KICK=off and a waker set): every instant is computed from it, never from this host's clock.
-select pg_catalog.now() as now

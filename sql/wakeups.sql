@@ -1,18 +1,18 @@
 -- Precise wake-ups (crontick.wakers.booking): the statements a booking adds to a tick.
 
 -- name: wakeup_claim
--- Take the booking of one instant, once across concurrent ticks (sql/functions/wakeup_claim.sql).
--- `attempt`: 0 when the instant is booked already, else which call of the provider this is. `served`: the
--- instant whose delivery started this tick, recorded as served in the same call (null: none). The bookings it
--- supersedes (before `cancel_before`, at most `cancel_limit`) come back cancelled, for the provider to delete.
-select c.attempt, c.generation, c.cancelled, c.generations, c.message_ids
-from {schema}.crontick_wakeup_claim(%(instant)s, %(provider)s, %(served)s, %(now)s, %(cancel_before)s,
-                                    %(cancel_limit)s) c
+-- After the provider's call, the one statement a booking adds (sql/functions/wakeup_claim.sql): its outcome
+-- recorded (`error` null: booked, with the `message_id` the provider answered), the delivered instant `served`, and
+-- the superseded bookings the call cancelled. `recorded` false: a concurrent tick booked this instant meanwhile (the
+-- provider deduplicated this call by its key). `needed_at`: a cancelled booking an enqueue since needed, to book now.
+select c.recorded, c.needed_at
+from {schema}.crontick_wakeup_claim(%(instant)s, %(provider)s, %(generation)s, %(attempt)s, %(message_id)s,
+                                    %(error)s, %(served)s, %(cancelled)s, %(cancelled_generations)s) c
 
--- name: wakeup_message_id
--- A booking the provider accepted: the id it answered, which its cancel needs (QStash's messageId).
-update {schema}.crontick_wakeups w set message_id = %(message_id)s
-where w.instant = %(instant)s and w.status = 'booked'
+-- name: wakeup_ledger
+-- The database's clock and the bookings from it on (sql/functions/wakeup_ledger.sql), for a booking without a probe
+-- to read them from (crontick.wakers.ledger.read: a kick's booking with CRONTICK_KICK=off, a drain's later batches).
+select pg_catalog.now() as now, {schema}.crontick_wakeup_ledger(pg_catalog.now(), %(rows)s) as bookings
 
 -- name: wakeup_served
 -- A delivered tick that books nothing records its instant as served (crontick.tick.wakeups_duty); one that books
@@ -24,10 +24,6 @@ where w.instant = %(instant)s and w.served_at is null
 -- Before a delivered tick runs (crontick.runtime.Runtime.tick): when its instant was served already, if it was;
 -- no row: never booked here. A second delivery for a served instant is a duplicate, answered without a tick.
 select w.served_at from {schema}.crontick_wakeups w where w.instant = %(instant)s
-
--- name: wakeup_failed
--- The provider call failed: recorded, and taken again by the next tick (sql/functions/wakeup_failed.sql).
-select {schema}.crontick_wakeup_failed(%(instant)s, %(error)s)
 
 -- name: wakeup_status
 -- For health and the admin (crontick.wakers.booking.status): the next instant booked from `now` on (the

@@ -23,6 +23,8 @@
 -- check to `probe` (the first entry of an index), its `due` to `idle` below, and its key to
 -- `duties` (and, for a time when it is next due, to the idle row's next_due_at). The signature
 -- stays as it is: a body edit ships with every migrate, no migration needed.
+-- The wake-ups duty asks for the first `bookings` rows of crontick_wakeups from now on (only with a waker set;
+-- without one nothing is read): crontick_wakeup_ledger's array under `wakeups`.
 -- `expired` (last, migration 0049): how many jobs the claim ended `cancelled` past their start_by (jobs.expired).
 -- previous_tick_at (the last tick's finished_at, read before this tick's own row exists) is
 -- there for scheduler-silence detection.
@@ -77,7 +79,8 @@ with clock as (
         coalesce((_asks -> 'alerts'::text ->> 'on'::text)::boolean, false) as alerts_on,
         (_asks -> 'retention'::text ->> 'done_before'::text)::timestamptz as done_before,
         (_asks -> 'retention'::text ->> 'failed_before'::text)::timestamptz as failed_before,
-        (_asks -> 'retention'::text ->> 'kept_before'::text)::timestamptz as kept_before
+        (_asks -> 'retention'::text ->> 'kept_before'::text)::timestamptz as kept_before,
+        (_asks -> 'wakeups'::text ->> 'bookings'::text)::int as wakeup_rows
 ), claimed as materialized (
     select c.jobs, c.throttled_until, c.expired from clock k, {schema}.crontick_job_claim_due(k.now, _limit, _lease, _flow) c
 ), probe as materialized (
@@ -170,7 +173,11 @@ select i.idle, (select c.jobs from claimed c), i.now, i.next_job_at, (select c.t
             'silent_seconds'::text, (select s.silent_seconds from silence s), 'previous_tick_at'::text, i.previous_tick_at),
         'alerts'::text, pg_catalog.jsonb_build_object('due'::text, i.alerts_due or i.silenced),
         'retention'::text, pg_catalog.jsonb_build_object('due'::text, i.retention_due)
-    ),
+    -- Only with a waker set (the wake-ups duty asks): the bookings it books from, with no statement of its own.
+    ) || case when i.wakeup_rows > 0
+              then pg_catalog.jsonb_build_object('wakeups'::text, pg_catalog.jsonb_build_object(
+                  'bookings'::text, {schema}.crontick_wakeup_ledger(i.now, i.wakeup_rows)))
+              else '{{}}'::jsonb end,
     (select c.expired from claimed c)
 from idle i;
 end

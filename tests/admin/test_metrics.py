@@ -94,9 +94,8 @@ def test_a_scrape_reads_the_wakeups_booked_and_failed_and_the_next_one(
     near, far = conn.execute(
         "select date_trunc('second', now()) + interval '10 minutes', date_trunc('second', now()) + interval '1 hour'"
     ).fetchone()
-    for instant in (near, far):
-        conn.execute("select crontick.crontick_wakeup_claim(%s, 'qstash')", (instant,))
-    conn.execute("select crontick.crontick_wakeup_failed(%s, 'QStash answered 500')", (near,))
+    conn.execute("select crontick.crontick_wakeup_claim(%s, 'qstash')", (far,))
+    conn.execute("select crontick.crontick_wakeup_claim(%s, 'qstash', _error => 'QStash answered 500')", (near,))
     conn.execute("insert into crontick_wakeups (instant, provider, booked_at) values (now() - interval '25 hours',"
                  " 'qstash', now() - interval '25 hours')")  # fmt: skip
     with live_app(api_settings(database_url)) as base:

@@ -79,9 +79,8 @@ def test_stats_show_the_wakeups_booked_and_failed(database_url: str, conn: psyco
     ahead, failed = conn.execute(
         "select date_trunc('second', now()) + interval '1 hour', date_trunc('second', now()) + interval '2 hours'"
     ).fetchone()
-    for instant in (ahead, failed):
-        conn.execute("select crontick.crontick_wakeup_claim(%s, 'qstash')", (instant,))
-    conn.execute("select crontick.crontick_wakeup_failed(%s, 'QStash answered 500')", (failed,))
+    conn.execute("select crontick.crontick_wakeup_claim(%s, 'qstash')", (ahead,))
+    conn.execute("select crontick.crontick_wakeup_claim(%s, 'qstash', _error => 'QStash answered 500')", (failed,))
     conn.execute(
         "insert into crontick_wakeups (instant, provider, booked_at) values (now() - interval '2 days', 'qstash',"
         " now() - interval '2 days')"

@@ -76,17 +76,23 @@ async def _next_booked(database_url: str, now: datetime) -> datetime | None:
         return (await status(conn, now)).next_booked_at
 
 
-def test_work_enqueued_since_the_probe_keeps_its_booking(
-    database_url: str, stand_in: QStashStandIn, conn: psycopg.Connection[Any]
+def test_work_enqueued_since_the_probe_is_booked_again_at_once(
+    database_url: str, stand_in: QStashStandIn, conn: psycopg.Connection[Any], crontick_log: LogLines
 ) -> None:
     settings = _settings(database_url, stand_in)
     now = _now(conn)
-    asyncio.run(_book(database_url, settings, now + timedelta(minutes=5), now))
+    first = asyncio.run(_book(database_url, settings, now + timedelta(minutes=5), now))
     # a job due at the first instant committed after the (simulated) probe that found work due only later
     conn.execute("insert into jobs (type, payload, run_after) values ('noop', '{}', %s)", (now + timedelta(minutes=5),))
     conn.commit()
-    asyncio.run(_book(database_url, settings, now + timedelta(minutes=9), now))
-    assert stand_in.cancelled == [] and [r[1] for r in _rows(conn)] == ["booked", "booked"]
+    later = asyncio.run(_book(database_url, settings, now + timedelta(minutes=9), now))
+    # The cancel went out alongside the booking; the record statement saw the job and said so: booked again under
+    # the next generation's key, in the same call of book_next.
+    assert later.status == "booked" and stand_in.cancelled == [first.message_id]
+    assert [r[1:3] for r in _rows(conn)] == [("booked", 2), ("booked", 1)]
+    assert first.instant and later.instant
+    assert sorted(d.due_at for d in stand_in.pending()) == [first.instant.timestamp(), later.instant.timestamp()]
+    assert len(_events(crontick_log, "wakeup_cancel_raced")) == 1
 
 
 def test_a_cancelled_instant_booked_again_gets_a_new_key(
@@ -184,5 +190,7 @@ def test_concurrent_ticks_book_a_later_instant_once_and_cancel_the_earlier_once(
 
     outcomes = asyncio.run(all_at_once())
     assert sorted(o.status for o in outcomes) == ["already"] * 7 + ["booked"]
-    assert stand_in.cancelled == [first.message_id] and len(stand_in.published) == 2
+    # each tick called (the provider deduplicated the seven repeats) and cancelled; the first cancel deleted it
+    assert stand_in.cancelled == [first.message_id] and len(stand_in.published) == 9
+    assert len(stand_in.deliveries) == 2 and len(stand_in.pending()) == 1
     assert [r[1] for r in _rows(conn)] == ["cancelled", "booked"]

@@ -130,18 +130,17 @@ async def book_now(rt: Runtime) -> None:
     """Kicks are off but a waker is set: book this app's tick for now through the waker
     (crontick.wakers.booking.book_next, with next_due_at = the database's clock), so work made due now (the
     admin's Retry, Run now, a resumed pause; an inbound event; crontick.kick()) does not wait for the safety
-    net. Two statements (the clock, the booking's claim) and one provider call; an instant booked already
-    (a burst in the same second) makes no call. Never raises: a failed booking leaves the work for the next tick.
+    net. One statement (the clock and the bookings, crontick.wakers.ledger.read), then one provider call and one
+    statement recording it; an instant booked already (a burst in the same second) makes neither. Never raises:
+    a failed booking leaves the work for the next tick.
     """
-    from crontick.wakers import booking
+    from crontick.wakers import booking, ledger
 
     try:
         async with rt.bounded() as db:  # within the cut-off, as a tick is: a database that hangs costs seconds
             conn = await db.connection()
-            cur = await conn.execute(query("database_now"))
-            row = await cur.fetchone()
-            assert row is not None  # one row always
-            outcome = await booking.book_next(conn, rt.settings, row[0], row[0])
+            now, known = await ledger.read(conn)
+            outcome = await booking.book_next(conn, rt.settings, now, now, known=known)
     except Exception as exc:  # noqa: BLE001 - like a kick, a booking must never fail the request that caused it
         logs.warning("kick_failed", mode="waker", error=f"{type(exc).__name__}: {exc}")
         return

@@ -3,11 +3,12 @@
 After the record statement (and on an idle tick, after the probe), before the tick answers: a
 function may be frozen the moment it has answered. It books at the tick's `next_due_at` (by the
 database's clock) through crontick.wakers.booking.book_next, which costs one statement and one
-HTTP call and never raises; a tick that answers `more: true` books its follow-up at once. With
-CRONTICK_WAKER=none, or nothing pending, it costs nothing: no statement, and crontick.wakers is
-not imported. Nor does it book work its own request will run in-process before answering
-(crontick.tick.follow_up). A tick started by a wake-up's delivery records that instant as served
-(in the claim's statement, or one of its own when nothing is booked).
+HTTP call and never raises (none of either when the probe's bookings, which it asks for, show the
+instant booked already); a tick that answers `more: true` books its follow-up at once. With
+CRONTICK_WAKER=none it costs nothing: no statement, the probe reads no booking, and crontick.wakers
+is not imported; with nothing pending, no statement. Nor does it book work its own request will run
+in-process before answering (crontick.tick.follow_up). A tick started by a wake-up's delivery records that instant as served
+(in the booking's one statement, or one of its own when it calls no provider).
 """
 
 from __future__ import annotations
@@ -46,6 +47,14 @@ class WakeupsDuty(Duty):
     name = "wakeups"
     after_record = True  # before alerts: an alert it raises goes out in this very tick
 
+    def asks(self, tick: Tick, now: datetime) -> dict[str, Any] | None:
+        """With a waker set, the bookings from now on (crontick.wakers.ledger), which it books from."""
+        if tick.settings.waker == "none":
+            return None
+        from crontick.wakers import ledger
+
+        return {"bookings": ledger.ROWS}
+
     async def run(self, tick: Tick) -> WakeupCounts | None:
         """None: no waker set (the summary has no `wakeups` key); zeros when nothing was booked."""
         if tick.settings.waker == "none":
@@ -59,10 +68,14 @@ class WakeupsDuty(Duty):
                 await booking.serve(tick.conn, tick.delivered)
             return WakeupCounts()
         from crontick.wakers import booking  # with its provider: only where a waker is set
+        from crontick.wakers.ledger import Ledger
 
+        # None when a claim took the probe's place (a drain's later batches): book_next reads them itself.
+        known = Ledger.of(tick.part(self.name).get("bookings"))
         outcome = await booking.book_next(
-            tick.conn, tick.settings, tick.next_due_at, tick.time, more=tick.more, delivered=tick.delivered
-        )
+            tick.conn, tick.settings, tick.next_due_at, tick.time, more=tick.more, delivered=tick.delivered,
+            known=known,
+        )  # fmt: skip
         # A failure recorded may have raised the alert after repeated ones (sql/functions/wakeup_failed.sql).
         tick.alerts_raised = tick.alerts_raised or bool(outcome.failed)
         return WakeupCounts(outcome.booked, outcome.failed)

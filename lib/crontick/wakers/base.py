@@ -54,10 +54,9 @@ class Provider(Protocol):
 class Cancels(Protocol):
     """A provider that can delete a booking it accepted (crontick.wakers.booking cancels superseded ones)."""
 
-    keeps_message_id: bool  # its cancel needs the id book() answered (stored on the booking's row)
-
     async def cancel(self, key: str, message_id: str | None) -> None:
-        """Delete the booking of `key` (its `message_id`, if kept); WakerError when it fails. Gone already
+        """Delete the booking of `key` (its `message_id`: what book() answered, stored on the booking's row in the
+        statement that records it); WakerError when it fails. Gone already
         (delivered, deleted) is not a failure."""
         ...
 

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from crontick import logs
 from crontick.db import query
 from crontick.settings import Settings
-from crontick.wakers import registry
+from crontick.wakers import ledger, registry
 from crontick.wakers.base import Provider, WakerError
+from crontick.wakers.ledger import Entry, Ledger, Plan
 
 if TYPE_CHECKING:
     import psycopg
@@ -28,18 +29,6 @@ HORIZON_STEP_SECONDS = 3600
 # A delivery that came early by at most this much (the provider's clock ahead of the database's) moves the next
 # booking by as much; one earlier than that is logged and not followed.
 EARLY_LEAD_MAX = timedelta(minutes=15)
-# At most this many superseded bookings are cancelled by one tick's booking (each is one provider call, made
-# alongside the booking's); any more are cancelled by the next bookings, or just arrive as empty ticks.
-CANCEL_PER_TICK = 3
-
-
-class Claim(NamedTuple):
-    """crontick_wakeup_claim's row: which call this is (0: booked already), the instant's generation (its key), and
-    the superseded bookings it cancelled: (instant, generation, message_id)."""
-
-    attempt: int
-    generation: int = 1
-    superseded: tuple[tuple[datetime, int, str | None], ...] = ()
 
 
 class WakeupOutcome(NamedTuple):
@@ -54,6 +43,7 @@ class WakeupOutcome(NamedTuple):
     error: str | None = None
     retryable: bool = False
     attempt: int = 0  # which call of the provider for this instant (2 and more: the earlier ones failed)
+    duplicate: bool = False  # the provider answered that it held this key already
 
     @property
     def booked(self) -> int:
@@ -93,12 +83,12 @@ async def book_next(
     *,
     more: bool | None = None,
     delivered: datetime | None = None,
+    known: Ledger | None = None,
 ) -> WakeupOutcome:
     """Book this app's next tick at `next_due_at` through CRONTICK_WAKER's provider, once per instant. Never raises.
 
     The lead's tick duty calls it before the tick answers, after the tick's own work, with:
-    - `conn`: the tick's connection, in autocommit mode (one statement when the instant is new or
-      already booked, a second only when the provider call fails; no transaction is left open);
+    - `conn`: the tick's connection, in autocommit mode (no transaction is left open);
     - `next_due_at`: the earliest instant work comes due (the probe's next_due_at, after this tick's
       work), or None when nothing is due; a tick that answers `more: true` passes `now`, so its
       follow-up is booked at once;
@@ -107,19 +97,23 @@ async def book_next(
       work is held back (not due: a group's running job, a pause); it is booked HELD_BACK_RECHECK
       later, not at once. Better still, pass the instant it is released;
     - `delivered`: the instant of the wake-up whose delivery started this tick (None: another caller). It
-      is recorded as served in the claim's statement. Arrived early (the provider's clock ahead of the
+      is recorded as served in the booking's statement. Arrived early (the provider's clock ahead of the
       database's: `delivered` after `now`), work still to come is booked that much later (up to
       EARLY_LEAD_MAX), so that the provider calls when it is due by the database's clock; without that, the
       instant it would book is the one that just came, booked already, and the work would wait for the
-      safety net.
+      safety net;
+    - `known`: the bookings the probe read (crontick.wakers.ledger); None: read here, one statement more.
     The instant is `next_due_at` rounded up to the provider's granularity, at least its least lead
     after `now`, and at most its horizon after `now` (work beyond is booked at the horizon, where the
-    next tick books again). crontick_wakeup_claim records it once across concurrent ticks; only the
-    tick that claims it calls the provider, within CRONTICK_WAKEUP_TIMEOUT_SECONDS (twice that for
-    the whole booking). A failure (4xx, 5xx, timeout, a database error) is logged as one JSON
-    `wakeup_failed` event and recorded, and the next tick claims that instant again; a booking is
-    logged as `wakeup_booked`. The outcome's `booked` and `failed` (0 or 1) are for the tick's summary;
-    its `attempt` (2 or more: this instant failed before) is for an alert after repeated failures.
+    next tick books again). Booked already by `known`: no call, and no statement (unless a delivery is to be
+    recorded as served). Else the provider is called first, within CRONTICK_WAKEUP_TIMEOUT_SECONDS (twice that for
+    the whole booking), alongside the cancels of the bookings it supersedes, and then ONE statement,
+    crontick_wakeup_claim, records the outcome: a booking costs a tick one statement and one call. Concurrent ticks
+    that book the same instant call the provider under the same key, which it deduplicates; the statement of the
+    later one finds the instant booked, and it counts `already`. A failure (4xx, 5xx, timeout) is logged as one
+    JSON `wakeup_failed` event and recorded, and the next tick calls again; a booking is logged as
+    `wakeup_booked`. The outcome's `booked` and `failed` (0 or 1) are for the tick's summary; its `attempt` (2 or
+    more: this instant failed before) is for an alert after repeated failures.
     """
     if next_due_at is None:
         return WakeupOutcome("idle" if settings.waker != "none" else "off")
@@ -133,18 +127,47 @@ async def book_next(
         next_due_at = now + HELD_BACK_RECHECK
     if delivered is not None and delivered > now and next_due_at > now:
         next_due_at += _lead(provider, delivered, now)  # by the provider's clock, which the early delivery measured
+    try:
+        known = known if known is not None else (await ledger.read(conn))[1]
+    except Exception as exc:
+        outcome = WakeupOutcome("failed", provider.name, instant_for(provider, next_due_at, now), retryable=True)
+        return _failed(outcome._replace(error=f"ledger: {type(exc).__name__}: {exc}"))
+    outcome, needed_at, known = await _book(conn, provider, settings, next_due_at, now, known, delivered)
+    if needed_at is None:
+        return outcome
+    # A booking this call cancelled was needed by work enqueued since the probe: booked again at once (no cancels).
+    logs.warning("wakeup_cancel_raced", provider=provider.name, needed_at=needed_at.isoformat())
+    again, _, _ = await _book(conn, provider, settings, needed_at, now, known, None, cancel=False)
+    return again if again.failed else outcome
+
+
+async def _book(
+    conn: psycopg.AsyncConnection[Any],
+    provider: Provider,
+    settings: Settings,
+    next_due_at: datetime,
+    now: datetime,
+    known: Ledger,
+    delivered: datetime | None,
+    *,
+    cancel: bool = True,
+) -> tuple[WakeupOutcome, datetime | None, Ledger]:
+    """One booking of `next_due_at` as book_next describes it: the outcome, the instant to book again at once (see
+    crontick_wakeup_claim's needed_at), and the bookings as this tick left them."""
     instant = instant_for(provider, next_due_at, now)
     outcome = WakeupOutcome("booked", provider.name, instant)
+    plan = known.plan(instant)
+    if not plan.call:
+        if delivered is not None:
+            await serve(conn, delivered)
+        return outcome._replace(status="already"), None, known
     # Bookings before the work's due time are superseded (nothing is due before it, by the probe); none when the
     # work is held back or due now.
-    cancel_before = next_due_at if next_due_at > now and hasattr(provider, "cancel") else None
-    try:
-        claim = await _claim(conn, provider, instant, delivered, now, cancel_before)
-    except Exception as exc:
-        return _failed(outcome._replace(status="failed", error=f"claim: {type(exc).__name__}: {exc}", retryable=True))
-    if not claim.attempt:
-        return outcome._replace(status="already")
-    return await _call(conn, provider, settings, outcome._replace(attempt=claim.attempt), now, claim)
+    superseded: tuple[Entry, ...] = ()
+    if cancel and next_due_at > now and hasattr(provider, "cancel"):
+        superseded = known.superseded(provider.name, now, min(next_due_at, instant), delivered)
+    outcome = await _call(provider, settings, outcome._replace(attempt=plan.attempt), plan, superseded, now)
+    return await _record(conn, outcome, plan, superseded, delivered, known)
 
 
 def _lead(provider: Provider, delivered: datetime, now: datetime) -> timedelta:
@@ -155,27 +178,6 @@ def _lead(provider: Provider, delivered: datetime, now: datetime) -> timedelta:
     logs.info("wakeup_early", provider=provider.name, instant=delivered.isoformat(), lead_seconds=lead.total_seconds(),
               followed=ok)  # fmt: skip
     return lead if ok else timedelta(0)
-
-
-async def _claim(
-    conn: psycopg.AsyncConnection[Any],
-    provider: Provider,
-    instant: datetime,
-    served: datetime | None,
-    now: datetime,
-    cancel_before: datetime | None,
-) -> Claim:
-    """Which call of the provider this is for `instant` (1 for a new one; 0 when it is booked already), and the
-    bookings before `cancel_before` it supersedes, cancelled in the same statement. `served`: the delivered
-    instant, recorded as served in the same statement."""
-    params = {"instant": instant, "provider": provider.name, "served": served, "now": now,
-              "cancel_before": cancel_before, "cancel_limit": CANCEL_PER_TICK if cancel_before else 0}  # fmt: skip
-    cur = await conn.execute(query("wakeup_claim"), params)
-    row = await cur.fetchone()
-    if not row or not row[0]:
-        return Claim(0)
-    superseded = tuple(zip(row[2] or (), row[3] or (), row[4] or (), strict=True))
-    return Claim(int(row[0]), int(row[1]), superseded)
 
 
 async def serve(conn: psycopg.AsyncConnection[Any], instant: datetime) -> None:
@@ -196,23 +198,22 @@ async def delivery_state(conn: psycopg.AsyncConnection[Any], instant: datetime) 
 
 
 async def _call(
-    conn: psycopg.AsyncConnection[Any],
     provider: Provider,
     settings: Settings,
     outcome: WakeupOutcome,
+    plan: Plan,
+    superseded: tuple[Entry, ...],
     now: datetime,
-    claim: Claim,
 ) -> WakeupOutcome:
-    """The provider call of a claimed instant, alongside the cancels of the bookings it superseded (all within the
-    one total timeout): on success nothing more (the claim said `booked`; a provider whose cancel needs the id it
-    answered has it stored), on failure the error recorded, so the next tick claims the instant again."""
+    """The provider call of `plan`, alongside the cancels of the bookings it supersedes (all within the one total
+    timeout): the outcome, `booked` with the id the provider answered, or `failed` with the error. Nothing recorded."""
     instant = outcome.instant
     assert instant is not None
     deadline = asyncio.get_running_loop().time() + settings.wakeup_timeout_seconds * TOTAL_TIMEOUT_FACTOR
-    cancels = [asyncio.ensure_future(_cancel(provider, settings, *s, deadline)) for s in claim.superseded]
+    cancels = [asyncio.ensure_future(_cancel(provider, settings, s, deadline)) for s in superseded]
     try:
         async with asyncio.timeout_at(deadline):
-            booked = await provider.book(instant, booking_key(provider, settings, instant, claim.generation), now)
+            booked = await provider.book(instant, booking_key(provider, settings, instant, plan.generation), now)
     except WakerError as exc:
         outcome = outcome._replace(status="failed", error=str(exc), retryable=exc.retryable)
     except TimeoutError:
@@ -221,40 +222,66 @@ async def _call(
     except Exception as exc:  # a provider's bug must not fail the tick
         outcome = outcome._replace(status="failed", error=f"{type(exc).__name__}: {exc}", retryable=False)
     else:
-        outcome = outcome._replace(message_id=booked.message_id)
-        logs.info("wakeup_booked", provider=provider.name, instant=instant.isoformat(),
-                  message_id=booked.message_id, duplicate=booked.duplicate)  # fmt: skip
-        await asyncio.gather(*cancels)
-        if getattr(provider, "keeps_message_id", False) and booked.message_id is not None:
-            try:
-                await conn.execute(query("wakeup_message_id"), {"instant": instant, "message_id": booked.message_id})
-            except Exception as exc:  # only its cancel is lost: its delivery arrives as an empty tick
-                logs.warning("wakeup_record_failed", provider=provider.name, instant=instant.isoformat(),
-                             detail=f"{type(exc).__name__}: {exc}")  # fmt: skip
-        return outcome
+        outcome = outcome._replace(message_id=booked.message_id, duplicate=booked.duplicate)
     await asyncio.gather(*cancels)
+    return outcome
+
+
+async def _record(
+    conn: psycopg.AsyncConnection[Any],
+    outcome: WakeupOutcome,
+    plan: Plan,
+    superseded: tuple[Entry, ...],
+    delivered: datetime | None,
+    known: Ledger,
+) -> tuple[WakeupOutcome, datetime | None, Ledger]:
+    """The one statement after the call (crontick_wakeup_claim): its outcome, the delivered instant served and the
+    cancelled bookings, recorded. A statement that fails loses only the record: a booking's delivery then comes as an
+    instant not known here (an ordinary tick), and the next tick calls again under the same key."""
+    instant = outcome.instant
+    assert instant is not None
+    params = {"instant": instant, "provider": outcome.provider, "generation": plan.generation,
+              "attempt": plan.attempt, "message_id": outcome.message_id, "error": outcome.error, "served": delivered,
+              "cancelled": [e.instant for e in superseded], "cancelled_generations": [e.generation for e in superseded]}  # fmt: skip
     try:
-        await conn.execute(query("wakeup_failed"), {"instant": instant, "error": outcome.error})
+        cur = await conn.execute(query("wakeup_claim"), params)
+        row = await cur.fetchone()
+        assert row is not None  # one row always
     except Exception as exc:
-        logs.warning("wakeup_record_failed", provider=provider.name, instant=instant.isoformat(),
+        logs.warning("wakeup_record_failed", provider=outcome.provider, instant=instant.isoformat(),
                      detail=f"{type(exc).__name__}: {exc}")  # fmt: skip
-    return _failed(outcome)
+        return (_failed(outcome) if outcome.failed else _logged(outcome)), None, known
+    recorded, needed_at = bool(row[0]), row[1]
+    changed = [e._replace(status="cancelled") for e in superseded]
+    if not recorded:  # a concurrent tick booked this instant meanwhile: this call was its duplicate
+        logs.info("wakeup_already", provider=outcome.provider, instant=instant.isoformat(), failed=bool(outcome.failed))
+        outcome = outcome._replace(status="already", error=None)
+    else:
+        outcome = _failed(outcome) if outcome.failed else _logged(outcome)
+    status = "failed" if outcome.failed else "booked"
+    mine = Entry(instant, outcome.provider or "", status, plan.generation, plan.attempt, outcome.message_id)
+    return outcome, needed_at, known.noted([*changed, mine])
 
 
-async def _cancel(
-    provider: Provider, settings: Settings, instant: datetime, generation: int, message_id: str | None, deadline: float
-) -> None:
+async def _cancel(provider: Provider, settings: Settings, entry: Entry, deadline: float) -> None:
     """Delete one superseded booking at the provider by `deadline`. Never raises: a cancel that fails is logged
     (`wakeup_cancel_failed`), and its delivery arrives as an ordinary tick that finds nothing due."""
-    key = booking_key(provider, settings, instant, generation)
+    key = booking_key(provider, settings, entry.instant, entry.generation)
     try:
         async with asyncio.timeout_at(deadline):
-            await provider.cancel(key, message_id)  # type: ignore[attr-defined]
+            await provider.cancel(key, entry.message_id)  # type: ignore[attr-defined]
     except Exception as exc:
         detail = "no answer in time" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
-        logs.warning("wakeup_cancel_failed", provider=provider.name, instant=instant.isoformat(), detail=detail)
+        logs.warning("wakeup_cancel_failed", provider=provider.name, instant=entry.instant.isoformat(), detail=detail)
     else:
-        logs.info("wakeup_cancelled", provider=provider.name, instant=instant.isoformat())
+        logs.info("wakeup_cancelled", provider=provider.name, instant=entry.instant.isoformat())
+
+
+def _logged(outcome: WakeupOutcome) -> WakeupOutcome:
+    assert outcome.instant is not None
+    logs.info("wakeup_booked", provider=outcome.provider, instant=outcome.instant.isoformat(),
+              message_id=outcome.message_id, duplicate=outcome.duplicate)  # fmt: skip
+    return outcome
 
 
 def _failed(outcome: WakeupOutcome) -> WakeupOutcome:

@@ -73,8 +73,6 @@ class CloudTasks:
             raise failure(response, "Cloud Tasks CreateTask")
         return Booked(json_field(response, "name") or key)
 
-    keeps_message_id = False  # its cancel names the task by its key
-
     async def cancel(self, key: str, message_id: str | None) -> None:
         """DeleteTask of the task named `key`; 404 (dispatched and gone already, or never made) is no failure."""
         headers = {"Authorization": f"Bearer {await self.access_token()}"}

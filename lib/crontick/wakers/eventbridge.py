@@ -67,8 +67,6 @@ class EventBridge:
             raise failure(response, "EventBridge Scheduler CreateSchedule")
         return Booked(json_field(response, "ScheduleArn") or key)
 
-    keeps_message_id = False  # its cancel names the schedule by its key
-
     async def cancel(self, key: str, message_id: str | None) -> None:
         """DeleteSchedule of the schedule named `key`; 404 (fired and deleted already, or never made) is no failure."""
         url = f"{self.endpoint}/schedules/{key}?{urlencode({'groupName': self.group})}"

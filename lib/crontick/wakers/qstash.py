@@ -49,8 +49,6 @@ class QStash:
             raise WakerError(f"QStash publish answered {response.status_code} without a messageId", retryable=True)
         return Booked(message_id, duplicate=response.status_code == 202)
 
-    keeps_message_id = True
-
     async def cancel(self, key: str, message_id: str | None) -> None:
         """`DELETE {QSTASH_URL}/v2/messages/{messageId}`; 404: delivered or gone already."""
         if message_id is None:
