@@ -6,7 +6,8 @@
 -- Fenced like every outcome write: a step is written only while its job is still running the attempt that ran it
 -- (a late finisher after a rescue records nothing, and learns so from the ids missing from the answer). FOR SHARE
 -- holds the job row against a concurrent rescue until the call commits. `_steps` is a JSON array of
--- [job_id, attempt, name, result as JSON text, seconds]: seconds, how long a job.step's function ran (null for
+-- [job_id, attempt, name, result, seconds], the result as a JSON value (not its text in a string: that was encoded
+-- twice, escaped by Python and unescaped here): seconds, how long a job.step's function ran (null for
 -- crontick's own rows), goes to the per-type ring of step durations (migration 0044, as crontick_type_minutes is
 -- kept: a minute's row reset in place, rows in key order), read by GET /api/metrics.
 -- A handler's result ('crontick:result') that an earlier run of the same job recorded (killed after it, before
@@ -21,7 +22,7 @@ as $$
 begin
     return query
     with step as (
-        select (s ->> 0)::bigint as job_id, (s ->> 1)::int as attempt, s ->> 2 as name, (s ->> 3)::jsonb as result,
+        select (s ->> 0)::bigint as job_id, (s ->> 1)::int as attempt, s ->> 2 as name, (s -> 3)::jsonb as result,
             (s ->> 4)::float8 as seconds
         from json_array_elements(_steps) s
     ), ours as materialized (
