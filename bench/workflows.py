@@ -1,7 +1,7 @@
 """Durable steps against DBOS Transact: the same three-step no-op workflow drained by DBOS (a Queue in its own
 process, at each worker_concurrency of bench.dbos_peer) and by crontick's drain (the loop `crontick tick --drain`
 runs) with an `async def` handler and with a plain `def` one, each at the same handlers at once
-(CRONTICK_CONCURRENCY), beside crontick's one-step drain, in one run; each system is compared at its best setting.
+(CRONTICK_CONCURRENCY) and at two batch sizes, beside crontick's one-step drain, in one run; each system is compared at its best setting.
 `python -m bench.workflows [--jobs 5000] [--runs 1]` runs this part alone and writes its section of
 bench/results/latest.json; `make bench` runs it with the rest."""
 
@@ -28,9 +28,13 @@ from .systems import _version, analyze, crontick_drain, crontick_enqueue, cronti
 JOBS = 5_000
 BATCH_SIZE = 100
 ONE_STEP = f"crontick drain, one-step no-op jobs, batch {BATCH_SIZE}"
-# crontick's three-step rows run at each of these CRONTICK_CONCURRENCY values, DBOS's worker_concurrency ones: each
-# system is compared at its best setting, crontick too (CRONTICK_CONCURRENCY's default, 10, is one of them).
+# crontick's three-step rows run at each of these CRONTICK_CONCURRENCY values, DBOS's worker_concurrency ones, and
+# each CRONTICK_BATCH_SIZE: each system is compared at its best setting, crontick too (the defaults, concurrency 10
+# and batch 100, are among them). A batch larger than the handlers at once lets a def worker's thread run several
+# jobs per hop.
 CONCURRENCIES = WORKER_CONCURRENCIES
+BATCH_SIZES = (100, 1000)
+Setting = tuple[int, int]  # (CRONTICK_BATCH_SIZE, CRONTICK_CONCURRENCY)
 ASYNC, SYNC = "async def", "def"
 GOAL_OVER_DBOS = 10.0
 TARGET = "three-step workflows: crontick drain ÷ DBOS"
@@ -67,10 +71,10 @@ async def _truncate(url: str) -> None:
         await conn.execute("truncate crontick.jobs")  # a trigger empties job_steps with it
 
 
-def three_steps(form: str, concurrency: int) -> str:
-    """The row of crontick's three-step workflows with `form` handlers (ASYNC or SYNC), `concurrency` at once."""
+def three_steps(form: str, setting: Setting) -> str:
+    """The row of crontick's three-step workflows with `form` handlers (ASYNC or SYNC) at `setting`."""
     handler = "`def` " if form == SYNC else ""
-    return f"crontick drain, three-step {handler}workflows, batch {BATCH_SIZE}, concurrency {concurrency}"
+    return f"crontick drain, three-step {handler}workflows, batch {setting[0]}, concurrency {setting[1]}"
 
 
 async def measure(
@@ -80,25 +84,25 @@ async def measure(
     runs: int = 1,
     *,
     dbos: bool = True,
-    concurrencies: tuple[int, ...] = CONCURRENCIES,
+    settings: tuple[Setting, ...] = tuple((b, c) for b in BATCH_SIZES for c in CONCURRENCIES),
 ) -> dict[str, Any]:
     """`_measure` on databases of this run's own (two runs at once on one server do not share one), dropped after.
     `dbos=False` drains crontick's rows only (a quick loop while changing the drain): no DBOS rows, no ratios to it.
-    `concurrencies`: crontick's settings to run the three-step rows at."""
+    `settings`: the (batch size, concurrency) pairs crontick's three-step rows run at."""
     suffix = uuid.uuid4().hex[:8]
     names = (f"crontick_bench_steps_{suffix}", f"crontick_bench_dbos_{suffix}")
     try:
-        return await _measure(admin, workdir, jobs, runs, names, dbos, concurrencies)
+        return await _measure(admin, workdir, jobs, runs, names, dbos, settings)
     finally:
         for name in names:
             server.drop_database(admin, name)
 
 
 async def _measure(
-    admin: str, workdir: Path, jobs: int, runs: int, names: tuple[str, str], dbos: bool, concurrencies: tuple[int, ...]
+    admin: str, workdir: Path, jobs: int, runs: int, names: tuple[str, str], dbos: bool, settings: tuple[Setting, ...]
 ) -> dict[str, Any]:
     """Each system `runs` times, interleaved (DBOS at each of its worker_concurrency settings, crontick's three-step
-    rows at each of `concurrencies`); jobs per second (median) and whether each job ran once; both of crontick's
+    rows at each of `settings`); jobs per second (median) and whether each job ran once; both of crontick's
     handler forms at their best setting against DBOS at its best."""
     seen_file = workdir / "seen-workflows"
     seen = Seen(seen_file, jobs)
@@ -108,8 +112,8 @@ async def _measure(
     await crontick_install(crontick_url)
     dbos_names = {c: _dbos_name(c, POLLING_INTERVAL_SECONDS) for c in WORKER_CONCURRENCIES} if dbos else {}
     crontick_rows = [(ONE_STEP, JOB_TYPE, crontick_drain(BATCH_SIZE))] + [
-        (three_steps(form, c), job_type, crontick_drain(BATCH_SIZE, c))
-        for c in concurrencies
+        (three_steps(form, setting), job_type, crontick_drain(*setting))
+        for setting in settings
         for form, job_type in ((ASYNC, STEPS_JOB_TYPE), (SYNC, STEPS_SYNC_JOB_TYPE))
     ]
     raw: dict[str, dict[str, list[Any]]] = {
@@ -134,10 +138,13 @@ async def _measure(
             print(f"{name}: {jobs / raw[name]['drain'][-1]:,.0f} workflows/s", file=sys.stderr, flush=True)
     rows = {name: _row(name, entry, jobs) for name, entry in raw.items()}
     best_ours = {
-        form: max(concurrencies, key=lambda c: rows[three_steps(form, c)]["jobs_per_second"]) for form in (ASYNC, SYNC)
+        form: max(settings, key=lambda s: rows[three_steps(form, s)]["jobs_per_second"]) for form in (ASYNC, SYNC)
     }
     ours, ours_sync = (rows[three_steps(form, best_ours[form])]["jobs_per_second"] for form in (ASYNC, SYNC))
-    crontick = {"batch_size": BATCH_SIZE, "concurrency": list(concurrencies), "best_concurrency": best_ours}
+    crontick = {
+        "settings": [{"batch_size": b, "concurrency": c} for b, c in settings],
+        "best": {form: {"batch_size": b, "concurrency": c} for form, (b, c) in best_ours.items()},
+    }
     if not dbos_names:
         return {
             "jobs": jobs,
@@ -207,8 +214,8 @@ def render(section: dict[str, Any]) -> str:
     if "sync_over_async_three_steps" not in section:  # a results file from before the def row
         return table
     best = section["dbos"].get("best_worker_concurrency", section["dbos"]["worker_concurrency"])
-    ours = section.get("crontick", {}).get("best_concurrency")  # a results file from before crontick's sweep: none
-    at = f"async def at concurrency {ours[ASYNC]}, def at {ours[SYNC]}, " if ours else ""
+    ours = section.get("crontick", {}).get("best")  # a results file from before crontick's sweep: none
+    at = f"crontick at its best: async def {_setting(ours[ASYNC])}, def {_setting(ours[SYNC])}; " if ours else ""
     return (
         f"{table}\n{at}against DBOS at its best (worker_concurrency {best}): async def "
         f"{section['three_steps_over_dbos']:.2f}×, def {section['sync_three_steps_over_dbos']:.2f}×; "
@@ -216,10 +223,19 @@ def render(section: dict[str, Any]) -> str:
     )
 
 
+def _setting(best: dict[str, int]) -> str:
+    return f"batch {best['batch_size']} × concurrency {best['concurrency']}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.workflows", description=__doc__)
     parser.add_argument("--jobs", type=int, default=JOBS)
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument(
+        "--batch",
+        default=",".join(map(str, BATCH_SIZES)),
+        help="crontick's CRONTICK_BATCH_SIZE values for the three-step rows, comma-separated (default: %(default)s)",
+    )
     parser.add_argument(
         "--concurrency",
         default=",".join(map(str, CONCURRENCIES)),
@@ -233,15 +249,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with ExitStack() as stack, tempfile.TemporaryDirectory(prefix="crontick-bench-steps-") as work:
         admin = server.admin_url(stack)
-        concurrencies = tuple(int(c) for c in args.concurrency.split(","))
+        settings = tuple((int(b), int(c)) for b in args.batch.split(",") for c in args.concurrency.split(","))
         section = asyncio.run(
-            measure(admin, Path(work), args.jobs, args.runs, dbos=not args.no_dbos, concurrencies=concurrencies)
+            measure(admin, Path(work), args.jobs, args.runs, dbos=not args.no_dbos, settings=settings)
         )
     if args.no_dbos:  # not a comparison with DBOS: the committed results keep the last full run
         for r in section["rows"]:
             print(f"{r['system']}: {r['jobs_per_second']:,.0f} jobs/s, runs {r['runs_seconds']} s, {r['exactly_once']}")
-        best = section["crontick"]["best_concurrency"]
-        print(f"def ÷ async def, each at its best (concurrency {best[ASYNC]}, {best[SYNC]}): "
+        best = section["crontick"]["best"]
+        print(f"def ÷ async def, each at its best ({_setting(best[ASYNC])}; {_setting(best[SYNC])}): "
               f"{section['sync_over_async_three_steps']:.2f}")  # fmt: skip
         return 0
     print(render(section))
