@@ -15,7 +15,7 @@ from psycopg.types.json import Jsonb
 
 from crontick import db, enqueue_many
 from crontick.settings import Settings
-from crontick.settings.variables import DEFAULT_SCHEMA
+from crontick.settings.variables import DEFAULT_CONCURRENCY, DEFAULT_SCHEMA
 from crontick.tick.drain import drain
 
 from .noop import JOB_TYPE, SYNC_JOB_TYPE
@@ -92,12 +92,18 @@ async def crontick_enqueue_grouped(url: str, jobs: int, seen: Seen) -> float:
         return timed(lambda: conn.execute(GROUPED_INSERT, {"type": JOB_TYPE, "n": jobs, "groups": BENCH_GROUPS}))
 
 
-def crontick_drain(batch_size: int) -> Callable[[str, int, Seen], Awaitable[float]]:
+def crontick_drain(
+    batch_size: int, concurrency: int = DEFAULT_CONCURRENCY
+) -> Callable[[str, int, Seen], Awaitable[float]]:
+    """The drain of `crontick tick --drain` at CRONTICK_BATCH_SIZE `batch_size` and CRONTICK_CONCURRENCY `concurrency`."""
+
     async def run(url: str, jobs: int, seen: Seen) -> float:
         conn = await db.connect(url)
         try:
             began = time.perf_counter()
-            result = await drain(conn, Settings(database_url=url, batch_size=batch_size), source="bench")
+            result = await drain(
+                conn, Settings(database_url=url, batch_size=batch_size, concurrency=concurrency), source="bench"
+            )
             seconds = time.perf_counter() - began
         finally:
             await conn.close()

@@ -12,57 +12,11 @@ from {schema}.job_steps
 where job_id = any(%(ids)s::bigint[]);
 
 -- name: job_steps_record
--- crontick.workflows.steps.StepBatch: the steps that finished while this statement's previous one
--- was on the wire, from every job of the batch, in one statement (group commit): each job.step
--- returns only once its row is committed. Fenced like every outcome write: a step is written only
--- while its job is still running the attempt that ran it (a late finisher after a rescue records
--- nothing, and learns so from the ids missing from the answer). FOR SHARE holds the job row
--- against a concurrent rescue until this statement commits. `steps` is a JSON array of
--- [job_id, attempt, name, result as JSON text, seconds]: seconds, how long a job.step's function ran
--- (null for crontick's own rows), goes to the per-type ring of step durations (migration 0044, as
--- crontick_type_minutes is kept: a minute's row reset in place, rows in key order), read by GET /api/metrics.
--- A handler's result ('crontick:result') that an earlier run of the same job recorded (killed after it, before
--- its outcome was recorded) counts as written: the first one stands, and the re-run that returned again still
--- succeeds (without this it read as fenced and failed).
-with step as (
-    select (s ->> 0)::bigint as job_id, (s ->> 1)::int as attempt, s ->> 2 as name, (s ->> 3)::jsonb as result,
-        (s ->> 4)::float8 as seconds
-    from pg_catalog.json_array_elements(%(steps)s::json) s
-), ours as materialized (
-    select s.*, j.type from step s
-    -- `is true`: the same test, matched by no partial index, so jobs is read by primary key
-    -- (sql/functions/job_record_outcomes.sql says why).
-    join {schema}.jobs j on j.id = s.job_id and (j.status = 'running') is true and j.attempts = s.attempt
-    for share of j
-), written as (
-    insert into {schema}.job_steps (job_id, name, kind, status, attempt, result, created_at, finished_at)
-    select o.job_id, o.name, 'step', 'done', o.attempt, o.result, now(), now()
-    from ours o
-    on conflict (job_id, name) do nothing
-    returning job_id, name
-), step_rollup as (
-    insert into {schema}.crontick_step_minutes as m (type, slot, shard, bucket, minute, steps)
-    -- Each operand of an operator typed as pg_catalog's operator takes it: an untyped literal beside a wider
-    -- type would let an operator planted in `public` match better (tests/security/test_search_path.py).
-    select o.type, (pg_catalog.floor(extract(epoch from now()) / 60::numeric)::bigint %% 1500::bigint)::smallint,
-        (pg_catalog.pg_backend_pid() %% 4)::smallint,
-        least(pg_catalog.floor(2::float8 * pg_catalog.ln(greatest(o.seconds * 1000::float8, 1::float8))
-                               / pg_catalog.ln(2::float8)), 47::float8)::smallint,
-        pg_catalog.date_trunc('minute', now()), pg_catalog.count(*)
-    from ours o
-    join written w on w.job_id = o.job_id and w.name = o.name
-    where o.seconds is not null
-    group by 1, 2, 3, 4, 5
-    order by 1, 4
-    on conflict (type, slot, shard, bucket) do update set
-        steps = case when m.minute = excluded.minute then m.steps else 0 end + excluded.steps,
-        minute = excluded.minute
-)
-select job_id, name from written
-union all
-select o.job_id, o.name from ours o
-where o.name = 'crontick:result'
-    and not exists (select from written w where w.job_id = o.job_id and w.name = o.name);
+-- crontick.workflows.commit.GroupCommit, once per round: the steps that finished while the previous
+-- round was on the wire, from every job of the batch, fenced on the attempt each job's tick claimed.
+-- Returns the (job_id, name) of each step written. The statement is the function in
+-- sql/functions/job_steps_record.sql, whose plan each connection keeps.
+select job_id, name from {schema}.crontick_job_steps_record(%(steps)s::json);
 
 -- name: job_signal
 -- crontick.signal (Python), inside the caller's transaction: the SQL API's signal

@@ -19,12 +19,17 @@ from crontick.workflows.policy import StepPolicy, policy_of
 # The most a step's result may take as JSON text (UTF-8 bytes). Keep big things (documents,
 # audio) in your own storage and return their key.
 STEP_RESULT_MAX_BYTES = 64 * 1024
+# What json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")) makes anew on every call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+# Values JSON gives back as they went in (a float: finite, since NaN and infinities are refused): a step returns them
+# without decoding its own text again. Exact types: a subclass (an IntEnum, say) comes back as its base.
+_SAME_AFTER_JSON = frozenset((str, int, float, bool, type(None)))
 
 
 def encoded(job: RunningJob, name: str, value: Any) -> str:
     """The step's result as JSON text, or a StepError naming the step."""
     try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text = _ENCODER.encode(value)
     except (TypeError, ValueError, RecursionError) as exc:
         raise StepError(
             f"job {job.id} ({job.type}) step {name!r}: expected a JSON result (dict, list, str, number, bool or "
@@ -34,13 +39,20 @@ def encoded(job: RunningJob, name: str, value: Any) -> str:
     # jsonb refuses would fail that statement for all of them.
     if problem := json_problem(text):
         raise StepError(f"job {job.id} ({job.type}) step {name!r}: {problem}")
-    size = len(text.encode())
+    # At most 4 bytes a character: the text is encoded only when it might be over.
+    size = len(text) if len(text) * 4 <= STEP_RESULT_MAX_BYTES else len(text.encode())
     if size > STEP_RESULT_MAX_BYTES:
         raise StepError(
             f"job {job.id} ({job.type}) step {name!r}: expected a result of at most {STEP_RESULT_MAX_BYTES} bytes "
             f"of JSON (crontick.workflows.steps.STEP_RESULT_MAX_BYTES), got {size}; store it elsewhere and return its key"
         )
     return text
+
+
+def decoded(value: Any, text: str) -> Any:
+    """What a step whose function returned `value`, recorded as `text`, returns: as a later run gets it (a tuple
+    comes back a list either way)."""
+    return value if type(value) in _SAME_AFTER_JSON else json.loads(text)
 
 
 class OutcomeUnknown(PermanentError):

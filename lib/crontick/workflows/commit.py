@@ -12,12 +12,12 @@ committed) instead of three (the write queued, the commit, the next round starte
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 import psycopg
-from psycopg.types.json import Json
 
 from crontick.db import query
 from crontick.errors import StepError
@@ -160,9 +160,8 @@ class GroupCommit:
             if not batch:
                 self._flushing = False
                 return False
-        steps = [[w.job_id, w.attempt, w.name, w.text, w.seconds] for w in batch]
         try:
-            cur = await self.conn.execute(query("job_steps_record"), {"steps": Json(steps)})
+            cur = await self.conn.execute(query("job_steps_record"), {"steps": _steps_json(batch)})
             written = {(job_id, name) for job_id, name in await cur.fetchall()}
         except BaseException as exc:  # each step waiting on this write fails with the reason (a thread too)
             _fail(batch, exc)
@@ -192,6 +191,23 @@ class GroupCommit:
         with self._lock:
             self._gathering = None
             self._due.clear()  # those still away are not waited for again until they write
+
+
+_NAME = json.JSONEncoder(ensure_ascii=False).encode  # a step's name as a JSON string
+
+
+def _steps_json(writes: list[Write]) -> str:
+    """The round's steps as sql/functions/job_steps_record.sql takes them, [job_id, attempt, name, result, seconds]
+    each, the result embedded as the JSON it already is: encoded as a string, each would be encoded twice (escaped
+    here, unescaped there). Every text is JSON that jsonb takes (crontick.workflows.calls.encoded checked it)."""
+    return (
+        "["
+        + ",".join(
+            f"[{w.job_id},{w.attempt},{_NAME(w.name)},{w.text},{'null' if w.seconds is None else repr(w.seconds)}]"
+            for w in writes
+        )
+        + "]"
+    )
 
 
 def _fail(writes: list[Write], exc: BaseException) -> None:
