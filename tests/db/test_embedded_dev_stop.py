@@ -21,13 +21,25 @@ def test_ctrl_c_stops_the_embedded_postgresql_and_dev_stop_says_none_is_left(tmp
         until_the_admin_line(proc, 120)
         assert pid_file.exists()
         proc.send_signal(signal.SIGINT)  # Ctrl-C
-        proc.wait(60)
+        # Generous: beside CI's other workers, uvicorn's shutdown and pg_ctl's once took over 60 s (not seen alone).
+        exited = _exits_within(proc, 150)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    assert exited, (
+        f"crontick dev still ran 150 s after Ctrl-C; it wrote, after the admin line:\n{proc.stdout.read()[-4000:]}"
+    )
     assert not pid_file.exists(), "the embedded PostgreSQL is still running"
     again = subprocess.run(
         [str(CRONTICK), "dev", "--stop"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
     )
     assert (again.returncode, again.stdout.strip()) == (0, "crontick dev: embedded PostgreSQL was not running")
+
+
+def _exits_within(proc: subprocess.Popen[str], seconds: float) -> bool:
+    try:
+        proc.wait(seconds)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
