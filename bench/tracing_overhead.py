@@ -61,7 +61,8 @@ def drained_seconds(url: str, jobs: int) -> tuple[float, float]:
 def span_microseconds(provider: Any, repeat: int = 2_000, runs: int = 30) -> tuple[float, float, float]:
     """(crontick's path for one job's span, the SDK's floor for it, the SDK's bare span), each the best of `runs` runs
     of `repeat` calls, in µs; the three take turns run after run (timed one after the other, the first paid for the
-    machine's noise and warm-up: 5 to 10 µs of difference that swapping them moved). crontick's path is BatchSpans.run around a handler that returns at once; the floor is what the SDK itself
+    machine's noise and warm-up: 5 to 10 µs of difference that swapping them moved). crontick's path is
+    BatchSpans.run around a handler that returns at once; the floor is what the SDK itself
     spends on a span with the same name, kind and attributes (started, its outcome set, ended): no tracing of a job
     run can cost less; the bare span is a span with nothing on it."""
     import timeit

@@ -7,8 +7,8 @@ HTTP call and never raises (none of either when the probe's bookings, which it a
 instant booked already); a tick that answers `more: true` books its follow-up at once. With
 CRONTICK_WAKER=none it costs nothing: no statement, the probe reads no booking, and crontick.wakers
 is not imported; with nothing pending, no statement. Nor does it book work its own request will run
-in-process before answering (crontick.tick.follow_up). A tick started by a wake-up's delivery records that instant as served
-(in the booking's one statement, or one of its own when it calls no provider).
+in-process before answering (crontick.tick.follow_up). A tick started by a wake-up's delivery records
+that instant as served (in the booking's one statement, or one of its own when it calls no provider).
 """
 
 from __future__ import annotations

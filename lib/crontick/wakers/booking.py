@@ -242,7 +242,8 @@ async def _record(
     assert instant is not None
     params = {"instant": instant, "provider": outcome.provider, "generation": plan.generation,
               "attempt": plan.attempt, "message_id": outcome.message_id, "error": outcome.error, "served": delivered,
-              "cancelled": [e.instant for e in superseded], "cancelled_generations": [e.generation for e in superseded]}  # fmt: skip
+              "cancelled": [e.instant for e in superseded],
+              "cancelled_generations": [e.generation for e in superseded]}  # fmt: skip
     try:
         cur = await conn.execute(query("wakeup_claim"), params)
         row = await cur.fetchone()

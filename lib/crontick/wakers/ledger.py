@@ -1,4 +1,5 @@
-"""The bookings a tick books from without a statement of its own: the probe's rows of crontick_wakeups, and what they say about an instant.
+"""The bookings a tick books from without a statement of its own: the probe's rows of crontick_wakeups, and what
+they say about an instant.
 
 The probe reads the first ROWS bookings from its `now` on (sql/functions/wakeup_ledger.sql), only when a waker is
 set. From them, crontick.wakers.booking.book_next decides before any statement whether to call the provider
