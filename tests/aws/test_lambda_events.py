@@ -52,6 +52,7 @@ def lambda_env(host_env: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[None
 def _app_connections(conn: psycopg.Connection[Any]) -> int:
     row = conn.execute(
         "select count(*) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()"
+        " and backend_type = 'client backend'"
     ).fetchone()
     return int(row[0]) if row else 0
 

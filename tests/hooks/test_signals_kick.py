@@ -65,6 +65,7 @@ def _connections(database_url: str) -> int:
     with psycopg.connect(database_url, autocommit=True) as own:
         row = own.execute(
             "select count(*) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()"
+            " and backend_type = 'client backend'"
         ).fetchone()
     return int(row[0]) if row else 0
 
