@@ -285,6 +285,38 @@ def test_out_of_time_releases_unstarted_claims_for_the_next_tick(
     assert sorted(provider.keys()) == sorted(f"reminder:{i}:24h" for i in ids)
 
 
+def test_a_send_starts_only_while_the_start_floor_is_left_of_the_budget(
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
+) -> None:
+    """A send started on the budget's last moments could be cut mid-call (on SMS: `unknown`, never resent), so
+    it is released, no attempt spent; with the floor left it goes out."""
+    add_due(conn, 1, phone=True)
+    settings = settings_for(database_url, provider, "sms")
+    floor = send.start_floor(settings)
+    assert floor == send.SEND_START_SECONDS  # the defaults: a 10 s delivery timeout, an 8 s budget
+    # The clock: send_due's start, send_all's start, then the send's own reading.
+    counts = send_due_with_clock(database_url, settings, [0.0, 0.0, 5.0 - floor + 0.1], deadline=5.0)
+    assert (counts.more, counts.sent, provider.requests) == (True, 0, [])
+    assert sends(conn) == []  # a first attempt un-claimed, as if never claimed
+    counts = send_due_with_clock(database_url, settings, [0.0, 0.0, 5.0 - floor - 0.1], deadline=5.0)
+    assert (counts.sent, len(provider.requests)) == (1, 1) and [r["status"] for r in sends(conn)] == ["sent"]
+
+
+def test_no_claim_with_less_than_the_start_floor_left(
+    database_url: str, conn: psycopg.Connection[Any], provider: Provider
+) -> None:
+    add_due(conn, 2)
+    settings = settings_for(database_url, provider)
+    counts = send_due_with_clock(database_url, settings, [5.0 - send.start_floor(settings) + 0.1], deadline=5.0)
+    assert counts.more and sends(conn) == [] and provider.requests == []
+
+
+def test_a_short_budget_or_timeout_lowers_the_start_floor(database_url: str, provider: Provider) -> None:
+    short = settings_for(database_url, provider, time_budget_seconds=1.0)
+    quick = settings_for(database_url, provider, delivery_timeout_seconds=0.5)
+    assert (send.start_floor(short), send.start_floor(quick)) == (0.5, 0.5)
+
+
 def test_a_released_retry_goes_back_to_its_due_retry(
     database_url: str, conn: psycopg.Connection[Any], provider: Provider
 ) -> None:

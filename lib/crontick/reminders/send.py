@@ -27,6 +27,10 @@ STATUSES = ("sending", "sent", "failed", "unknown")
 MAX_ATTEMPTS = retry.DEFAULT_MAX_ATTEMPTS
 UTC_ZONE = ZoneInfo("UTC")
 PROVIDER_ID_MAX_CHARS = 200  # of a provider's message id, stored as it came (Resend and Twilio ids are ~40)
+# A send starts only with this much of the budget left (or its timeout, or half the budget, if less): providers
+# answer in 0.2-1 s, and a send the budget cuts mid-call may have been delivered, so on a channel without an
+# idempotency key it ends 'unknown', never resent. One not started is released to the next tick, no attempt spent.
+SEND_START_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,7 @@ async def send_due(
 ) -> ReminderCounts:
     """Send the reminders due at `now`, at most a batch, in exactly two statements whatever the batch."""
     began = clock()
-    if began >= deadline:
+    if deadline - began < start_floor(settings):
         return ReminderCounts(more=True)
     channels = {name: registry.channel(name, settings) for name in settings.reminder_channels}
     await check_template_columns(conn, settings)
@@ -183,14 +187,16 @@ async def send_all(
     clock: Callable[[], float],
     rand: Callable[[], float] = random.random,
 ) -> list[Outcome]:
-    """Send each claimed reminder, `settings.concurrency` at a time; none starts once the deadline has passed."""
+    """Send each claimed reminder, `settings.concurrency` at a time; none starts with less than
+    start_floor(settings) left before the deadline."""
     gate = asyncio.Semaphore(settings.concurrency)
     began = clock()
+    floor = start_floor(settings)
 
     async def one(c: Claimed) -> Outcome:
         async with gate:
             remaining = deadline - clock()
-            if remaining <= 0:
+            if remaining < floor:
                 return Outcome(c.id, c.attempts, "released")
             result = await attempt(c, channels, settings, remaining)
         if isinstance(result, Delivered):
@@ -204,6 +210,11 @@ async def send_all(
         )
 
     return list(await asyncio.gather(*(one(c) for c in claimed)))
+
+
+def start_floor(settings: Settings) -> float:
+    """What must be left of the tick's budget for a send to start (SEND_START_SECONDS)."""
+    return min(SEND_START_SECONDS, settings.delivery_timeout_seconds, settings.time_budget_seconds / 2)
 
 
 async def attempt(
