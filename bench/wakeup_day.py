@@ -134,6 +134,7 @@ class Day:
         self.due_seconds: set[int] = set()  # the distinct seconds of the day at which a job attempt was due
         self.wakeups = 0
         self.wakeups_idle = 0  # wake-ups whose tick found nothing due (a booking superseded by a later one)
+        self.deliveries = 0  # wake-ups delivered by the stand-in
         self.kicks = 0
         self.client = httpx.Client(timeout=30)
 
@@ -197,6 +198,7 @@ class Day:
         assert self.stand_in is not None
         delivery = self.stand_in.pending()[0]
         self.wakeups += 1
+        self.deliveries += 1
         self.wakeups_idle += not self.note_due()
         self.stand_in.deliver(delivery)
         if delivery.delivered_at is None:
@@ -261,6 +263,7 @@ def summarise(day: Day) -> dict[str, Any]:
         " and r.kind = k.kind)",
         (now,),
     ).fetchone()
+    served = day.conn.execute("select count(*) from crontick.crontick_wakeups where served_at is not null").fetchone()
     jobs = list(day.due.values())
     return {
         "wakeups": day.wakeups,
@@ -271,6 +274,8 @@ def summarise(day: Day) -> dict[str, Any]:
         "reminders": len(reminders),
         "left_due": int(left[0]) if left else 0,
         "reminders_not_sent": int(missed[0]) if missed else 0,
+        "deliveries": day.deliveries,
+        "deliveries_served": int(served[0]) if served else 0,  # matched to their booking, so marked served
         "jobs": spread(jobs),
         "reminders_lateness": spread(reminders),
         "all": spread(jobs + reminders),
@@ -341,6 +346,8 @@ def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
                       GOAL_P95_LATENESS_SECONDS, "≤"),
         report.target("simulated day: waker's wake-ups ÷ the fixed schedule's", waker["wakeups"] / fixed["wakeups"],
                       1.0, "≤"),
+        report.target("simulated day: deliveries that matched no booking", waker["deliveries"]
+                      - waker["deliveries_served"], 0, "≤"),
         report.target("a tick's statements added by a booking", result["wire"]["most_added_statements"], 1, "≤"),
         report.target("a tick's HTTP calls added by a booking", result["wire"]["most_http_calls"], 1, "≤"),
     ]  # fmt: skip
@@ -366,7 +373,8 @@ def render(result: dict[str, Any]) -> str:
     notes = (
         f"waker: {waker['job_attempts']} job attempts, {waker['reminders']} reminders sent, "
         f"{waker['wakeups_finding_nothing_due']} wake-ups found nothing due (a debounced reply's booking "
-        "superseded by a later message's); kicks: one tick per inbound message (not a wake-up)"
+        "superseded by a later message's); kicks: one tick per inbound message (not a wake-up); "
+        f"{waker['deliveries_served']} of {waker['deliveries']} deliveries matched their booking and marked it served"
     )
     from .wakeup_wire import render as render_wire
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 import threading
 import time
@@ -142,9 +143,11 @@ class QStashStandIn:
         """Move this QStash's clock forward as crontick.testing.advance moves the database's: every pending
         Not-Before comes `seconds` sooner and every deduplication id `seconds` older; an id that ends in a UTC
         instant (crontick's `…-20261205T090100Z`) names an instant of the old clock, so its instant moves too
-        (whole `seconds` keep it on crontick's one-second grid)."""
+        (whole `seconds` keep it on crontick's one-second grid), and so does the instant a delivery's body names
+        (which crontick.testing.advance moved in crontick_wakeups: unmoved, no delivery would match its booking)."""
         for delivery in self.pending():
             delivery.due_at -= seconds
+            delivery.body = _moved_body(delivery.body, seconds)
         with self._lock:
             self._dedupe = {_moved(key, seconds): (message_id, at - seconds)
                             for key, (message_id, at) in self._dedupe.items()}  # fmt: skip
@@ -191,6 +194,19 @@ def _moved(key: str, seconds: float) -> str:
         return key
     instant = datetime.strptime(found[1], INSTANT_FORMAT).replace(tzinfo=UTC) - timedelta(seconds=seconds)
     return key[: found.start(1)] + instant.strftime(INSTANT_FORMAT)
+
+
+def _moved_body(body: bytes, seconds: float) -> bytes:
+    """A crontick delivery's body (`{"crontick": "tick", "instant": …}`) with its instant `seconds` earlier; any
+    other body as it is."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body
+    if not (isinstance(data, dict) and data.get("crontick") == "tick" and isinstance(data.get("instant"), str)):
+        return body
+    data["instant"] = (datetime.fromisoformat(data["instant"]) - timedelta(seconds=seconds)).isoformat()
+    return json.dumps(data, separators=(",", ":")).encode()
 
 
 def _not_before(headers: dict[str, str], now: float) -> float:
