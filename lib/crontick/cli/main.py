@@ -273,6 +273,9 @@ def cmd_dev(args: argparse.Namespace) -> int:
         stopped = embedded.stop(embedded.DEFAULT_DATA_DIR)
         print(f"crontick dev: embedded PostgreSQL {'stopped' if stopped else 'was not running'}")
         return 0
+    # Ctrl-C stops dev at every moment of its start-up, as uvicorn's handler does once it serves: also when dev was
+    # started with SIGINT ignored (a script's background `crontick dev &`), which uvicorn would undo only then.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     args.port = free_port(args, DEV_HOST)  # before the database is started or seeded
     if not os.environ.get("DATABASE_URL"):
         os.environ["DATABASE_URL"] = embedded.start(stop_at_exit=True)  # Ctrl-C stops it too
