@@ -62,7 +62,12 @@ select now() as now,
         union all
         select name, cron, time_zone, evaluated_until from {schema}.crontick_schedules
         where next_at <= now() and name not in (select name from synced)
-    ) d), '[]'::json) as due;
+    ) d), '[]'::json) as due,
+    -- When the schedules not due here are next due (crontick.tick.schedules_duty: with a waker, booked when no
+    -- plan is applied). Rows synced or made dormant here are left out: the snapshot has them as they were.
+    (select pg_catalog.min(s.next_at) from {schema}.crontick_schedules s
+     where s.next_at > now() and pg_catalog.isfinite(s.next_at)
+        and s.name not in (select name from synced) and s.name not in (select name from dormant)) as next_at;
 
 -- name: schedule_apply
 -- Tick, second schedule statement (only when some schedule was due): every schedule's decided
@@ -135,7 +140,15 @@ with plan as materialized (
 )
 select (select count(*) from job) as enqueued,
     (select coalesce(pg_catalog.sum(slot_count), 0) from skip) as skipped,
-    (select count(*) from advanced) as advanced;
+    (select count(*) from advanced) as advanced,
+    -- When a schedule is next due after this statement (crontick.tick.schedules_duty: with a waker, booked): the
+    -- applied plans' next slots and the others' stored ones, finite, as the probe reads schedules_next_at.
+    (select pg_catalog.min(n.next_at) from (
+        select p.next_at from plan p join advanced a on a.name = p.name
+        union all
+        select s.next_at from {schema}.crontick_schedules s
+        where s.next_at > now() and s.name not in (select name from advanced)
+     ) n where pg_catalog.isfinite(n.next_at)) as next_at;
 
 -- name: schedule_list
 -- crontick schedules: each stored schedule's cursor, next and last slot, its latest manual run

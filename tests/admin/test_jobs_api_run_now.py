@@ -221,11 +221,11 @@ def test_a_plan_made_before_the_pause_committed_applies_nothing(
         " where name = %(n)s",
         {"n": hourly},
     )
-    now, _, _, due = conn.execute(query("schedule_due"), {"declared": None, "digest": "x"}).fetchone()  # type: ignore[misc]
+    now, _, _, due, _ = conn.execute(query("schedule_due"), {"declared": None, "digest": "x"}).fetchone()  # type: ignore[misc]
     [plan] = [registry._plan(entry, now, 900.0) for entry in due]
     assert plan is not None and plan[8] and plan[10] is False  # a slot to enqueue, read unpaused
     conn.execute("insert into crontick_pauses (kind, name) values ('schedule', %(n)s)", {"n": hourly})
-    enqueued, skipped, advanced = conn.execute(query("schedule_apply"), {"plans": Jsonb([plan])}).fetchone()  # type: ignore[misc]
+    enqueued, skipped, advanced, _ = conn.execute(query("schedule_apply"), {"plans": Jsonb([plan])}).fetchone()  # type: ignore[misc]
     assert (enqueued, skipped, advanced) == (0, 0, 0)
     tick(database_url, now=db_now(conn))
     assert conn.execute("select outcome, slot_count from crontick_schedule_slots").fetchall() == [("paused", 2)]

@@ -51,7 +51,7 @@ def tick(url: str, grace_seconds: float = 900.0) -> registry.ScheduleCounts:
 def plans_now(url: str) -> list[Any]:
     """What a tick would send to schedule_apply right now (to replay it, or send it with another clock)."""
     with psycopg.connect(url, autocommit=True) as conn:
-        now, _digest, _dormant, due = conn.execute(
+        now, _digest, _dormant, due, _next_at = conn.execute(
             db.query("schedule_due"), {"declared": None, "digest": ""}
         ).fetchone()  # type: ignore[misc]
     return [p for p in (registry._plan(entry, now, 900.0) for entry in due) if p is not None]

@@ -56,9 +56,13 @@ def test_new_declarations_are_synced_once_then_only_a_due_slot_costs_statements(
             " next_at = '-infinity' where name = %(n)s",
             {"n": NAME},
         )
-    counts, _, statements = duty_run(DUTY, {"schedules": {"due": True}})
+    waking = settings_for(database_url, waker="qstash", qstash_token="t", public_url="http://127.0.0.1:9")
+    counts, tick, statements = duty_run(DUTY, {"schedules": {"due": True}}, settings=waking)
     assert counts == ScheduleCounts(enqueued=1, skipped=counts.skipped) and DUTY.made_due(counts)
     assert statements == ["schedule_due", "schedule_apply"]
+    # With a waker, the next slot, read by the same statements: the tick's next_due_at, which the waker books.
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        assert DUTY.next_at(tick) == conn.execute("select next_at from crontick_schedules").fetchone()[0]  # type: ignore[index]
 
 
 def test_out_of_time_it_waits_for_a_later_tick(duty_run: DutyRun, declared: None) -> None:
@@ -66,8 +70,10 @@ def test_out_of_time_it_waits_for_a_later_tick(duty_run: DutyRun, declared: None
     assert not DUTY.made_due(ScheduleCounts(enqueued=0, skipped=2))
 
 
-def test_it_names_the_next_slot_only_when_none_was_due(duty_run: DutyRun) -> None:
+def test_it_names_the_probes_next_slot_when_none_was_due_else_the_one_its_run_read(duty_run: DutyRun) -> None:
     _, tick, _ = duty_run(DUTY, {"schedules": {"due": False, "next_at": "2026-12-05T08:01:00+00:00"}})
     assert DUTY.next_at(tick) is not None and DUTY.next_at(tick).isoformat() == "2026-12-05T08:01:00+00:00"  # type: ignore[union-attr]
     tick.answer = {"schedules": {"due": True, "next_at": "2026-12-05T08:01:00+00:00"}}
-    assert DUTY.next_at(tick) is None
+    assert DUTY.next_at(tick) is None  # no schedule declared: its run read nothing
+    tick.found_next[DUTY.name] = datetime(2026, 12, 5, 8, 2, tzinfo=UTC)
+    assert DUTY.next_at(tick) == datetime(2026, 12, 5, 8, 2, tzinfo=UTC)

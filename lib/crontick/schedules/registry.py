@@ -142,8 +142,21 @@ async def run_due(
     grace_seconds: float = DEFAULT_SCHEDULE_GRACE_SECONDS,
     max_attempts: Callable[[str], int | None] = lambda type: None,
 ) -> ScheduleCounts:
+    """Enqueue the due slots of every declared schedule (run_due_and_next, without the next time)."""
+    counts, _next_at = await run_due_and_next(conn, grace_seconds=grace_seconds, max_attempts=max_attempts)
+    return counts
+
+
+async def run_due_and_next(
+    conn: psycopg.AsyncConnection[Any],
+    *,
+    grace_seconds: float = DEFAULT_SCHEDULE_GRACE_SECONDS,
+    max_attempts: Callable[[str], int | None] = lambda type: None,
+) -> tuple[ScheduleCounts, datetime | None]:
     """Enqueue the due slots of every declared schedule: no statement when none is declared, one
-    when none is due, two when some are, however many schedules and missed slots there are.
+    when none is due, two when some are, however many schedules and missed slots there are. Also
+    when a schedule is next due after them (None: none is, or none is declared), read by the same
+    statements: a waker books it.
 
     "Now" is the database's clock, read by the first statement: a tick whose own clock is behind
     or ahead changes nothing about which slots are due. `max_attempts(type)`: what a slot's job of
@@ -151,14 +164,14 @@ async def run_due(
     """
     items, mine = _declared_and_digest()
     if not items:
-        return ScheduleCounts()
+        return ScheduleCounts(), None
     key = (_database(conn), mine)
     send = key not in _synced
     params = {"declared": Jsonb([s.as_row() for s in items]) if send else None, "digest": mine}
     cur = await conn.execute(query("schedule_due"), params)
     row = await cur.fetchone()
     assert row is not None  # the statement always returns its one row
-    now, stored, dormant, due = row
+    now, stored, dormant, due, next_at = row
     if send:
         _synced.add(key)
         logs.info("schedules_synced", count=len(items), dormant=dormant)
@@ -166,14 +179,14 @@ async def run_due(
         _synced.discard(key)  # another process synced another set (a deploy in progress): sync ours next tick
     plans = [p for p in (_plan(entry, now, grace_seconds, max_attempts) for entry in due) if p is not None]
     if not plans:
-        return ScheduleCounts()
+        return ScheduleCounts(), next_at
     cur = await conn.execute(query("schedule_apply"), {"plans": Jsonb(plans)})
     counts = await cur.fetchone()
     assert counts is not None
-    enqueued, skipped, advanced = counts
+    enqueued, skipped, advanced, next_at = counts
     if advanced < len(plans):
         logs.info("schedules_raced", evaluated=len(plans), advanced=advanced)  # another tick decided them first
-    return ScheduleCounts(enqueued, int(skipped))
+    return ScheduleCounts(enqueued, int(skipped)), next_at
 
 
 def _plan(

@@ -22,15 +22,21 @@ class SchedulesDuty(Duty):
         due = tick.part(self.name).get("due") or registry.needs_sync(tick.conn)
         if not due or tick.out_of_time:
             return ScheduleCounts()
-        return await registry.run_due(
+        counts, next_at = await registry.run_due_and_next(
             tick.conn,
             grace_seconds=tick.settings.schedule_grace_seconds,
             max_attempts=_declared_max_attempts(),
         )
+        if tick.settings.waker != "none":  # as the reminders duty: without a waker, the next tick's probe finds it
+            tick.found_next[self.name] = next_at
+        return counts
 
     def next_at(self, tick: Tick) -> datetime | None:
+        """The probe's time when no schedule was due; else, with a waker, the next slot the run's own statements
+        read, booked like any due work (without it, an hourly schedule behind a daily safety net ran once a day);
+        else None (a scheduler's next call finds it)."""
         part = tick.part(self.name)
-        return None if part.get("due") else when(part, "next_at")
+        return tick.found_next.get(self.name) if part.get("due") else when(part, "next_at")
 
     def made_due(self, counts: ScheduleCounts) -> bool:
         return counts.enqueued > 0  # a slot due now runs in this very tick
