@@ -50,7 +50,8 @@ left join lateral (
 -- the grace, by the database's clock (null: nothing has). Work held back on purpose is not due: a group's jobs
 -- behind its head (`held`), a paused type or group, a type that names a rate limit (`limited`: its window, not a
 -- tick, decides when it starts); snoozes and backoff are a later run_after already. The first 1,000 due pending jobs
--- in run_after order are looked at (as crontick_job_due_unpaused does); a waiting job's deadline counts too.
+-- in run_after order are looked at (as crontick_job_due_unpaused does); a waiting job's deadline counts too, and so
+-- does a running job's lease that ended (its tick was killed mid-run: due for rescue, which no booking asked for).
 select least(
     (select pg_catalog.min(d.run_after)
      from (select j.type, j.group_key, j.run_after from {schema}.jobs j
@@ -60,6 +61,7 @@ select least(
        and d.type <> all(%(limited)s::text[])
        and (d.group_key is null
             or d.group_key <> all(array(select p.name from {schema}.crontick_pauses p where p.kind = 'group')))),
-    (select pg_catalog.min(w.run_after) from {schema}.jobs w where w.status = 'waiting' and w.run_after <= c.cutoff)
+    (select pg_catalog.min(w.run_after) from {schema}.jobs w where w.status = 'waiting' and w.run_after <= c.cutoff),
+    (select pg_catalog.min(r.locked_until) from {schema}.jobs r where r.status = 'running' and r.locked_until <= c.cutoff)
 ) as waiting_since
 from (select pg_catalog.now() - pg_catalog.make_interval(secs => %(grace)s::float8) as cutoff) c

@@ -71,6 +71,26 @@ def test_due_work_unpicked_past_the_grace_is_stale_with_its_reason(
     assert since.isoformat() in late["stale_reason"]
 
 
+def test_a_running_job_whose_lease_ended_past_the_grace_is_stale(
+    live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]
+) -> None:
+    """A tick killed mid-run booked nothing, and its job's rescue falls due when the lease ends: health says so."""
+    with waking(live_app, database_url) as (url, _):
+        assert httpx.post(url + TICK, headers=AUTH).status_code == 200
+        conn.execute(
+            "insert into jobs (type, payload, status, attempts, started_at, locked_until) values"
+            " (%s, '{}', 'running', 1, now() - interval '20 minutes', now() - make_interval(secs => %s))",
+            (noop_jobs.NOOP, GRACE - 30),
+        )
+        leased, leased_strict = health(url)
+        conn.execute("update jobs set locked_until = locked_until - interval '60 seconds'")
+        ended, ended_strict = health(url)
+        lease_end = conn.execute("select locked_until from jobs").fetchone()[0]  # type: ignore[index]
+    assert leased["stale"] is False and leased_strict == 200
+    assert ended["stale"] is True and ended_strict == 503
+    assert datetime.fromisoformat(ended["wakeups"]["due_waiting_since"]) == lease_end
+
+
 def test_work_held_back_is_not_due(live_app: LiveApp, database_url: str, conn: psycopg.Connection[Any]) -> None:
     with waking(live_app, database_url) as (url, _):
         assert httpx.post(url + TICK, headers=AUTH).status_code == 200
