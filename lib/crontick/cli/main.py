@@ -273,8 +273,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
         stopped = embedded.stop(embedded.DEFAULT_DATA_DIR)
         print(f"crontick dev: embedded PostgreSQL {'stopped' if stopped else 'was not running'}")
         return 0
-    # Ctrl-C stops dev at every moment of its start-up, as uvicorn's handler does once it serves: also when dev was
-    # started with SIGINT ignored (a script's background `crontick dev &`), which uvicorn would undo only then.
+    # Ctrl-C stops dev during its start-up too, also when started with SIGINT ignored (`crontick dev &` in a script).
     signal.signal(signal.SIGINT, signal.default_int_handler)
     args.port = free_port(args, DEV_HOST)  # before the database is started or seeded
     if not os.environ.get("DATABASE_URL"):
@@ -377,10 +376,8 @@ def cmd_hook_sign(args: argparse.Namespace) -> int:
 
 
 def _dev_secret(path: Path, prefix: str = "") -> str:
-    """A random secret for local development, kept under .crontick/ so it stays valid across restarts.
-
-    The file is created with mode 0600 before the secret is written, so it is never readable by others.
-    """
+    """A random secret for local development, kept under .crontick/ so it stays valid across restarts. The file
+    is created with mode 0600 before the secret is written, so it is never readable by others."""
     if path.exists():
         return path.read_text().strip()
     path.parent.mkdir(parents=True, exist_ok=True)
